@@ -1,0 +1,79 @@
+"""``handrail executor serve``: the executor as its own process."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from handrail.executor._errors import ExecutorError
+
+DEFAULT_LISTEN = "127.0.0.1:7701"
+
+
+def register(sub: Any) -> None:
+    """Add the ``executor`` command group to the top-level parser."""
+    group = sub.add_parser("executor", help="the executor service agents call")
+    commands = group.add_subparsers(dest="executor_command", required=True, metavar="COMMAND")
+    serve = commands.add_parser("serve", help="serve the executor over gRPC")
+    serve.add_argument("--listen", default=DEFAULT_LISTEN, help=f"HOST:PORT (default {DEFAULT_LISTEN}; port 0 picks one)")
+    serve.add_argument(
+        "--authz",
+        default=os.environ.get("HANDRAIL_AUTHZ", "127.0.0.1:7700"),
+        help="the authz sidecar's address (env HANDRAIL_AUTHZ)",
+    )
+    serve.add_argument(
+        "--token",
+        default=os.environ.get("HANDRAIL_TOKEN", ""),
+        help="this executor's bearer token at the sidecar (env HANDRAIL_TOKEN)",
+    )
+    serve.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path(os.environ.get("HANDRAIL_DATA_DIR", "handrail-data")),
+        help="where the ledger lives (env HANDRAIL_DATA_DIR)",
+    )
+    serve.add_argument(
+        "--chromium", default=None, help="Chromium executable (env HANDRAIL_CHROMIUM, default /usr/bin/chromium)"
+    )
+    serve.add_argument("--lease-ttl-ms", type=int, default=30_000, help="lease TTL asked for each session")
+    serve.set_defaults(func=_serve)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    if not args.token:
+        print("handrail executor serve: --token or HANDRAIL_TOKEN is required", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        return asyncio.run(_serve_async(args))
+    except ExecutorError as exc:
+        print(f"handrail executor serve: {exc}", file=sys.stderr)
+        return 1
+
+
+async def _serve_async(args: argparse.Namespace) -> int:
+    from handrail.executor._service import start_server
+
+    running = await start_server(
+        listen=args.listen,
+        authz_address=args.authz,
+        token=args.token,
+        data_dir=args.data_dir,
+        chromium=args.chromium,
+        lease_ttl_ms=args.lease_ttl_ms,
+    )
+    host = args.listen.rsplit(":", 1)[0]
+    print(f"handrail-executor listening on {host}:{running.port}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await running.stop()
+    return 0

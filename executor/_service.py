@@ -1,0 +1,170 @@
+"""The executor's gRPC service: decode, call the guarded core, encode, map errors."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import grpc
+from grpc_health.v1 import _async as health_aio
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from handrail._errors import HandrailError
+from handrail.authz import AsyncAuthzClient, AuthzRpcError, AuthzUnavailableError
+from handrail.executor import _convert
+from handrail.executor._backend import Backend
+from handrail.executor._browser import BrowserHost
+from handrail.executor._errors import (
+    BackendError,
+    InvalidArgumentError,
+    NotFoundError,
+    SessionClosedError,
+    UnauthenticatedError,
+)
+from handrail.executor._guard import GuardedExecutor
+from handrail.proto.executor.v1 import executor_pb2 as pb
+from handrail.proto.executor.v1 import executor_pb2_grpc as pb_grpc
+from handrail.recorder import Ledger
+
+log = logging.getLogger(__name__)
+
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Executor"].full_name
+
+_T = TypeVar("_T")
+Context = grpc.aio.ServicerContext[Any, Any]
+
+_STATUS = {
+    InvalidArgumentError: grpc.StatusCode.INVALID_ARGUMENT,
+    NotFoundError: grpc.StatusCode.NOT_FOUND,
+    UnauthenticatedError: grpc.StatusCode.UNAUTHENTICATED,
+    SessionClosedError: grpc.StatusCode.FAILED_PRECONDITION,
+    BackendError: grpc.StatusCode.UNAVAILABLE,
+    AuthzUnavailableError: grpc.StatusCode.UNAVAILABLE,
+}
+
+
+def bearer_token(context: Context) -> str:
+    """The bearer token of the call, or UNAUTHENTICATED."""
+    for key, value in context.invocation_metadata() or ():
+        if key == "authorization" and isinstance(value, str) and value.startswith("Bearer "):
+            token = value[len("Bearer ") :].strip()
+            if token:
+                return token
+    raise UnauthenticatedError("missing 'authorization: Bearer <token>' metadata")
+
+
+class ExecutorServicer(pb_grpc.ExecutorServicer):
+    """Thin: every RPC decodes, calls ``GuardedExecutor`` and encodes."""
+
+    def __init__(self, core: GuardedExecutor) -> None:
+        self._core = core
+
+    async def _run(self, context: Context, call: Callable[[], Awaitable[_T]]) -> _T:
+        try:
+            return await call()
+        except AuthzRpcError as exc:
+            code = getattr(grpc.StatusCode, exc.code_name, grpc.StatusCode.UNAVAILABLE)
+            await context.abort(code, str(exc))
+        except HandrailError as exc:
+            code = _STATUS.get(type(exc), grpc.StatusCode.FAILED_PRECONDITION)
+            await context.abort(code, str(exc))
+        raise AssertionError("unreachable")  # context.abort raises
+
+    async def OpenSession(self, request: pb.OpenSessionRequest, context: Context) -> pb.Session:
+        async def call() -> pb.Session:
+            target, start_url, agent = _convert.open_session_args(request)
+            info = await self._core.open_session(
+                token=bearer_token(context), agent=agent, target=target, start_url=start_url
+            )
+            return _convert.session_pb(info)
+
+        return await self._run(context, call)
+
+    async def Observe(self, request: pb.ObserveRequest, context: Context) -> pb.Observation:
+        async def call() -> pb.Observation:
+            sid = _convert.session_id(request.session_id)
+            session = self._core.sessions.get(sid, bearer_token(context))
+            obs = await self._core.observe(session, screenshot=request.screenshot)
+            return _convert.observation_pb(obs)
+
+        return await self._run(context, call)
+
+    async def Act(self, request: pb.ActRequest, context: Context) -> pb.ActResponse:
+        async def call() -> pb.ActResponse:
+            spec = _convert.action_spec(request)
+            session = self._core.sessions.get(request.session_id, bearer_token(context))
+            return _convert.act_response_pb(await self._core.act(session, spec))
+
+        return await self._run(context, call)
+
+    async def CloseSession(
+        self, request: pb.CloseSessionRequest, context: Context
+    ) -> pb.CloseSessionResponse:
+        async def call() -> pb.CloseSessionResponse:
+            sid = _convert.session_id(request.session_id)
+            session = self._core.sessions.get(sid, bearer_token(context))
+            await self._core.close_session(session)
+            return pb.CloseSessionResponse()
+
+        return await self._run(context, call)
+
+
+@dataclass
+class ExecutorServer:
+    """A running executor: its gRPC server, its core and what they own."""
+
+    server: grpc.aio.Server
+    port: int
+    core: GuardedExecutor
+    host: BrowserHost
+    authz: AsyncAuthzClient
+    ledger: Ledger
+
+    async def stop(self, grace: float = 1.0) -> None:
+        await self.server.stop(grace)
+        await self.core.close()
+        await self.host.close()
+        await self.authz.close()
+        self.ledger.close()
+
+
+async def start_server(
+    *,
+    listen: str,
+    authz_address: str,
+    token: str,
+    data_dir: Path,
+    chromium: str | None = None,
+    lease_ttl_ms: int = 30_000,
+) -> ExecutorServer:
+    """Start Chromium, the core and the gRPC server; return them running."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    ledger = Ledger(data_dir / "ledger.sqlite")
+    host = BrowserHost(chromium)
+    await host.start()
+    authz = AsyncAuthzClient(authz_address, token)
+
+    async def open_backend(start_url: str) -> Backend:
+        return await host.open_page(start_url)
+
+    core = GuardedExecutor(authz, ledger, open_backend, lease_ttl_ms=lease_ttl_ms)
+    server = grpc.aio.server()
+    pb_grpc.add_ExecutorServicer_to_server(ExecutorServicer(core), server)  # type: ignore[no-untyped-call]
+    health_servicer = health_aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
+        server,
+    )
+    port = server.add_insecure_port(listen)
+    if port == 0:
+        await host.close()
+        raise BackendError(f"could not listen on {listen}")
+    await server.start()
+    for name in ("", SERVICE_NAME):
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    return ExecutorServer(server, port, core, host, authz, ledger)

@@ -1,0 +1,118 @@
+"""Sessions and the control lease each one rides on.
+
+One ``Sessions`` object owns the registry; one ``LeaseFence`` per target remembers the
+highest lease epoch the executor has seen, so that a decision made just before a
+takeover cannot be dispatched after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass, field
+
+from handrail.executor._backend import Backend
+from handrail.executor._errors import NotFoundError, SessionClosedError, UnauthenticatedError
+from handrail.executor._models import Observation
+from handrail.executor._snapshot import RefInfo
+
+
+_REMEMBERED = 8
+
+
+@dataclass
+class LeaseFence:
+    """What the executor knows of one target's control lease."""
+
+    target: str
+    highest_epoch: int = 0
+    held_epoch: int | None = None  # the epoch our agent holds, None when it holds none
+
+    def saw(self, epoch: int) -> None:
+        """Record an epoch seen in any answer from the sidecar; epochs never go back."""
+        if epoch > self.highest_epoch:
+            self.highest_epoch = epoch
+        if self.held_epoch is not None and epoch > self.held_epoch:
+            self.held_epoch = None  # someone else changed the holder since
+
+    def hold(self, epoch: int) -> None:
+        self.saw(epoch)
+        self.held_epoch = epoch
+
+    def lose(self) -> None:
+        self.held_epoch = None
+
+    @property
+    def epoch(self) -> int:
+        """The epoch an observation is taken under: the held one, else the newest seen."""
+        return self.held_epoch if self.held_epoch is not None else self.highest_epoch
+
+
+@dataclass
+class Session:
+    session_id: str
+    target: str
+    agent: str
+    token_hash: bytes
+    backend: Backend
+    fence: LeaseFence
+    generation: int = 0
+    latest: Observation | None = None
+    # The refs of the last few observations, by generation, to name the element a
+    # (possibly stale) observation's ref meant, for idempotency fingerprints.
+    recent_refs: dict[int, dict[str, RefInfo]] = field(default_factory=dict)
+    latest_structure: int = 0
+    blocked_by: str = ""  # the action id of an UNKNOWN action awaiting reconciliation
+    closed: bool = False
+    # One write at a time per session; observing does not take it.
+    write_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    renewer: asyncio.Task[None] | None = None
+
+    def remember_refs(self, generation: int, refs: dict[str, RefInfo]) -> None:
+        self.recent_refs[generation] = refs
+        for old in [g for g in self.recent_refs if g <= generation - _REMEMBERED]:
+            del self.recent_refs[old]
+
+
+def token_digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
+
+
+class Sessions:
+    """The registry of open sessions and of lease fences per target."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, Session] = {}
+        self._fences: dict[str, LeaseFence] = {}
+
+    @staticmethod
+    def new_id() -> str:
+        return "s_" + secrets.token_hex(6)
+
+    def fence(self, target: str) -> LeaseFence:
+        fence = self._fences.get(target)
+        if fence is None:
+            fence = self._fences[target] = LeaseFence(target)
+        return fence
+
+    def add(self, session: Session) -> None:
+        self._sessions[session.session_id] = session
+
+    def get(self, session_id: str, token: str) -> Session:
+        """The open session ``session_id``, if ``token`` is the one that opened it."""
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise NotFoundError("session_id", f"no session {session_id!r}")
+        if not hmac.compare_digest(session.token_hash, token_digest(token)):
+            raise UnauthenticatedError("this session belongs to another principal")
+        if session.closed:
+            raise SessionClosedError(f"session {session_id} is closed")
+        return session
+
+    def remove(self, session_id: str) -> Session | None:
+        return self._sessions.pop(session_id, None)
+
+    def all(self) -> list[Session]:
+        return list(self._sessions.values())

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Install what Handrail needs where it is missing, then run the command given.
+#
+#   bash scripts/bootstrap.sh handrail demo          # set up and run the demo
+#   bash scripts/bootstrap.sh python -m pytest       # set up and run the test suite
+#
+# System packages (Debian, as root, no input): chromium for the browser backend; xvfb,
+# xdotool and openbox for the desktop backend's tests. Python packages: this project
+# with its dev extras, installed editable from this checkout.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v Xvfb >/dev/null 2>&1 || need+=(xvfb)
+command -v xdotool >/dev/null 2>&1 || need+=(xdotool)
+command -v openbox >/dev/null 2>&1 || need+=(openbox)
+if ((${#need[@]})); then
+  if [ "$(id -u)" != 0 ] && ! command -v sudo >/dev/null 2>&1; then
+    echo "bootstrap: missing ${need[*]} and not root: install them with apt-get" >&2
+    exit 1
+  fi
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  echo "bootstrap: installing ${need[*]} with apt-get" >&2
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+# Reinstall only when this checkout is not the one installed, or the metadata changed.
+stamp=".bootstrap-stamp"
+want="$(pwd) $(sha256sum pyproject.toml | cut -c1-16)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! "$PY" -c "import handrail.cli" 2>/dev/null; then
+  echo "bootstrap: installing handrail and its Python dependencies with pip" >&2
+  "$PY" -m pip install -q --disable-pip-version-check --root-user-action=ignore -e ".[dev]"
+  echo "$want" > "$stamp"
+fi
+
+command -v pyenv >/dev/null 2>&1 && pyenv rehash 2>/dev/null || true
+
+if (($#)); then
+  exec "$@"
+fi

@@ -1,0 +1,156 @@
+"""The command line: serve as a real process, principals, operator commands."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from handrail.authz import Store, _cli
+from handrail.authz._policies import DEFAULT_POLICIES_DIR
+
+from tests.authz.conftest import Sidecar
+
+
+def _handrail(*args: str) -> list[str]:
+    return [sys.executable, "-m", "handrail", *args]
+
+
+@pytest.mark.slow
+def test_serve_prints_listening_line_answers_health_and_stops(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        _handrail("authz", "serve", "--data-dir", str(tmp_path), "--listen", "127.0.0.1:0"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().strip()
+        assert line.startswith("handrail-authz listening on 127.0.0.1:"), line
+        address = line.rsplit(" ", 1)[1]
+        assert int(address.rsplit(":", 1)[1]) > 0
+        with grpc.insecure_channel(address) as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            for service in ("handrail.authz.v1.Authz", ""):
+                reply = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
+                assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    assert (tmp_path / "authz.sqlite").exists()
+
+
+@pytest.mark.slow
+def test_serve_with_broken_policy_exits_with_file_and_line(tmp_path: Path) -> None:
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    (policies / "schema.cedarschema").write_text(
+        (DEFAULT_POLICIES_DIR / "schema.cedarschema").read_text()
+    )
+    broken = policies / "broken.cedar"
+    broken.write_text(
+        '// header\n\n@id("x")\nforbid (principal, action, resource\n  when { true };\n'
+    )
+    result = subprocess.run(
+        _handrail(
+            "authz",
+            "serve",
+            "--data-dir",
+            str(tmp_path / "d"),
+            "--listen",
+            "127.0.0.1:0",
+            "--policies",
+            str(policies),
+        ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert f"{broken}:3: " in result.stderr
+    assert result.stdout == ""
+
+
+def test_principal_add_and_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = ["--data-dir", str(tmp_path)]
+    add = ["authz", "principal", "add"]
+    assert _cli.main([*add, "alice", "--role", "operator", *data]) == 0
+    token = capsys.readouterr().out.strip()
+    assert len(token) >= 24
+    assert _cli.main([*add, "bob", "--role", "agent", "--token", "tok", *data]) == 0
+    assert capsys.readouterr().out.strip() == "tok"
+    assert _cli.main([*add, "bob", "--role", "agent", *data]) == 1
+    assert "already exists" in capsys.readouterr().err
+    assert _cli.main(["authz", "principal", "list", *data]) == 0
+    out = capsys.readouterr().out
+    assert "alice\toperator" in out and "bob\tagent" in out
+    with Store.in_dir(tmp_path) as store:
+        assert store.authenticate(token) is not None
+        assert store.authenticate("tok") is not None
+        # tokens are stored hashed
+        rows = store._conn().execute("SELECT token_sha256 FROM principals").fetchall()
+        assert all(len(r[0]) == 64 and r[0] not in (token, "tok") for r in rows)
+
+
+def test_operator_commands(sidecar: Sidecar, capsys: pytest.CaptureFixture[str]) -> None:
+    remote = ["--authz", sidecar.address, "--token", sidecar.tokens["op"]]
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = _cli.main([*args, *remote])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    code, out, _ = run(
+        "grant",
+        "--principal",
+        "agent-a",
+        "--target",
+        "t1",
+        "--verbs",
+        "submit,input",
+        "--origin",
+        "http://127.0.0.1:8000",
+        "--ttl",
+        "60",
+        "--note",
+        "demo",
+    )
+    assert code == 0
+    grant_id = out.strip()
+    code, out, _ = run("grants", "--principal", "agent-a")
+    assert code == 0 and grant_id in out and "submit,input" in out and "active" in out
+    sidecar.client("agent-a").acquire("t1")
+    code, out, _ = run("lease", "t1")
+    assert "held by agent agent-a (epoch 1" in out
+    code, out, _ = run("takeover", "t1", "--note", "mine")
+    assert code == 0 and "held by human op (epoch 2" in out
+    code, out, _ = run("handback", "t1", "--next", "agent-a")
+    assert code == 0 and "free (epoch 3)" in out and "reserved for agent-a" in out
+    code, out, _ = run("revoke", grant_id)
+    assert code == 0 and grant_id in out
+    code, _, err = run("revoke", "nope")
+    assert code == 1 and "NOT_FOUND" in err and "Traceback" not in err
+    code, _, err = run("grant", "--principal", "p", "--target", "t", "--verbs", "fly")
+    assert code == 1 and "verb" in err
+
+
+def test_operator_command_without_token(capsys: pytest.CaptureFixture[str]) -> None:
+    env_token = os.environ.pop("HANDRAIL_TOKEN", None)
+    try:
+        assert _cli.main(["lease", "t", "--token", ""]) == 1
+        assert "no token" in capsys.readouterr().err
+    finally:
+        if env_token is not None:
+            os.environ["HANDRAIL_TOKEN"] = env_token

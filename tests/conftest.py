@@ -1,0 +1,102 @@
+"""Shared fixtures: real servers on loopback, a real Chromium, real SQLite files.
+
+One authz sidecar and one executor (with its one Chromium) serve the whole test session;
+each test gets its own agent principal, target and fixture app so tests stay independent.
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from handrail._procs import ServerProcess, start_authz, start_executor
+from handrail.authz import AuthzClient, Store
+from handrail.executor import ExecutorClient
+from handrail.scenarios import SubscriptionApp
+
+_counter = itertools.count(1)
+
+
+@dataclass
+class Principal:
+    name: str
+    token: str
+
+
+@dataclass
+class Stack:
+    """A running authz sidecar and executor, and the principals that use them."""
+
+    data_dir: Path
+    authz: ServerProcess
+    executor: ServerProcess
+    operator: Principal
+    executor_principal: Principal
+
+    def add_principal(self, role: str, prefix: str = "") -> Principal:
+        name = f"{prefix or role}-{next(_counter)}"
+        token = secrets.token_urlsafe(24)
+        with Store(self.data_dir / "authz.sqlite") as store:
+            store.add_principal(name, role, token)
+        return Principal(name, token)
+
+    def operator_client(self) -> AuthzClient:
+        return AuthzClient(self.authz.address, self.operator.token)
+
+
+def new_stack(data_dir: Path) -> Iterator[Stack]:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    operator = Principal("operator-0", secrets.token_urlsafe(24))
+    executor = Principal("executor-0", secrets.token_urlsafe(24))
+    with Store(data_dir / "authz.sqlite") as store:
+        store.add_principal(operator.name, "operator", operator.token)
+        store.add_principal(executor.name, "executor", executor.token)
+    authz = start_authz(data_dir)
+    try:
+        exe = start_executor(data_dir, authz.address, executor.token)
+        try:
+            yield Stack(data_dir, authz, exe, operator, executor)
+        finally:
+            exe.stop()
+    finally:
+        authz.stop()
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """The session's shared sidecar and executor."""
+    yield from new_stack(tmp_path_factory.mktemp("stack"))
+
+
+@pytest.fixture
+def app() -> Iterator[SubscriptionApp]:
+    """A fresh subscription fixture app on a free port."""
+    fixture = SubscriptionApp()
+    fixture.start()
+    try:
+        yield fixture
+    finally:
+        fixture.stop()
+
+
+@dataclass
+class AgentSetup:
+    principal: Principal
+    target: str
+    client: ExecutorClient
+
+
+@pytest.fixture
+def agent(stack: Stack) -> Iterator[AgentSetup]:
+    """A new agent principal with its own target and an executor client."""
+    principal = stack.add_principal("agent")
+    client = ExecutorClient(stack.executor.address, principal.token)
+    try:
+        yield AgentSetup(principal, f"browser:{principal.name}", client)
+    finally:
+        client.close()
