@@ -323,7 +323,8 @@ def serve(
     engine = PolicyEngine.load(policies_dir)
     store = Store.in_dir(data_dir, clock=clock, durable_decisions=durable_decisions)
     executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="authz")
-    server = grpc.server(executor)
+    # No SO_REUSEPORT: a second sidecar on the same port must fail, not share it.
+    server = grpc.server(executor, options=[("grpc.so_reuseport", 0)])
     authz_pb2_grpc.add_AuthzServicer_to_server(  # type: ignore[no-untyped-call]
         AuthzServicer(store, engine), server
     )
@@ -337,9 +338,9 @@ def serve(
     )
     try:
         port = server.add_insecure_port(listen)
-    except RuntimeError:
+    except RuntimeError as exc:
         executor.shutdown(wait=False)
         store.close()
-        raise
+        raise RuntimeError(f"cannot listen on {listen}: {exc}") from None
     server.start()
     return AuthzServer(server, store, executor, port), port

@@ -1,4 +1,4 @@
-"""The executor: sessions on a browser, every write through observe -> check -> act -> re-observe."""
+"""The executor: sessions on a browser; every write goes observe -> check -> act -> re-observe."""
 
 from __future__ import annotations
 

@@ -5,17 +5,17 @@ Only this module imports Playwright.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
-
-from playwright.async_api import Browser, Page, Playwright, async_playwright
-from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from handrail.executor._backend import DispatchResult, DispatchStatus, RawObservation
 from handrail.executor._errors import BackendError
 from handrail.executor._models import ActionKind, ActionSpec
 from handrail.executor._snapshot import RefInfo
+from playwright.async_api import Browser, Page, Playwright, async_playwright
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ENV = "HANDRAIL_CHROMIUM"
@@ -31,7 +31,6 @@ _CHROMIUM_ARGS = [
     "--disable-sync",
     "--disable-dev-shm-usage",
 ]
-
 
 
 def chromium_path(explicit: str | None = None) -> str:
@@ -164,10 +163,9 @@ class BrowserPage:
         return DispatchResult(DispatchStatus.DONE)
 
     async def settle(self, timeout_ms: int) -> None:
-        try:
+        # The re-observation reports what the page shows, settled or not.
+        with contextlib.suppress(PlaywrightError):
             await self._page.wait_for_load_state("domcontentloaded", timeout=timeout_ms)
-        except PlaywrightError:
-            pass  # the re-observation reports what the page shows, settled or not
 
     async def text_visible(self, text: str) -> bool:
         locator = self._page.get_by_text(text)
@@ -181,10 +179,8 @@ class BrowserPage:
         return False
 
     async def close(self) -> None:
-        try:
+        with contextlib.suppress(PlaywrightError):  # already gone with the browser
             await self._page.context.close()
-        except PlaywrightError:
-            pass  # already gone with the browser
 
 
 def _first_line(exc: PlaywrightError) -> str:

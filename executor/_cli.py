@@ -21,7 +21,11 @@ def register(sub: Any) -> None:
     group = sub.add_parser("executor", help="the executor service agents call")
     commands = group.add_subparsers(dest="executor_command", required=True, metavar="COMMAND")
     serve = commands.add_parser("serve", help="serve the executor over gRPC")
-    serve.add_argument("--listen", default=DEFAULT_LISTEN, help=f"HOST:PORT (default {DEFAULT_LISTEN}; port 0 picks one)")
+    serve.add_argument(
+        "--listen",
+        default=DEFAULT_LISTEN,
+        help=f"HOST:PORT (default {DEFAULT_LISTEN}; port 0 picks one)",
+    )
     serve.add_argument(
         "--authz",
         default=os.environ.get("HANDRAIL_AUTHZ", "127.0.0.1:7700"),
@@ -39,9 +43,13 @@ def register(sub: Any) -> None:
         help="where the ledger lives (env HANDRAIL_DATA_DIR)",
     )
     serve.add_argument(
-        "--chromium", default=None, help="Chromium executable (env HANDRAIL_CHROMIUM, default /usr/bin/chromium)"
+        "--chromium",
+        default=None,
+        help="Chromium executable (env HANDRAIL_CHROMIUM, default /usr/bin/chromium)",
     )
-    serve.add_argument("--lease-ttl-ms", type=int, default=30_000, help="lease TTL asked for each session")
+    serve.add_argument(
+        "--lease-ttl-ms", type=int, default=30_000, help="lease TTL asked for each session"
+    )
     serve.set_defaults(func=_serve)
 
 
@@ -49,7 +57,9 @@ def _serve(args: argparse.Namespace) -> int:
     if not args.token:
         print("handrail executor serve: --token or HANDRAIL_TOKEN is required", file=sys.stderr)
         return 2
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s"
+    )
     try:
         return asyncio.run(_serve_async(args))
     except ExecutorError as exc:

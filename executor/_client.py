@@ -1,9 +1,9 @@
 """The agent SDK: a typed, synchronous client of the executor.
 
-    with ExecutorClient("127.0.0.1:7701", token) as client:
-        session = client.open_session(target="browser:demo", start_url=url)
-        obs = session.observe()
-        result = session.click(session.find("button", "Turn off auto-renew"))
+with ExecutorClient("127.0.0.1:7701", token) as client:
+    session = client.open_session(target="browser:demo", start_url=url)
+    obs = session.observe()
+    result = session.click(session.find("button", "Turn off auto-renew"))
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import uuid
 from types import TracebackType
 
 import grpc
-
 from handrail.executor import _convert
 from handrail.executor._models import (
     ActionKind,
@@ -45,7 +44,9 @@ class ExecutorClient:
     def open_session(self, *, target: str, start_url: str = "", agent: str = "") -> BrowserSession:
         """Open a browser session on ``target`` at ``start_url`` for this agent."""
         msg = self._stub.OpenSession(
-            pb.OpenSessionRequest(target=target, backend=pb.BACKEND_BROWSER, start_url=start_url, agent=agent),
+            pb.OpenSessionRequest(
+                target=target, backend=pb.BACKEND_BROWSER, start_url=start_url, agent=agent
+            ),
             metadata=self._metadata,
             timeout=self._timeout,
         )
@@ -61,13 +62,17 @@ class ExecutorClient:
 
     def _act(self, session_id: str, spec: ActionSpec) -> ActResponse:
         msg = self._stub.Act(
-            _convert.act_request_pb(session_id, spec), metadata=self._metadata, timeout=self._timeout
+            _convert.act_request_pb(session_id, spec),
+            metadata=self._metadata,
+            timeout=self._timeout,
         )
         return _convert.act_response_from_pb(msg)
 
     def _close_session(self, session_id: str) -> None:
         self._stub.CloseSession(
-            pb.CloseSessionRequest(session_id=session_id), metadata=self._metadata, timeout=self._timeout
+            pb.CloseSessionRequest(session_id=session_id),
+            metadata=self._metadata,
+            timeout=self._timeout,
         )
 
     def close(self) -> None:
@@ -77,7 +82,10 @@ class ExecutorClient:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.close()
 
@@ -106,7 +114,9 @@ class BrowserSession:
             LookupError: no element, or more than one, has that role and name.
         """
         obs = observation or self.latest or self.observe()
-        hits = [i.ref for i in parse_refs(obs.snapshot).values() if i.role == role and i.name == name]
+        hits = [
+            i.ref for i in parse_refs(obs.snapshot).values() if i.role == role and i.name == name
+        ]
         if len(hits) != 1:
             raise LookupError(f"{len(hits)} elements are {role} {name!r} in {obs.observation_id}")
         return hits[0]

@@ -45,7 +45,9 @@ def _bounded(field: str, value: str, limit: int, *, required: bool = True) -> st
     if required and not value:
         raise InvalidArgumentError(field, "must not be empty")
     if len(value) > limit:
-        raise InvalidArgumentError(field, f"is {len(value)} characters long, at most {limit} allowed")
+        raise InvalidArgumentError(
+            field, f"is {len(value)} characters long, at most {limit} allowed"
+        )
     if "\x00" in value:
         raise InvalidArgumentError(field, "must not contain NUL characters")
     return value
@@ -112,7 +114,9 @@ def action_spec(req: pb.ActRequest) -> ActionSpec:
         try:
             re.compile(req.expect.url_matches)
         except re.error as exc:
-            raise InvalidArgumentError("expect.url_matches", f"not a regular expression: {exc}") from exc
+            raise InvalidArgumentError(
+                "expect.url_matches", f"not a regular expression: {exc}"
+            ) from exc
     return ActionSpec(
         kind=kind,
         observation_id=req.observation_id,
@@ -129,7 +133,10 @@ def action_spec(req: pb.ActRequest) -> ActionSpec:
 
 def session_pb(info: SessionInfo) -> pb.Session:
     return pb.Session(
-        session_id=info.session_id, target=info.target, agent=info.agent, lease_epoch=info.lease_epoch
+        session_id=info.session_id,
+        target=info.target,
+        agent=info.agent,
+        lease_epoch=info.lease_epoch,
     )
 
 
@@ -220,6 +227,8 @@ def act_request_pb(session_id: str, spec: ActionSpec) -> pb.ActRequest:
         values=list(spec.values),
         url=spec.url,
         idempotency_key=spec.idempotency_key,
-        expect=pb.Expectation(text_visible=spec.expect.text_visible, url_matches=spec.expect.url_matches),
+        expect=pb.Expectation(
+            text_visible=spec.expect.text_visible, url_matches=spec.expect.url_matches
+        ),
         timeout_ms=spec.timeout_ms,
     )

@@ -94,10 +94,14 @@ class GuardedExecutor:
             raise InvalidArgumentError("authorization", f"{principal} is a {role}, not an agent")
         return principal
 
-    async def open_session(self, *, token: str, agent: str, target: str, start_url: str) -> SessionInfo:
+    async def open_session(
+        self, *, token: str, agent: str, target: str, start_url: str
+    ) -> SessionInfo:
         principal = await self.authenticate(token)
         if agent and agent != principal:
-            raise InvalidArgumentError("agent", f"the token belongs to {principal!r}, not {agent!r}")
+            raise InvalidArgumentError(
+                "agent", f"the token belongs to {principal!r}, not {agent!r}"
+            )
         backend = await self._open_backend(start_url)
         session = Session(
             session_id=Sessions.new_id(),
@@ -126,12 +130,12 @@ class GuardedExecutor:
             session.renewer.cancel()
         if session.fence.held_epoch is not None:
             with contextlib.suppress(AuthzError):
-                await self._authz.release(session.target, session.fence.held_epoch, holder=session.agent)
+                await self._authz.release(
+                    session.target, session.fence.held_epoch, holder=session.agent
+                )
             session.fence.lose()
         await session.backend.close()
-        self._ledger.append(
-            "session_close", session_id=session.session_id, principal=session.agent
-        )
+        self._ledger.append("session_close", session_id=session.session_id, principal=session.agent)
 
     async def close(self) -> None:
         for session in self.sessions.all():
@@ -141,7 +145,9 @@ class GuardedExecutor:
         """Take the target's lease for the session's agent, if the sidecar gives it."""
         fence = session.fence
         try:
-            lease = await self._authz.acquire(session.target, holder=session.agent, ttl_ms=self._lease_ttl_ms)
+            lease = await self._authz.acquire(
+                session.target, holder=session.agent, ttl_ms=self._lease_ttl_ms
+            )
         except AuthzError as exc:
             log.info("lease for %s not acquired: %s", session.target, exc)
             with contextlib.suppress(AuthzError):
@@ -157,7 +163,9 @@ class GuardedExecutor:
             if held is None:
                 continue
             try:
-                lease = await self._authz.renew(session.target, held, holder=session.agent, ttl_ms=self._lease_ttl_ms)
+                lease = await self._authz.renew(
+                    session.target, held, holder=session.agent, ttl_ms=self._lease_ttl_ms
+                )
                 fence.saw(lease.epoch)
             except AuthzUnavailableError:
                 continue  # the lease may lapse; writes are refused meanwhile
@@ -207,13 +215,17 @@ class GuardedExecutor:
             return ActResponse(repeat)
         if session.blocked_by:
             return self._refuse(
-                session, spec, action_id, RECONCILE_REQUIRED,
+                session,
+                spec,
+                action_id,
+                target_info,
+                RECONCILE_REQUIRED,
                 f"action {session.blocked_by} has an unknown outcome; reconcile it first",
             )
 
         refusal = await self._check_fresh(session, spec, target_info)
         if refusal is not None:
-            return self._refuse(session, spec, action_id, *refusal)
+            return self._refuse(session, spec, action_id, target_info, *refusal)
 
         obs = session.latest
         assert obs is not None  # _check_fresh refused otherwise
@@ -230,39 +242,70 @@ class GuardedExecutor:
                 action_id=action_id,
             )
         except AuthzError as exc:
-            return self._refuse(session, spec, action_id, AUTHZ_UNAVAILABLE, f"authz: {exc}")
+            return self._refuse(
+                session, spec, action_id, target_info, AUTHZ_UNAVAILABLE, f"authz: {exc}"
+            )
         session.fence.saw(decision.lease_epoch)
         if not decision.allow:
             if decision.reason in ("STALE_EPOCH", "HELD_BY_HUMAN", "NO_LEASE"):
                 session.fence.lose()
-            return self._refuse(session, spec, action_id, decision.reason, decision.message, decision)
+            return self._refuse(
+                session, spec, action_id, target_info, decision.reason, decision.message, decision
+            )
 
         # The intent is durable before anything reaches the page.
         params = spec.ledger_params(role, name)
         params["fingerprint"] = fingerprint
         params["decision_id"] = decision.decision_id
-        self._ledger.intent(session.session_id, action_id, spec.idempotency_key, session.agent, obs.lease_epoch, params)
+        self._ledger.intent(
+            session.session_id,
+            action_id,
+            spec.idempotency_key,
+            session.agent,
+            obs.lease_epoch,
+            params,
+        )
 
         # The fence: a takeover seen since the decision wins over it.
         if obs.lease_epoch < session.fence.highest_epoch:
             return self._finish(
-                session, spec, action_id, Outcome.REFUSED, STALE_EPOCH,
+                session,
+                spec,
+                action_id,
+                Outcome.REFUSED,
+                STALE_EPOCH,
                 f"lease epoch {obs.lease_epoch} was superseded by {session.fence.highest_epoch}",
-                False, Evidence.NONE, decision,
+                False,
+                Evidence.NONE,
+                decision,
             )
 
         timeout = spec.timeout_ms or DEFAULT_ACTION_TIMEOUT_MS
         dispatched = await session.backend.dispatch(spec, timeout)
         if dispatched.status is DispatchStatus.NOT_STARTED:
             return self._finish(
-                session, spec, action_id, Outcome.FAILED, ALLOW,
-                f"not dispatched: {dispatched.message}", False, Evidence.NONE, decision,
+                session,
+                spec,
+                action_id,
+                Outcome.FAILED,
+                ALLOW,
+                f"not dispatched: {dispatched.message}",
+                False,
+                Evidence.NONE,
+                decision,
             )
         if dispatched.status is DispatchStatus.MAYBE_STARTED:
             session.blocked_by = action_id
             return self._finish(
-                session, spec, action_id, Outcome.UNKNOWN, ALLOW,
-                f"the outcome is unknown: {dispatched.message}", True, Evidence.NONE, decision,
+                session,
+                spec,
+                action_id,
+                Outcome.UNKNOWN,
+                ALLOW,
+                f"the outcome is unknown: {dispatched.message}",
+                True,
+                Evidence.NONE,
+                decision,
             )
 
         await session.backend.settle(SETTLE_TIMEOUT_MS)
@@ -277,9 +320,13 @@ class GuardedExecutor:
         """The cited observation must exist; a cited ref must be one it produced."""
         sid, _, gen = spec.observation_id.partition(":")
         if sid != session.session_id or not gen.isdigit():
-            raise NotFoundError("observation_id", f"no observation {spec.observation_id!r} in this session")
+            raise NotFoundError(
+                "observation_id", f"no observation {spec.observation_id!r} in this session"
+            )
         if int(gen) > session.generation or int(gen) < 1:
-            raise NotFoundError("observation_id", f"no observation {spec.observation_id!r} in this session")
+            raise NotFoundError(
+                "observation_id", f"no observation {spec.observation_id!r} in this session"
+            )
         if not spec.kind.needs_ref:
             return None
         refs = session.recent_refs.get(int(gen))
@@ -287,7 +334,9 @@ class GuardedExecutor:
             return None  # too old to know its refs: refused as stale by _check_fresh
         info = refs.get(spec.ref)
         if info is None:
-            raise NotFoundError("ref", f"{spec.ref!r} is not a ref of observation {spec.observation_id}")
+            raise NotFoundError(
+                "ref", f"{spec.ref!r} is not a ref of observation {spec.observation_id}"
+            )
         return info
 
     async def _check_fresh(
@@ -296,14 +345,20 @@ class GuardedExecutor:
         obs = session.latest
         if obs is None or obs.observation_id != spec.observation_id:
             latest = obs.observation_id if obs else "none"
-            return STALE_OBSERVATION, f"observation {spec.observation_id} is not the latest ({latest}); observe again"
+            return (
+                STALE_OBSERVATION,
+                f"observation {spec.observation_id} is not the latest ({latest}); observe again",
+            )
         if obs.lease_epoch != session.fence.epoch or obs.lease_epoch < session.fence.highest_epoch:
             return STALE_OBSERVATION, (
                 f"observation {obs.observation_id} was taken under lease epoch {obs.lease_epoch}, "
                 f"the lease has changed since (epoch {session.fence.highest_epoch}); observe again"
             )
         if session.backend.structure_version() != session.latest_structure:
-            return STALE_OBSERVATION, f"the page navigated since observation {obs.observation_id}; observe again"
+            return (
+                STALE_OBSERVATION,
+                f"the page navigated since observation {obs.observation_id}; observe again",
+            )
         if info is not None:
             problem = await session.backend.check_target(info)
             if problem is not None:
@@ -317,17 +372,25 @@ class GuardedExecutor:
             return None
         if intent.body.get("params", {}).get("fingerprint") != fingerprint:
             return ActionResult(
-                action_id=intent.action_id, outcome=Outcome.REFUSED, reason=IDEMPOTENCY_CONFLICT,
+                action_id=intent.action_id,
+                outcome=Outcome.REFUSED,
+                reason=IDEMPOTENCY_CONFLICT,
                 message=f"idempotency key {spec.idempotency_key!r} was used by action "
                 f"{intent.action_id} with other parameters",
-                execution_started=False, evidence=Evidence.NONE, idempotency_key=spec.idempotency_key,
+                execution_started=False,
+                evidence=Evidence.NONE,
+                idempotency_key=spec.idempotency_key,
             )
         result = self._ledger.find_result_by_key(session.session_id, spec.idempotency_key)
         if result is None:  # an intent that never got a result: in flight or crashed
             return ActionResult(
-                action_id=intent.action_id, outcome=Outcome.UNKNOWN, reason=ALLOW,
+                action_id=intent.action_id,
+                outcome=Outcome.UNKNOWN,
+                reason=ALLOW,
                 message="this key's action has no recorded result; its outcome is unknown",
-                execution_started=True, evidence=Evidence.NONE, idempotency_key=spec.idempotency_key,
+                execution_started=True,
+                evidence=Evidence.NONE,
+                idempotency_key=spec.idempotency_key,
             )
         body = result.body
         return ActionResult(
@@ -341,7 +404,9 @@ class GuardedExecutor:
             decision_id=str(body.get("extra", {}).get("decision_id", "")),
         )
 
-    async def _evidence(self, session: Session, spec: ActionSpec, obs: Observation) -> tuple[Evidence, str]:
+    async def _evidence(
+        self, session: Session, spec: ActionSpec, obs: Observation
+    ) -> tuple[Evidence, str]:
         expect = spec.expect
         if not expect:
             return Evidence.OBSERVED, "done; the page was re-observed"
@@ -351,7 +416,9 @@ class GuardedExecutor:
         if expect.text_visible and not await session.backend.text_visible(expect.text_visible):
             failures.append(f"text {expect.text_visible!r} is not visible")
         if failures:
-            return Evidence.OBSERVED, "done, but the expectation did not hold: " + "; ".join(failures)
+            return Evidence.OBSERVED, "done, but the expectation did not hold: " + "; ".join(
+                failures
+            )
         return Evidence.VERIFIED, "done; the expectation holds on the re-observation"
 
     def _refuse(
@@ -359,11 +426,13 @@ class GuardedExecutor:
         session: Session,
         spec: ActionSpec,
         action_id: str,
+        info: RefInfo | None,
         reason: str,
         message: str,
         decision: Decision | None = None,
     ) -> ActResponse:
         """A refusal before the intent: logged, but it does not consume the key."""
+        role, name = (info.role, info.name) if info else ("", "")
         self._ledger.append(
             "refusal",
             session_id=session.session_id,
@@ -374,6 +443,8 @@ class GuardedExecutor:
             body={
                 "kind": spec.kind.value,
                 "ref": spec.ref,
+                "role": role,
+                "name": name,
                 "url": spec.url,
                 "reason": reason,
                 "message": message,
@@ -383,8 +454,13 @@ class GuardedExecutor:
         )
         return ActResponse(
             ActionResult(
-                action_id=action_id, outcome=Outcome.REFUSED, reason=reason, message=message,
-                execution_started=False, evidence=Evidence.NONE, idempotency_key=spec.idempotency_key,
+                action_id=action_id,
+                outcome=Outcome.REFUSED,
+                reason=reason,
+                message=message,
+                execution_started=False,
+                evidence=Evidence.NONE,
+                idempotency_key=spec.idempotency_key,
                 decision_id=decision.decision_id if decision else "",
             )
         )
@@ -402,16 +478,27 @@ class GuardedExecutor:
         decision: Decision,
     ) -> ActResponse:
         self._ledger.result(
-            session.session_id, action_id, spec.idempotency_key, session.agent,
-            decision.lease_epoch, outcome.value, reason, evidence.value, started, message,
+            session.session_id,
+            action_id,
+            spec.idempotency_key,
+            session.agent,
+            decision.lease_epoch,
+            outcome.value,
+            reason,
+            evidence.value,
+            started,
+            message,
             {"decision_id": decision.decision_id},
         )
         return ActResponse(
             ActionResult(
-                action_id=action_id, outcome=outcome, reason=reason, message=message,
-                execution_started=started, evidence=evidence, idempotency_key=spec.idempotency_key,
+                action_id=action_id,
+                outcome=outcome,
+                reason=reason,
+                message=message,
+                execution_started=started,
+                evidence=evidence,
+                idempotency_key=spec.idempotency_key,
                 decision_id=decision.decision_id,
             )
         )
-
-

@@ -12,8 +12,6 @@ import grpc
 from grpc_health.v1 import _async as health_aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-
-from handrail._errors import HandrailError
 from handrail.authz import AsyncAuthzClient, AuthzRpcError, AuthzUnavailableError
 from handrail.executor import _convert
 from handrail.executor._backend import Backend
@@ -29,6 +27,8 @@ from handrail.executor._guard import GuardedExecutor
 from handrail.proto.executor.v1 import executor_pb2 as pb
 from handrail.proto.executor.v1 import executor_pb2_grpc as pb_grpc
 from handrail.recorder import Ledger
+
+from handrail._errors import HandrailError
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +157,11 @@ async def start_server(
     health_servicer = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
-        (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
+        (
+            SERVICE_NAME,
+            health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+            reflection.SERVICE_NAME,
+        ),
         server,
     )
     port = server.add_insecure_port(listen)

@@ -18,7 +18,6 @@ from handrail.executor._errors import NotFoundError, SessionClosedError, Unauthe
 from handrail.executor._models import Observation
 from handrail.executor._snapshot import RefInfo
 
-
 _REMEMBERED = 8
 
 

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 
 # "- button "Turn off auto-renew" [ref=e5]" ; names are JSON-quoted strings.
 _LINE = re.compile(
-    r'^\s*- (?P<role>[a-zA-Z]+)(?: (?P<name>"(?:[^"\\]|\\.)*"))?(?P<rest>.*?)\[ref=(?P<ref>[a-z0-9]+)\]'
+    r"^\s*- (?P<role>[a-zA-Z]+)"
+    r'(?: (?P<name>"(?:[^"\\]|\\.)*"))?'
+    r"(?P<rest>.*?)\[ref=(?P<ref>[a-z0-9]+)\]"
 )
 _REF = re.compile(r"^(?:f\d+)?e\d+$")
 
@@ -41,13 +43,3 @@ def parse_refs(snapshot: str) -> dict[str, RefInfo]:
         frame = ref[: ref.index("e")] if ref.startswith("f") else ""
         refs[ref] = RefInfo(ref=ref, role=m.group("role"), name=name, frame=frame)
     return refs
-
-
-def first_node(snapshot: str) -> tuple[str, str] | None:
-    """The role and name of the first node of a snapshot (an element's own snapshot)."""
-    for line in snapshot.splitlines():
-        m = re.match(r'^\s*- (?P<role>[a-zA-Z]+)(?: (?P<name>"(?:[^"\\]|\\.)*"))?', line)
-        if m:
-            raw_name = m.group("name")
-            return m.group("role"), json.loads(raw_name) if raw_name else ""
-    return None

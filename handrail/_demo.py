@@ -28,7 +28,9 @@ def register(sub: Any) -> None:
     """Add ``handrail demo`` to the top-level parser."""
     p = sub.add_parser("demo", help="run the guarded loop end to end on a local fixture app")
     p.add_argument("--chromium", default=None, help="Chromium executable (env HANDRAIL_CHROMIUM)")
-    p.add_argument("--data-dir", type=Path, default=None, help="keep the data here (default: a temp dir)")
+    p.add_argument(
+        "--data-dir", type=Path, default=None, help="keep the data here (default: a temp dir)"
+    )
     p.set_defaults(func=_main)
 
 
@@ -80,7 +82,9 @@ def run_demo(data_dir: Path, *, chromium: str | None = None, out: TextIO = sys.s
         authz_proc = start_authz(data_dir)
         stack.callback(authz_proc.stop)
         steps.say(f"authz sidecar: pid {authz_proc.proc.pid}, {authz_proc.address}")
-        exec_proc = start_executor(data_dir, authz_proc.address, tokens[EXECUTOR], chromium=chromium)
+        exec_proc = start_executor(
+            data_dir, authz_proc.address, tokens[EXECUTOR], chromium=chromium
+        )
         stack.callback(exec_proc.stop)
         steps.say(f"executor: pid {exec_proc.proc.pid}, {exec_proc.address}")
 
@@ -88,18 +92,24 @@ def run_demo(data_dir: Path, *, chromium: str | None = None, out: TextIO = sys.s
         grant = operator.grant(
             AGENT, TARGET, ["input", "submit"], [base], note="turn off the renewal of Pro Monthly"
         )
-        steps.say(f"operator {OPERATOR} granted {AGENT}: input, submit on {base} ({grant.grant_id})")
+        steps.say(
+            f"operator {OPERATOR} granted {AGENT}: input, submit on {base} ({grant.grant_id})"
+        )
 
         agent = stack.enter_context(ExecutorClient(exec_proc.address, tokens[AGENT]))
         session = agent.open_session(target=TARGET, start_url=base + "/")
         obs = session.observe()
-        steps.say(f"agent {AGENT} opened {session.session_id} on {TARGET} (lease epoch {obs.lease_epoch})")
+        steps.say(
+            f"agent {AGENT} opened {session.session_id} on {TARGET} (lease epoch {obs.lease_epoch})"
+        )
 
         def refused(what: str, reason: str, call: Callable[[], Any]) -> None:
             result = call().result
             steps.expect(
                 what,
-                result.outcome is Outcome.REFUSED and result.reason == reason and not result.execution_started,
+                result.outcome is Outcome.REFUSED
+                and result.reason == reason
+                and not result.execution_started,
                 f"{result.outcome.value} {result.reason}: {result.message}",
             )
 
@@ -114,24 +124,35 @@ def run_demo(data_dir: Path, *, chromium: str | None = None, out: TextIO = sys.s
             "POLICY_FORBID",
             lambda: session.click(session.find("button", "Delete account")),
         )
-        steps.expect("the merchant saw no deletion", app.state()["requests"].get("POST /delete-account", 0) == 0)
+        steps.expect(
+            "the merchant saw no deletion",
+            app.state()["requests"].get("POST /delete-account", 0) == 0,
+        )
 
         steps.say("\n2. a stale ref after the page re-renders")
         obs = session.observe()
         ref = session.find("button", "Turn off auto-renew", obs)
         app.push_rerender()
         steps.expect("the page re-rendered its buttons", app.wait_rerendered(1, timeout=10))
-        refused("the ref of the re-rendered button is refused", "STALE_REF", lambda: session.click(ref, observation=obs))
+        refused(
+            "the ref of the re-rendered button is refused",
+            "STALE_REF",
+            lambda: session.click(ref, observation=obs),
+        )
         steps.expect("nothing reached the merchant", _posts(app.state()) == 0)
 
         steps.say("\n3. an operator takes over")
         obs = session.observe()
         lease = operator.take_over(TARGET, note="checking the account myself")
-        steps.say(f"  operator {OPERATOR} took over {TARGET}: epoch {obs.lease_epoch} -> {lease.epoch}")
+        steps.say(
+            f"  operator {OPERATOR} took over {TARGET}: epoch {obs.lease_epoch} -> {lease.epoch}"
+        )
         refused(
             "the agent's next write is refused while a person holds the lease",
             "HELD_BY_HUMAN",
-            lambda: session.click(session.find("button", "Turn off auto-renew", obs), observation=obs),
+            lambda: session.click(
+                session.find("button", "Turn off auto-renew", obs), observation=obs
+            ),
         )
         lease = operator.hand_back(TARGET, lease.epoch, next_holder=AGENT)
         steps.say(f"  operator handed {TARGET} back to {AGENT} (epoch {lease.epoch})")
@@ -162,12 +183,19 @@ def run_demo(data_dir: Path, *, chromium: str | None = None, out: TextIO = sys.s
     state = app.state()
     steps.say("\nfixture's final state:")
     steps.say(
-        f"  plan {state['plan']!r}, auto_renew {state['auto_renew']}, paused {state['paused']}, "
-        f"discount_accepted {state['discount_accepted']}, account_deleted {state['account_deleted']}"
+        f"  plan {state['plan']!r}, auto_renew {state['auto_renew']}, "
+        f"paused {state['paused']}, discount_accepted {state['discount_accepted']}, "
+        f"account_deleted {state['account_deleted']}"
     )
     steps.say(f"  requests: {state['requests']}")
-    steps.expect("the renewal is off and the plan kept", state["auto_renew"] is False and state["plan"] == "Pro Monthly")
-    steps.expect("the offer was declined and the account kept", not state["discount_accepted"] and not state["account_deleted"])
+    steps.expect(
+        "the renewal is off and the plan kept",
+        state["auto_renew"] is False and state["plan"] == "Pro Monthly",
+    )
+    steps.expect(
+        "the offer was declined and the account kept",
+        not state["discount_accepted"] and not state["account_deleted"],
+    )
     steps.expect(
         "exactly one cancellation request reached the merchant",
         state["requests"].get("POST /cancel-renewal", 0) == 1 and _posts(state) == 1,
@@ -187,4 +215,8 @@ def run_demo(data_dir: Path, *, chromium: str | None = None, out: TextIO = sys.s
 
 
 def _posts(state: dict[str, Any]) -> int:
-    return sum(n for path, n in state["requests"].items() if path.startswith("POST /") and not path.startswith("POST /__"))
+    return sum(
+        n
+        for path, n in state["requests"].items()
+        if path.startswith("POST /") and not path.startswith("POST /__")
+    )

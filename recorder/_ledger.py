@@ -751,6 +751,10 @@ _QUOTED_KEYS = ("name", "label", "text", "value", "url")
 _MAX_SUMMARY = 120
 
 
+# Bookkeeping that makes a timeline line long without telling a reader anything.
+_HIDDEN_KEYS = frozenset({"fingerprint", "decision_id", "observation_id"})
+
+
 def timeline(entries: Iterable[Entry]) -> str:
     """Render entries as readable lines, one per entry.
 
@@ -789,6 +793,14 @@ def _summarize(entry: Entry) -> str:
         text = _summarize_params(body["params"])
     elif entry.kind == "result":
         text = _summarize_result(body)
+    elif entry.kind == "refusal":
+        words = [str(body.get(k, "")) for k in ("kind", "ref") if body.get(k)]
+        if body.get("name"):
+            words.append(json.dumps(body["name"], ensure_ascii=False))
+        if body.get("url"):
+            words.append(str(body["url"]))
+        text = f"REFUSED {body.get('reason', '')} " + " ".join(words)
+        text += f": {body.get('message', '')}"
     else:
         text = _summarize_params(body)
     if len(text) > _MAX_SUMMARY:
@@ -807,7 +819,7 @@ def _summarize_params(params: Mapping[str, Any]) -> str:
                 used.add(key)
                 break
     for key, value in params.items():
-        if key not in used:
+        if key not in used and key not in _HIDDEN_KEYS:
             words.append(f"{key}={_short(value)}")
     return " ".join(words)
 

@@ -14,7 +14,13 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = {"executor": "executor", "authz": "authz", "recorder": "recorder", "proto": "proto", "scenarios": "scenarios"}
+PACKAGES = {
+    "executor": "executor",
+    "authz": "authz",
+    "recorder": "recorder",
+    "proto": "proto",
+    "scenarios": "scenarios",
+}
 
 
 def main() -> int:
@@ -27,7 +33,16 @@ def main() -> int:
             (pkg / item.name).symlink_to(item)
     for name, folder in PACKAGES.items():
         (pkg / name).symlink_to(ROOT / folder, target_is_directory=True)
-    cmd = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), "-p", "handrail", *sys.argv[1:]]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mypy",
+        "--config-file",
+        str(ROOT / "pyproject.toml"),
+        "-p",
+        "handrail",
+        *sys.argv[1:],
+    ]
     return subprocess.call(cmd, cwd=tree)
 
 

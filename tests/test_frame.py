@@ -37,7 +37,18 @@ def test_generated_imports_are_package_qualified() -> None:
 @pytest.mark.slow
 def test_wheel_installs_only_under_the_handrail_namespace(tmp_path: Path) -> None:
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
         check=True,
         timeout=300,
     )
@@ -67,5 +78,7 @@ def test_no_top_level_module_of_ours_is_importable_outside_the_repo(tmp_path: Pa
         "import handrail.executor, handrail.authz, handrail.recorder, handrail.proto\n"
         "print(bad)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == "[]", out.stdout + out.stderr

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import grpc
 import pytest
-from handrail.authz import AsyncAuthzClient, AuthzClient, AuthzRpcError, AuthzUnavailableError
+from handrail.authz import (
+    AsyncAuthzClient,
+    AuthzClient,
+    AuthzRpcError,
+    AuthzUnavailableError,
+    serve,
+)
 from handrail.proto.authz.v1 import authz_pb2, authz_pb2_grpc
 
 from tests.authz.conftest import Sidecar
@@ -184,3 +191,8 @@ def test_every_rpc_is_implemented(sidecar: Sidecar) -> None:
             except grpc.RpcError as exc:
                 assert exc.code() != grpc.StatusCode.UNIMPLEMENTED, method.name  # type: ignore[attr-defined]
                 assert exc.code() != grpc.StatusCode.INTERNAL, (method.name, exc)  # type: ignore[attr-defined]
+
+
+def test_second_sidecar_on_the_same_port_fails(sidecar: Sidecar, tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="cannot listen"):
+        serve(tmp_path / "other", sidecar.address)

@@ -6,21 +6,25 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
-
 from handrail.proto.executor.v1 import executor_pb2 as pb
 from handrail.proto.executor.v1 import executor_pb2_grpc as pb_grpc
 from handrail.scenarios import SubscriptionApp
+
 from tests.conftest import AgentSetup, Stack
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
-def raw(stack: Stack, agent: AgentSetup, app: SubscriptionApp) -> Iterator[tuple[pb_grpc.ExecutorStub, tuple[tuple[str, str], ...], str, pb.Observation]]:
+def raw(
+    stack: Stack, agent: AgentSetup, app: SubscriptionApp
+) -> Iterator[tuple[pb_grpc.ExecutorStub, tuple[tuple[str, str], ...], str, pb.Observation]]:
     channel = grpc.insecure_channel(stack.executor.address)
     stub = pb_grpc.ExecutorStub(channel)
     md = (("authorization", f"Bearer {agent.principal.token}"),)
-    session = stub.OpenSession(pb.OpenSessionRequest(target=agent.target, start_url=app.url + "/"), metadata=md)
+    session = stub.OpenSession(
+        pb.OpenSessionRequest(target=agent.target, start_url=app.url + "/"), metadata=md
+    )
     obs = stub.Observe(pb.ObserveRequest(session_id=session.session_id), metadata=md)
     yield stub, md, session.session_id, obs
     channel.close()
@@ -60,20 +64,35 @@ def _act(obs: pb.Observation, **kw: object) -> pb.ActRequest:
         ({"idempotency_key": ""}, grpc.StatusCode.INVALID_ARGUMENT, "idempotency_key"),
         ({"idempotency_key": "k" * 10_000}, grpc.StatusCode.INVALID_ARGUMENT, "idempotency_key"),
         ({"kind": pb.ACTION_FILL, "text": "x" * 70_000}, grpc.StatusCode.INVALID_ARGUMENT, "text"),
-        ({"kind": pb.ACTION_NAVIGATE, "ref": "", "url": "javascript:alert(1)"}, grpc.StatusCode.INVALID_ARGUMENT, "url"),
+        (
+            {"kind": pb.ACTION_NAVIGATE, "ref": "", "url": "javascript:alert(1)"},
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "url",
+        ),
         ({"kind": pb.ACTION_NAVIGATE, "ref": ""}, grpc.StatusCode.INVALID_ARGUMENT, "url"),
         ({"timeout_ms": -1}, grpc.StatusCode.INVALID_ARGUMENT, "timeout_ms"),
-        ({"expect": pb.Expectation(url_matches="(")}, grpc.StatusCode.INVALID_ARGUMENT, "expect.url_matches"),
+        (
+            {"expect": pb.Expectation(url_matches="(")},
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "expect.url_matches",
+        ),
     ],
 )
-def test_act_rejects_bad_fields(raw: tuple[pb_grpc.ExecutorStub, tuple[tuple[str, str], ...], str, pb.Observation], change: dict[str, object], code: grpc.StatusCode, field: str) -> None:
+def test_act_rejects_bad_fields(
+    raw: tuple[pb_grpc.ExecutorStub, tuple[tuple[str, str], ...], str, pb.Observation],
+    change: dict[str, object],
+    code: grpc.StatusCode,
+    field: str,
+) -> None:
     stub, md, _, obs = raw
     got, details = _code(lambda: stub.Act(_act(obs, **change), metadata=md))
     assert got == code
     assert details.startswith(field + ":"), details
 
 
-def test_tokens_are_required_and_sessions_are_private(raw: tuple[pb_grpc.ExecutorStub, tuple[tuple[str, str], ...], str, pb.Observation], stack: Stack) -> None:
+def test_tokens_are_required_and_sessions_are_private(
+    raw: tuple[pb_grpc.ExecutorStub, tuple[tuple[str, str], ...], str, pb.Observation], stack: Stack
+) -> None:
     stub, _, sid, obs = raw
     code, _ = _code(lambda: stub.Observe(pb.ObserveRequest(session_id=sid)))
     assert code == grpc.StatusCode.UNAUTHENTICATED
@@ -81,7 +100,11 @@ def test_tokens_are_required_and_sessions_are_private(raw: tuple[pb_grpc.Executo
     md = (("authorization", f"Bearer {other.token}"),)
     code, _ = _code(lambda: stub.Act(_act(obs), metadata=md))
     assert code == grpc.StatusCode.UNAUTHENTICATED
-    code, _ = _code(lambda: stub.Observe(pb.ObserveRequest(session_id=sid), metadata=(("authorization", "Bearer nope"),)))
+    code, _ = _code(
+        lambda: stub.Observe(
+            pb.ObserveRequest(session_id=sid), metadata=(("authorization", "Bearer nope"),)
+        )
+    )
     assert code == grpc.StatusCode.UNAUTHENTICATED
 
 
@@ -135,7 +158,11 @@ def test_health_and_reflection(stack: Stack) -> None:
         resp = health.Check(health_pb2.HealthCheckRequest(service="handrail.executor.v1.Executor"))
         assert resp.status == health_pb2.HealthCheckResponse.SERVING
         refl = reflection_pb2_grpc.ServerReflectionStub(channel)
-        answers = list(refl.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")])))
+        answers = list(
+            refl.ServerReflectionInfo(
+                iter([reflection_pb2.ServerReflectionRequest(list_services="")])
+            )
+        )
         names = {s.name for s in answers[0].list_services_response.service}
         assert "handrail.executor.v1.Executor" in names
     finally:
