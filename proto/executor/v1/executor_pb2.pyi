@@ -47,6 +47,23 @@ class ActionKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ACTION_PRESS: _ClassVar[ActionKind]
     ACTION_SELECT: _ClassVar[ActionKind]
     ACTION_NAVIGATE: _ClassVar[ActionKind]
+    ACTION_DOUBLE_CLICK: _ClassVar[ActionKind]
+    ACTION_HOVER: _ClassVar[ActionKind]
+    ACTION_CHECK: _ClassVar[ActionKind]
+    ACTION_UNCHECK: _ClassVar[ActionKind]
+    ACTION_SCROLL: _ClassVar[ActionKind]
+    ACTION_BACK: _ClassVar[ActionKind]
+    ACTION_UPLOAD: _ClassVar[ActionKind]
+    ACTION_WAIT_FOR: _ClassVar[ActionKind]
+    ACTION_TAB_OPEN: _ClassVar[ActionKind]
+    ACTION_TAB_SWITCH: _ClassVar[ActionKind]
+    ACTION_TAB_CLOSE: _ClassVar[ActionKind]
+    ACTION_DIALOG_ACCEPT: _ClassVar[ActionKind]
+    ACTION_DIALOG_DISMISS: _ClassVar[ActionKind]
+    ACTION_HOTKEY: _ClassVar[ActionKind]
+    ACTION_MOVE: _ClassVar[ActionKind]
+    ACTION_DRAG: _ClassVar[ActionKind]
+    ACTION_ACTIVATE: _ClassVar[ActionKind]
 
 class Evidence(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -55,11 +72,19 @@ class Evidence(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     EVIDENCE_DISPATCH_RETURNED: _ClassVar[Evidence]
     EVIDENCE_OBSERVED: _ClassVar[Evidence]
     EVIDENCE_VERIFIED: _ClassVar[Evidence]
+    EVIDENCE_RECONCILED: _ClassVar[Evidence]
 
 class Backend(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     BACKEND_UNSPECIFIED: _ClassVar[Backend]
     BACKEND_BROWSER: _ClassVar[Backend]
+    BACKEND_DESKTOP: _ClassVar[Backend]
+
+class Verdict(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    VERDICT_UNSPECIFIED: _ClassVar[Verdict]
+    HAPPENED: _ClassVar[Verdict]
+    DID_NOT_HAPPEN: _ClassVar[Verdict]
 REASON_UNSPECIFIED: Reason
 ALLOW: Reason
 UNAUTHENTICATED: Reason
@@ -92,25 +117,63 @@ ACTION_TYPE: ActionKind
 ACTION_PRESS: ActionKind
 ACTION_SELECT: ActionKind
 ACTION_NAVIGATE: ActionKind
+ACTION_DOUBLE_CLICK: ActionKind
+ACTION_HOVER: ActionKind
+ACTION_CHECK: ActionKind
+ACTION_UNCHECK: ActionKind
+ACTION_SCROLL: ActionKind
+ACTION_BACK: ActionKind
+ACTION_UPLOAD: ActionKind
+ACTION_WAIT_FOR: ActionKind
+ACTION_TAB_OPEN: ActionKind
+ACTION_TAB_SWITCH: ActionKind
+ACTION_TAB_CLOSE: ActionKind
+ACTION_DIALOG_ACCEPT: ActionKind
+ACTION_DIALOG_DISMISS: ActionKind
+ACTION_HOTKEY: ActionKind
+ACTION_MOVE: ActionKind
+ACTION_DRAG: ActionKind
+ACTION_ACTIVATE: ActionKind
 EVIDENCE_UNSPECIFIED: Evidence
 EVIDENCE_NONE: Evidence
 EVIDENCE_DISPATCH_RETURNED: Evidence
 EVIDENCE_OBSERVED: Evidence
 EVIDENCE_VERIFIED: Evidence
+EVIDENCE_RECONCILED: Evidence
 BACKEND_UNSPECIFIED: Backend
 BACKEND_BROWSER: Backend
+BACKEND_DESKTOP: Backend
+VERDICT_UNSPECIFIED: Verdict
+HAPPENED: Verdict
+DID_NOT_HAPPEN: Verdict
+
+class DesktopTarget(_message.Message):
+    __slots__ = ("display", "window_id", "pid", "wm_class", "title_pattern")
+    DISPLAY_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_ID_FIELD_NUMBER: _ClassVar[int]
+    PID_FIELD_NUMBER: _ClassVar[int]
+    WM_CLASS_FIELD_NUMBER: _ClassVar[int]
+    TITLE_PATTERN_FIELD_NUMBER: _ClassVar[int]
+    display: str
+    window_id: int
+    pid: int
+    wm_class: str
+    title_pattern: str
+    def __init__(self, display: _Optional[str] = ..., window_id: _Optional[int] = ..., pid: _Optional[int] = ..., wm_class: _Optional[str] = ..., title_pattern: _Optional[str] = ...) -> None: ...
 
 class OpenSessionRequest(_message.Message):
-    __slots__ = ("target", "backend", "start_url", "agent")
+    __slots__ = ("target", "backend", "start_url", "agent", "desktop")
     TARGET_FIELD_NUMBER: _ClassVar[int]
     BACKEND_FIELD_NUMBER: _ClassVar[int]
     START_URL_FIELD_NUMBER: _ClassVar[int]
     AGENT_FIELD_NUMBER: _ClassVar[int]
+    DESKTOP_FIELD_NUMBER: _ClassVar[int]
     target: str
     backend: Backend
     start_url: str
     agent: str
-    def __init__(self, target: _Optional[str] = ..., backend: _Optional[_Union[Backend, str]] = ..., start_url: _Optional[str] = ..., agent: _Optional[str] = ...) -> None: ...
+    desktop: DesktopTarget
+    def __init__(self, target: _Optional[str] = ..., backend: _Optional[_Union[Backend, str]] = ..., start_url: _Optional[str] = ..., agent: _Optional[str] = ..., desktop: _Optional[_Union[DesktopTarget, _Mapping]] = ...) -> None: ...
 
 class Session(_message.Message):
     __slots__ = ("session_id", "target", "agent", "lease_epoch")
@@ -125,15 +188,93 @@ class Session(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., target: _Optional[str] = ..., agent: _Optional[str] = ..., lease_epoch: _Optional[int] = ...) -> None: ...
 
 class ObserveRequest(_message.Message):
-    __slots__ = ("session_id", "screenshot")
+    __slots__ = ("session_id", "screenshot", "screenshot_scale", "viewport_only", "depth", "diff")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SCREENSHOT_FIELD_NUMBER: _ClassVar[int]
+    SCREENSHOT_SCALE_FIELD_NUMBER: _ClassVar[int]
+    VIEWPORT_ONLY_FIELD_NUMBER: _ClassVar[int]
+    DEPTH_FIELD_NUMBER: _ClassVar[int]
+    DIFF_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     screenshot: bool
-    def __init__(self, session_id: _Optional[str] = ..., screenshot: _Optional[bool] = ...) -> None: ...
+    screenshot_scale: float
+    viewport_only: bool
+    depth: int
+    diff: bool
+    def __init__(self, session_id: _Optional[str] = ..., screenshot: _Optional[bool] = ..., screenshot_scale: _Optional[float] = ..., viewport_only: _Optional[bool] = ..., depth: _Optional[int] = ..., diff: _Optional[bool] = ...) -> None: ...
+
+class Tab(_message.Message):
+    __slots__ = ("tab_id", "url", "title", "active")
+    TAB_ID_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_FIELD_NUMBER: _ClassVar[int]
+    tab_id: str
+    url: str
+    title: str
+    active: bool
+    def __init__(self, tab_id: _Optional[str] = ..., url: _Optional[str] = ..., title: _Optional[str] = ..., active: _Optional[bool] = ...) -> None: ...
+
+class Frame(_message.Message):
+    __slots__ = ("frame_id", "name", "url")
+    FRAME_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    frame_id: str
+    name: str
+    url: str
+    def __init__(self, frame_id: _Optional[str] = ..., name: _Optional[str] = ..., url: _Optional[str] = ...) -> None: ...
+
+class Dialog(_message.Message):
+    __slots__ = ("type", "message")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    message: str
+    def __init__(self, type: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class Window(_message.Message):
+    __slots__ = ("window_id", "pid", "wm_class", "title", "x", "y", "width", "height")
+    WINDOW_ID_FIELD_NUMBER: _ClassVar[int]
+    PID_FIELD_NUMBER: _ClassVar[int]
+    WM_CLASS_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    X_FIELD_NUMBER: _ClassVar[int]
+    Y_FIELD_NUMBER: _ClassVar[int]
+    WIDTH_FIELD_NUMBER: _ClassVar[int]
+    HEIGHT_FIELD_NUMBER: _ClassVar[int]
+    window_id: int
+    pid: int
+    wm_class: str
+    title: str
+    x: int
+    y: int
+    width: int
+    height: int
+    def __init__(self, window_id: _Optional[int] = ..., pid: _Optional[int] = ..., wm_class: _Optional[str] = ..., title: _Optional[str] = ..., x: _Optional[int] = ..., y: _Optional[int] = ..., width: _Optional[int] = ..., height: _Optional[int] = ...) -> None: ...
+
+class DesktopState(_message.Message):
+    __slots__ = ("screen_width", "screen_height", "target", "active", "stacking", "screenshot_of_target", "screenshot_x", "screenshot_y")
+    SCREEN_WIDTH_FIELD_NUMBER: _ClassVar[int]
+    SCREEN_HEIGHT_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_FIELD_NUMBER: _ClassVar[int]
+    STACKING_FIELD_NUMBER: _ClassVar[int]
+    SCREENSHOT_OF_TARGET_FIELD_NUMBER: _ClassVar[int]
+    SCREENSHOT_X_FIELD_NUMBER: _ClassVar[int]
+    SCREENSHOT_Y_FIELD_NUMBER: _ClassVar[int]
+    screen_width: int
+    screen_height: int
+    target: Window
+    active: Window
+    stacking: _containers.RepeatedCompositeFieldContainer[Window]
+    screenshot_of_target: bool
+    screenshot_x: int
+    screenshot_y: int
+    def __init__(self, screen_width: _Optional[int] = ..., screen_height: _Optional[int] = ..., target: _Optional[_Union[Window, _Mapping]] = ..., active: _Optional[_Union[Window, _Mapping]] = ..., stacking: _Optional[_Iterable[_Union[Window, _Mapping]]] = ..., screenshot_of_target: _Optional[bool] = ..., screenshot_x: _Optional[int] = ..., screenshot_y: _Optional[int] = ...) -> None: ...
 
 class Observation(_message.Message):
-    __slots__ = ("observation_id", "session_id", "generation", "lease_epoch", "url", "title", "snapshot", "screenshot_png", "digest", "taken_at_ms")
+    __slots__ = ("observation_id", "session_id", "generation", "lease_epoch", "url", "title", "snapshot", "screenshot_png", "digest", "taken_at_ms", "tabs", "active_tab", "frames", "dialogs", "viewport_width", "viewport_height", "mutation_counter", "is_diff", "diff", "screenshot_scale", "desktop")
     OBSERVATION_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     GENERATION_FIELD_NUMBER: _ClassVar[int]
@@ -144,6 +285,17 @@ class Observation(_message.Message):
     SCREENSHOT_PNG_FIELD_NUMBER: _ClassVar[int]
     DIGEST_FIELD_NUMBER: _ClassVar[int]
     TAKEN_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    TABS_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_TAB_FIELD_NUMBER: _ClassVar[int]
+    FRAMES_FIELD_NUMBER: _ClassVar[int]
+    DIALOGS_FIELD_NUMBER: _ClassVar[int]
+    VIEWPORT_WIDTH_FIELD_NUMBER: _ClassVar[int]
+    VIEWPORT_HEIGHT_FIELD_NUMBER: _ClassVar[int]
+    MUTATION_COUNTER_FIELD_NUMBER: _ClassVar[int]
+    IS_DIFF_FIELD_NUMBER: _ClassVar[int]
+    DIFF_FIELD_NUMBER: _ClassVar[int]
+    SCREENSHOT_SCALE_FIELD_NUMBER: _ClassVar[int]
+    DESKTOP_FIELD_NUMBER: _ClassVar[int]
     observation_id: str
     session_id: str
     generation: int
@@ -154,18 +306,57 @@ class Observation(_message.Message):
     screenshot_png: bytes
     digest: str
     taken_at_ms: int
-    def __init__(self, observation_id: _Optional[str] = ..., session_id: _Optional[str] = ..., generation: _Optional[int] = ..., lease_epoch: _Optional[int] = ..., url: _Optional[str] = ..., title: _Optional[str] = ..., snapshot: _Optional[str] = ..., screenshot_png: _Optional[bytes] = ..., digest: _Optional[str] = ..., taken_at_ms: _Optional[int] = ...) -> None: ...
+    tabs: _containers.RepeatedCompositeFieldContainer[Tab]
+    active_tab: str
+    frames: _containers.RepeatedCompositeFieldContainer[Frame]
+    dialogs: _containers.RepeatedCompositeFieldContainer[Dialog]
+    viewport_width: int
+    viewport_height: int
+    mutation_counter: int
+    is_diff: bool
+    diff: str
+    screenshot_scale: float
+    desktop: DesktopState
+    def __init__(self, observation_id: _Optional[str] = ..., session_id: _Optional[str] = ..., generation: _Optional[int] = ..., lease_epoch: _Optional[int] = ..., url: _Optional[str] = ..., title: _Optional[str] = ..., snapshot: _Optional[str] = ..., screenshot_png: _Optional[bytes] = ..., digest: _Optional[str] = ..., taken_at_ms: _Optional[int] = ..., tabs: _Optional[_Iterable[_Union[Tab, _Mapping]]] = ..., active_tab: _Optional[str] = ..., frames: _Optional[_Iterable[_Union[Frame, _Mapping]]] = ..., dialogs: _Optional[_Iterable[_Union[Dialog, _Mapping]]] = ..., viewport_width: _Optional[int] = ..., viewport_height: _Optional[int] = ..., mutation_counter: _Optional[int] = ..., is_diff: _Optional[bool] = ..., diff: _Optional[str] = ..., screenshot_scale: _Optional[float] = ..., desktop: _Optional[_Union[DesktopState, _Mapping]] = ...) -> None: ...
 
 class Expectation(_message.Message):
-    __slots__ = ("text_visible", "url_matches")
+    __slots__ = ("text_visible", "url_matches", "role", "name", "gone", "field_ref", "field_value", "within_ms")
     TEXT_VISIBLE_FIELD_NUMBER: _ClassVar[int]
     URL_MATCHES_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    GONE_FIELD_NUMBER: _ClassVar[int]
+    FIELD_REF_FIELD_NUMBER: _ClassVar[int]
+    FIELD_VALUE_FIELD_NUMBER: _ClassVar[int]
+    WITHIN_MS_FIELD_NUMBER: _ClassVar[int]
     text_visible: str
     url_matches: str
-    def __init__(self, text_visible: _Optional[str] = ..., url_matches: _Optional[str] = ...) -> None: ...
+    role: str
+    name: str
+    gone: bool
+    field_ref: str
+    field_value: str
+    within_ms: int
+    def __init__(self, text_visible: _Optional[str] = ..., url_matches: _Optional[str] = ..., role: _Optional[str] = ..., name: _Optional[str] = ..., gone: _Optional[bool] = ..., field_ref: _Optional[str] = ..., field_value: _Optional[str] = ..., within_ms: _Optional[int] = ...) -> None: ...
+
+class WaitFor(_message.Message):
+    __slots__ = ("text", "role", "name", "url_matches", "window_title", "gone")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    URL_MATCHES_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_TITLE_FIELD_NUMBER: _ClassVar[int]
+    GONE_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    role: str
+    name: str
+    url_matches: str
+    window_title: str
+    gone: bool
+    def __init__(self, text: _Optional[str] = ..., role: _Optional[str] = ..., name: _Optional[str] = ..., url_matches: _Optional[str] = ..., window_title: _Optional[str] = ..., gone: _Optional[bool] = ...) -> None: ...
 
 class ActRequest(_message.Message):
-    __slots__ = ("session_id", "observation_id", "kind", "ref", "text", "key", "values", "url", "idempotency_key", "expect", "timeout_ms")
+    __slots__ = ("session_id", "observation_id", "kind", "ref", "text", "key", "values", "url", "idempotency_key", "expect", "timeout_ms", "x", "y", "to_x", "to_y", "button", "click_count", "delta_x", "delta_y", "key_delay_ms", "files", "tab_id", "wait_for", "keys", "approval_wait_ms")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     OBSERVATION_ID_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -177,6 +368,20 @@ class ActRequest(_message.Message):
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     EXPECT_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    X_FIELD_NUMBER: _ClassVar[int]
+    Y_FIELD_NUMBER: _ClassVar[int]
+    TO_X_FIELD_NUMBER: _ClassVar[int]
+    TO_Y_FIELD_NUMBER: _ClassVar[int]
+    BUTTON_FIELD_NUMBER: _ClassVar[int]
+    CLICK_COUNT_FIELD_NUMBER: _ClassVar[int]
+    DELTA_X_FIELD_NUMBER: _ClassVar[int]
+    DELTA_Y_FIELD_NUMBER: _ClassVar[int]
+    KEY_DELAY_MS_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    TAB_ID_FIELD_NUMBER: _ClassVar[int]
+    WAIT_FOR_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     observation_id: str
     kind: ActionKind
@@ -188,10 +393,24 @@ class ActRequest(_message.Message):
     idempotency_key: str
     expect: Expectation
     timeout_ms: int
-    def __init__(self, session_id: _Optional[str] = ..., observation_id: _Optional[str] = ..., kind: _Optional[_Union[ActionKind, str]] = ..., ref: _Optional[str] = ..., text: _Optional[str] = ..., key: _Optional[str] = ..., values: _Optional[_Iterable[str]] = ..., url: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., expect: _Optional[_Union[Expectation, _Mapping]] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
+    x: int
+    y: int
+    to_x: int
+    to_y: int
+    button: str
+    click_count: int
+    delta_x: int
+    delta_y: int
+    key_delay_ms: int
+    files: _containers.RepeatedScalarFieldContainer[str]
+    tab_id: str
+    wait_for: WaitFor
+    keys: _containers.RepeatedScalarFieldContainer[str]
+    approval_wait_ms: int
+    def __init__(self, session_id: _Optional[str] = ..., observation_id: _Optional[str] = ..., kind: _Optional[_Union[ActionKind, str]] = ..., ref: _Optional[str] = ..., text: _Optional[str] = ..., key: _Optional[str] = ..., values: _Optional[_Iterable[str]] = ..., url: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., expect: _Optional[_Union[Expectation, _Mapping]] = ..., timeout_ms: _Optional[int] = ..., x: _Optional[int] = ..., y: _Optional[int] = ..., to_x: _Optional[int] = ..., to_y: _Optional[int] = ..., button: _Optional[str] = ..., click_count: _Optional[int] = ..., delta_x: _Optional[int] = ..., delta_y: _Optional[int] = ..., key_delay_ms: _Optional[int] = ..., files: _Optional[_Iterable[str]] = ..., tab_id: _Optional[str] = ..., wait_for: _Optional[_Union[WaitFor, _Mapping]] = ..., keys: _Optional[_Iterable[str]] = ..., approval_wait_ms: _Optional[int] = ...) -> None: ...
 
 class ActionResult(_message.Message):
-    __slots__ = ("action_id", "outcome", "reason", "message", "execution_started", "evidence", "decision_id", "idempotency_key")
+    __slots__ = ("action_id", "outcome", "reason", "message", "execution_started", "evidence", "decision_id", "idempotency_key", "typed_chars", "approval_id", "policies")
     ACTION_ID_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
@@ -200,6 +419,9 @@ class ActionResult(_message.Message):
     EVIDENCE_FIELD_NUMBER: _ClassVar[int]
     DECISION_ID_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    TYPED_CHARS_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    POLICIES_FIELD_NUMBER: _ClassVar[int]
     action_id: str
     outcome: Outcome
     reason: Reason
@@ -208,7 +430,10 @@ class ActionResult(_message.Message):
     evidence: Evidence
     decision_id: str
     idempotency_key: str
-    def __init__(self, action_id: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., reason: _Optional[_Union[Reason, str]] = ..., message: _Optional[str] = ..., execution_started: _Optional[bool] = ..., evidence: _Optional[_Union[Evidence, str]] = ..., decision_id: _Optional[str] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+    typed_chars: int
+    approval_id: str
+    policies: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, action_id: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., reason: _Optional[_Union[Reason, str]] = ..., message: _Optional[str] = ..., execution_started: _Optional[bool] = ..., evidence: _Optional[_Union[Evidence, str]] = ..., decision_id: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., typed_chars: _Optional[int] = ..., approval_id: _Optional[str] = ..., policies: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ActResponse(_message.Message):
     __slots__ = ("result", "observation")
@@ -217,6 +442,46 @@ class ActResponse(_message.Message):
     result: ActionResult
     observation: Observation
     def __init__(self, result: _Optional[_Union[ActionResult, _Mapping]] = ..., observation: _Optional[_Union[Observation, _Mapping]] = ...) -> None: ...
+
+class ReconcileRequest(_message.Message):
+    __slots__ = ("session_id", "action_id", "verdict", "evidence", "observation_id")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ACTION_ID_FIELD_NUMBER: _ClassVar[int]
+    VERDICT_FIELD_NUMBER: _ClassVar[int]
+    EVIDENCE_FIELD_NUMBER: _ClassVar[int]
+    OBSERVATION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    action_id: str
+    verdict: Verdict
+    evidence: str
+    observation_id: str
+    def __init__(self, session_id: _Optional[str] = ..., action_id: _Optional[str] = ..., verdict: _Optional[_Union[Verdict, str]] = ..., evidence: _Optional[str] = ..., observation_id: _Optional[str] = ...) -> None: ...
+
+class ReconcileResponse(_message.Message):
+    __slots__ = ("result",)
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    result: ActionResult
+    def __init__(self, result: _Optional[_Union[ActionResult, _Mapping]] = ...) -> None: ...
+
+class ActBatchRequest(_message.Message):
+    __slots__ = ("session_id", "actions")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ACTIONS_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    actions: _containers.RepeatedCompositeFieldContainer[ActRequest]
+    def __init__(self, session_id: _Optional[str] = ..., actions: _Optional[_Iterable[_Union[ActRequest, _Mapping]]] = ...) -> None: ...
+
+class ActBatchResponse(_message.Message):
+    __slots__ = ("results", "not_started", "stop_reason", "observation")
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    NOT_STARTED_FIELD_NUMBER: _ClassVar[int]
+    STOP_REASON_FIELD_NUMBER: _ClassVar[int]
+    OBSERVATION_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[ActionResult]
+    not_started: _containers.RepeatedScalarFieldContainer[int]
+    stop_reason: str
+    observation: Observation
+    def __init__(self, results: _Optional[_Iterable[_Union[ActionResult, _Mapping]]] = ..., not_started: _Optional[_Iterable[int]] = ..., stop_reason: _Optional[str] = ..., observation: _Optional[_Union[Observation, _Mapping]] = ...) -> None: ...
 
 class CloseSessionRequest(_message.Message):
     __slots__ = ("session_id",)

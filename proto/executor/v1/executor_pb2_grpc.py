@@ -49,6 +49,16 @@ class ExecutorStub:
                 request_serializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ActRequest.SerializeToString,
                 response_deserializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ActResponse.FromString,
                 _registered_method=True)
+        self.ActBatch = channel.unary_unary(
+                '/handrail.executor.v1.Executor/ActBatch',
+                request_serializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ActBatchRequest.SerializeToString,
+                response_deserializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ActBatchResponse.FromString,
+                _registered_method=True)
+        self.Reconcile = channel.unary_unary(
+                '/handrail.executor.v1.Executor/Reconcile',
+                request_serializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ReconcileRequest.SerializeToString,
+                response_deserializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ReconcileResponse.FromString,
+                _registered_method=True)
         self.CloseSession = channel.unary_unary(
                 '/handrail.executor.v1.Executor/CloseSession',
                 request_serializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.CloseSessionRequest.SerializeToString,
@@ -77,6 +87,18 @@ class ExecutorServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ActBatch(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Reconcile(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def CloseSession(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -100,6 +122,16 @@ def add_ExecutorServicer_to_server(servicer, server):
                     servicer.Act,
                     request_deserializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ActRequest.FromString,
                     response_serializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ActResponse.SerializeToString,
+            ),
+            'ActBatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.ActBatch,
+                    request_deserializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ActBatchRequest.FromString,
+                    response_serializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ActBatchResponse.SerializeToString,
+            ),
+            'Reconcile': grpc.unary_unary_rpc_method_handler(
+                    servicer.Reconcile,
+                    request_deserializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ReconcileRequest.FromString,
+                    response_serializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ReconcileResponse.SerializeToString,
             ),
             'CloseSession': grpc.unary_unary_rpc_method_handler(
                     servicer.CloseSession,
@@ -188,6 +220,60 @@ class Executor:
             '/handrail.executor.v1.Executor/Act',
             handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ActRequest.SerializeToString,
             handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ActResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ActBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/handrail.executor.v1.Executor/ActBatch',
+            handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ActBatchRequest.SerializeToString,
+            handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ActBatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Reconcile(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/handrail.executor.v1.Executor/Reconcile',
+            handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ReconcileRequest.SerializeToString,
+            handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ReconcileResponse.FromString,
             options,
             channel_credentials,
             insecure,
