@@ -1,27 +1,52 @@
-"""The browser backend: one shared headless Chromium, a context and page per session.
+"""The browser backend: one shared headless Chromium, a context per session, tabs in it.
 
-Only this module imports Playwright.
+Only this module imports Playwright. Every action goes to the session's active tab by its
+page object, never to whichever tab happens to be in front; every check is one or two
+round trips and never waits on Playwright's 30-second default timeout.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
+import re
 from pathlib import Path
+from typing import Any
 
-from handrail.executor._backend import DispatchResult, DispatchStatus, RawObservation
-from handrail.executor._errors import BackendError
-from handrail.executor._models import ActionKind, ActionSpec
-from handrail.executor._snapshot import RefInfo
-from playwright.async_api import Browser, Page, Playwright, async_playwright
+from playwright.async_api import Browser, BrowserContext, Dialog, Page, Playwright, Request, async_playwright
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
+
+from handrail.executor._backend import (
+    AuthzResource,
+    DispatchResult,
+    DispatchStatus,
+    ObserveOptions,
+    RawObservation,
+    Refusal,
+)
+from handrail.executor._errors import BackendError, InvalidArgumentError
+from handrail.executor._models import (
+    STALE_OBSERVATION,
+    STALE_REF,
+    ActionKind,
+    ActionSpec,
+    DialogInfo,
+    Expectation,
+    FrameInfo,
+    Observation,
+    TabInfo,
+    WaitFor,
+)
+from handrail.executor._pagescript import CHECK_ELEMENT, INIT_SCRIPT, READ_CLOCK
+from handrail.executor._snapshot import RefInfo, viewport_filter
 
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ENV = "HANDRAIL_CHROMIUM"
 
 # As root Chromium needs --no-sandbox; the rest keep it off a network it cannot reach.
-_CHROMIUM_ARGS = [
+CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
     "--disable-quic",
@@ -31,6 +56,14 @@ _CHROMIUM_ARGS = [
     "--disable-sync",
     "--disable-dev-shm-usage",
 ]
+_CHECK_TIMEOUT_MS = 1_000
+_SETTLE_MS = 3_000
+# Actions that start no request of the page's own.
+_NO_REQUESTS = frozenset(
+    {ActionKind.WAIT_FOR, ActionKind.TAB_SWITCH, ActionKind.TAB_CLOSE, ActionKind.HOVER}
+)
+_EXPECT_DEFAULT_MS = 2_000
+_VIEWPORT = {"width": 1280, "height": 800}
 
 
 def chromium_path(explicit: str | None = None) -> str:
@@ -45,10 +78,16 @@ def chromium_path(explicit: str | None = None) -> str:
 
 
 class BrowserHost:
-    """Owns Playwright and one Chromium process shared by every browser session."""
+    """Owns Playwright and one Chromium process shared by every browser session.
 
-    def __init__(self, executable_path: str | None = None) -> None:
+    Args:
+        executable_path: Chromium to launch (default: ``chromium_path()``).
+        upload_dir: the only directory files may be uploaded from; None forbids uploads.
+    """
+
+    def __init__(self, executable_path: str | None = None, upload_dir: Path | None = None) -> None:
         self._executable_path = executable_path
+        self.upload_dir = upload_dir.resolve() if upload_dir else None
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
 
@@ -57,19 +96,21 @@ class BrowserHost:
         self._playwright = await async_playwright().start()
         try:
             self._browser = await self._playwright.chromium.launch(
-                executable_path=path, headless=True, args=_CHROMIUM_ARGS
+                executable_path=path, headless=True, args=CHROMIUM_ARGS
             )
         except PlaywrightError as exc:
             await self._playwright.stop()
             self._playwright = None
             raise BackendError(f"could not launch Chromium at {path}: {exc}") from exc
 
-    async def open_page(self, start_url: str, timeout_ms: int = 15_000) -> BrowserPage:
+    async def open_page(self, start_url: str, timeout_ms: int = 15_000) -> BrowserSurface:
         if self._browser is None:
             raise BackendError("the browser host is not started")
-        context = await self._browser.new_context(viewport={"width": 1280, "height": 800})
+        context = await self._browser.new_context(viewport=_VIEWPORT)  # type: ignore[arg-type]
+        await context.add_init_script(INIT_SCRIPT)
+        surface = BrowserSurface(context, self.upload_dir)
         page = await context.new_page()
-        surface = BrowserPage(page)
+        surface.adopt(page, activate=True)
         if start_url:
             try:
                 await page.goto(start_url, wait_until="domcontentloaded", timeout=timeout_ms)
@@ -87,100 +128,381 @@ class BrowserHost:
             self._playwright = None
 
 
-class BrowserPage:
-    """A session's page: observation, the fast ref check and bounded dispatch."""
+class _Tab:
+    """One page of a session, with its stable id, navigation count and open dialogs."""
 
-    def __init__(self, page: Page) -> None:
-        self._page = page
-        self._navigations = 0
+    def __init__(self, tab_id: str, page: Page) -> None:
+        self.tab_id = tab_id
+        self.page = page
+        self.navigations = 0
+        self.dialogs: list[Dialog] = []
+        self.dialogs_opened = 0
         page.on("framenavigated", self._on_navigated)
+        page.on("dialog", self._on_dialog)
 
-    def _on_navigated(self, frame: object) -> None:
-        if frame is self._page.main_frame:
-            self._navigations += 1
+    def _on_navigated(self, frame: Any) -> None:
+        if frame is self.page.main_frame:
+            self.navigations += 1
 
-    def structure_version(self) -> int:
-        return self._navigations
+    def _on_dialog(self, dialog: Dialog) -> None:
+        # Listening keeps the dialog open (Playwright would dismiss it otherwise): the
+        # agent sees it in the next observation and accepts or dismisses it itself.
+        self.dialogs.append(dialog)
+        self.dialogs_opened += 1
 
-    def current_url(self) -> str:
-        return self._page.url
 
-    async def observe(self, *, screenshot: bool) -> RawObservation:
-        version = self._navigations
+class BrowserSurface:
+    """A session's browser context: its tabs, the active one, checks and dispatch."""
+
+    kind = "browser"
+
+    def __init__(self, context: BrowserContext, upload_dir: Path | None) -> None:
+        self._context = context
+        self._upload_dir = upload_dir
+        self._ids = itertools.count(1)
+        self._tabs: dict[str, _Tab] = {}
+        self._active = ""
+        # What the latest observation saw, to tell what changed since.
+        self._seen_navigations = 0
+        self._seen_dialogs = 0
+        self._seen_clock = 0.0
+        self._last_facts: dict[str, Any] = {}
+        context.on("page", self._on_page)
+
+    def _on_page(self, page: Page) -> None:
+        self.adopt(page, activate=False)
+
+    def adopt(self, page: Page, *, activate: bool) -> _Tab:
+        for tab in self._tabs.values():
+            if tab.page is page:
+                if activate:
+                    self._active = tab.tab_id
+                return tab
+        tab = _Tab(f"t{next(self._ids)}", page)
+        self._tabs[tab.tab_id] = tab
+
+        def closed(_: Page) -> None:
+            self._tabs.pop(tab.tab_id, None)
+
+        page.on("close", closed)
+        if activate or not self._active:
+            self._active = tab.tab_id
+        return tab
+
+    @property
+    def active(self) -> _Tab:
+        tab = self._tabs.get(self._active)
+        if tab is None:
+            raise BackendError("the session's active tab was closed; switch to another tab")
+        return tab
+
+    # -- observe ----------------------------------------------------------------------
+
+    async def observe(self, options: ObserveOptions) -> RawObservation:
+        tab = self.active
+        page = tab.page
+        dialogs = tuple(DialogInfo(d.type, d.message) for d in tab.dialogs)
         try:
-            snapshot = await self._page.aria_snapshot(mode="ai", timeout=5_000)
-            title = await self._page.title()
-            png = await self._page.screenshot(type="png") if screenshot else b""
+            if tab.dialogs:
+                # A JS dialog blocks the page's scripts: no snapshot until it is handled.
+                snapshot, mutations, clock = "", 0, self._seen_clock
+            else:
+                mutations, clock = await page.evaluate(READ_CLOCK)
+                snapshot = await page.aria_snapshot(
+                    mode="ai",
+                    depth=options.depth or None,
+                    boxes=options.viewport_only or None,
+                    timeout=5_000,
+                )
+                if options.viewport_only:
+                    snapshot = viewport_filter(snapshot, _VIEWPORT["width"], _VIEWPORT["height"])
+            title = "" if tab.dialogs else await page.title()
+            png = b""
+            scale = options.screenshot_scale or 1.0
+            if options.screenshot and not tab.dialogs:
+                png = await page.screenshot(type="png", scale="css")
+                if scale < 1.0:
+                    png = _scale_png(png, scale)
         except PlaywrightError as exc:
             raise BackendError(f"could not observe the page: {exc.message}") from exc
+        self._seen_navigations = tab.navigations
+        self._seen_dialogs = tab.dialogs_opened
+        self._seen_clock = float(clock)
+        frames = tuple(
+            FrameInfo(frame_id="" if f is page.main_frame else f"f{i}", name=f.name, url=f.url)
+            for i, f in enumerate(page.frames)
+        )
+        tabs = []
+        for t in list(self._tabs.values()):
+            with contextlib.suppress(PlaywrightError):
+                tabs.append(
+                    TabInfo(
+                        t.tab_id,
+                        t.page.url,
+                        await t.page.title() if not t.dialogs else "",
+                        t.tab_id == tab.tab_id,
+                    )
+                )
         return RawObservation(
-            url=self._page.url,
+            url=page.url,
             title=title,
             snapshot=snapshot,
             screenshot_png=png,
-            structure_version=version,
+            screenshot_scale=scale if png else 1.0,
+            tabs=tuple(tabs),
+            active_tab=tab.tab_id,
+            frames=frames,
+            dialogs=dialogs,
+            viewport_width=_VIEWPORT["width"],
+            viewport_height=_VIEWPORT["height"],
+            mutation_counter=int(mutations),
         )
 
-    async def check_target(self, info: RefInfo) -> str | None:
-        # One round trip on the happy path: the ref's element, if it still has the role
-        # and accessible name the observation gave it. Playwright computes the name the
-        # same way for get_by_role as for the snapshot. (A locator's own aria_snapshot()
-        # would renumber the page's refs, so it is never used here.)
-        ref = self._page.locator(f"aria-ref={info.ref}")
-        same = ref.and_(self._page.get_by_role(info.role, name=info.name, exact=True))  # type: ignore[arg-type]
+    # -- checks -----------------------------------------------------------------------
+
+    async def check_fresh(self, cited: Observation, spec: ActionSpec, target: RefInfo | None) -> Refusal | None:
+        self._last_facts = {}
+        tab = self._tabs.get(cited.active_tab)
+        if tab is None:
+            return Refusal(STALE_OBSERVATION, f"tab {cited.active_tab} of the observation is closed")
+        if tab.tab_id != self._active:
+            return Refusal(STALE_OBSERVATION, f"the active tab is now {self._active}, not {tab.tab_id}")
+        if tab.navigations != self._seen_navigations:
+            return Refusal(STALE_OBSERVATION, f"the page navigated since observation {cited.observation_id}")
+        if spec.kind in (ActionKind.DIALOG_ACCEPT, ActionKind.DIALOG_DISMISS):
+            if not tab.dialogs:
+                return Refusal(STALE_OBSERVATION, "no dialog is open")
+            return None
+        if tab.dialogs_opened != self._seen_dialogs or tab.dialogs:
+            kind = tab.dialogs[-1].type if tab.dialogs else "a"
+            return Refusal(STALE_OBSERVATION, f"a {kind} dialog opened; observe and handle it first")
+        if target is None:
+            return None
+        return await self._check_element(tab.page, target)
+
+    async def _check_element(self, page: Page, info: RefInfo) -> Refusal | None:
+        # The happy path is two round trips: the ref's element still has the role and
+        # accessible name the observation gave it (get_by_role computes the name as the
+        # snapshot does; a locator's own aria_snapshot() would renumber the refs), and the
+        # page script finds it attached, unchanged since the observation, visible,
+        # enabled and not covered.
+        ref = page.locator(f"aria-ref={info.ref}")
+        same = ref.and_(page.get_by_role(info.role, name=info.name, exact=True))  # type: ignore[arg-type]
         try:
-            if await same.count() == 1:
-                return None
-            if await ref.count() != 1:
-                return f"ref {info.ref} no longer resolves ({info.role} {info.name!r} is gone)"
+            if await same.count() != 1:
+                if await ref.count() != 1:
+                    return Refusal(
+                        STALE_REF,
+                        f"ref {info.ref} no longer resolves ({info.role} {info.name!r} is gone)",
+                    )
+                return Refusal(STALE_REF, f"ref {info.ref} is no longer {info.role} {info.name!r}")
+            facts = await same.evaluate(CHECK_ELEMENT, self._seen_clock, timeout=_CHECK_TIMEOUT_MS)
         except PlaywrightError as exc:
-            return f"ref {info.ref} could not be checked: {_first_line(exc)}"
-        return f"ref {info.ref} is no longer {info.role} {info.name!r}"
+            return Refusal(STALE_REF, f"ref {info.ref} could not be checked: {_first_line(exc)}")
+        if facts.get("problem"):
+            return Refusal(STALE_REF, f"{info.role} {info.name!r} ({info.ref}): {facts['problem']}")
+        self._last_facts = facts
+        return None
+
+    async def describe(self, spec: ActionSpec, target: RefInfo | None) -> AuthzResource:
+        url = spec.url if spec.kind in (ActionKind.NAVIGATE, ActionKind.TAB_OPEN) else self.active.page.url
+        if spec.kind is ActionKind.TAB_SWITCH and spec.tab_id in self._tabs:
+            url = self._tabs[spec.tab_id].page.url
+        return AuthzResource(
+            url=url,
+            element_role=target.role if target else "",
+            element_name=target.name if target else "",
+            password_field=bool(self._last_facts.get("password")),
+        )
+
+    # -- act --------------------------------------------------------------------------
 
     async def dispatch(self, spec: ActionSpec, timeout_ms: int) -> DispatchResult:
-        page = self._page
+        page = self.active.page
+        failed: list[Request] = []
+        on_failed = failed.append
+        page.on("requestfailed", on_failed)
         try:
-            if spec.kind is ActionKind.NAVIGATE:
-                await page.goto(spec.url, wait_until="domcontentloaded", timeout=timeout_ms)
-                return DispatchResult(DispatchStatus.DONE)
-            locator = page.locator(f"aria-ref={spec.ref}")
-            if spec.kind is ActionKind.CLICK:
-                await locator.click(timeout=timeout_ms)
-            elif spec.kind is ActionKind.FILL:
-                await locator.fill(spec.text, timeout=timeout_ms)
-            elif spec.kind is ActionKind.TYPE:
-                await locator.press_sequentially(spec.text, timeout=timeout_ms)
-            elif spec.kind is ActionKind.PRESS:
-                await locator.press(spec.key, timeout=timeout_ms)
-            elif spec.kind is ActionKind.SELECT:
-                await locator.select_option(list(spec.values), timeout=timeout_ms)
+            await self._dispatch(spec, timeout_ms)
+            if spec.kind not in _NO_REQUESTS:
+                # Let a navigation or a form post the action started commit or fail.
+                with contextlib.suppress(PlaywrightError):
+                    await page.wait_for_load_state("domcontentloaded", timeout=min(timeout_ms, _SETTLE_MS))
+        except InvalidArgumentError:
+            raise
         except PlaywrightTimeoutError as exc:
-            status = _status_after_error(exc, spec.kind)
-            return DispatchResult(status, _first_line(exc))
+            return DispatchResult(_status_after_error(exc, spec.kind), _first_line(exc))
         except PlaywrightError as exc:
             # A closed target or a crash mid-action: the page may have got the input.
             return DispatchResult(DispatchStatus.MAYBE_STARTED, _first_line(exc))
+        finally:
+            page.remove_listener("requestfailed", on_failed)
+        lost = [r for r in failed if r.method != "GET" or r.resource_type == "document"]
+        if lost or page.url.startswith("chrome-error:"):
+            what = f"{lost[0].method} {lost[0].url} failed ({lost[0].failure})" if lost else "the page ended on an error page"
+            return DispatchResult(
+                DispatchStatus.MAYBE_STARTED, f"{what}: the server may have processed it"
+            )
         return DispatchResult(DispatchStatus.DONE)
+
+    async def _dispatch(self, spec: ActionSpec, timeout_ms: int) -> None:
+        tab = self.active
+        page = tab.page
+        kind = spec.kind
+        locator = page.locator(f"aria-ref={spec.ref}") if spec.ref else None
+        button: Any = spec.button or "left"
+        if kind is ActionKind.NAVIGATE:
+            await page.goto(spec.url, wait_until="domcontentloaded", timeout=timeout_ms)
+        elif kind is ActionKind.BACK:
+            await page.go_back(wait_until="domcontentloaded", timeout=timeout_ms)
+        elif kind is ActionKind.TAB_OPEN:
+            new = await self._context.new_page()
+            self.adopt(new, activate=True)
+            await new.goto(spec.url, wait_until="domcontentloaded", timeout=timeout_ms)
+        elif kind is ActionKind.TAB_SWITCH:
+            self._require_tab(spec.tab_id)
+            self._active = spec.tab_id
+            await self._tabs[spec.tab_id].page.bring_to_front()
+        elif kind is ActionKind.TAB_CLOSE:
+            closing = self._require_tab(spec.tab_id)
+            await closing.page.close()
+            if self._active == spec.tab_id:
+                self._active = next(reversed(self._tabs), "") if self._tabs else ""
+        elif kind in (ActionKind.DIALOG_ACCEPT, ActionKind.DIALOG_DISMISS):
+            dialog = tab.dialogs.pop(0)
+            if kind is ActionKind.DIALOG_ACCEPT:
+                await dialog.accept(spec.text) if spec.text else await dialog.accept()
+            else:
+                await dialog.dismiss()
+        elif kind is ActionKind.HOTKEY:
+            combo = "+".join(spec.keys)
+            if locator is not None:
+                await locator.press(combo, timeout=timeout_ms)
+            else:
+                await page.keyboard.press(combo)
+        elif kind is ActionKind.PRESS:
+            if locator is not None:
+                await locator.press(spec.key, timeout=timeout_ms)
+            else:
+                await page.keyboard.press(spec.key)
+        elif kind is ActionKind.SCROLL:
+            if locator is not None:
+                await locator.hover(timeout=timeout_ms)
+            await page.mouse.wheel(spec.delta_x, spec.delta_y)
+        elif kind is ActionKind.WAIT_FOR:
+            await self._wait_for(page, spec.wait_for, timeout_ms)
+        else:
+            assert locator is not None  # validated: these kinds need a ref
+            if kind is ActionKind.CLICK:
+                await locator.click(timeout=timeout_ms, button=button, click_count=spec.click_count or 1)
+            elif kind is ActionKind.DOUBLE_CLICK:
+                await locator.dblclick(timeout=timeout_ms, button=button)
+            elif kind is ActionKind.HOVER:
+                await locator.hover(timeout=timeout_ms)
+            elif kind is ActionKind.FILL:
+                await locator.fill(spec.text, timeout=timeout_ms)
+            elif kind is ActionKind.TYPE:
+                await locator.press_sequentially(spec.text, delay=spec.key_delay_ms, timeout=timeout_ms)
+            elif kind is ActionKind.SELECT:
+                await locator.select_option(list(spec.values), timeout=timeout_ms)
+            elif kind is ActionKind.CHECK:
+                await locator.check(timeout=timeout_ms)
+            elif kind is ActionKind.UNCHECK:
+                await locator.uncheck(timeout=timeout_ms)
+            elif kind is ActionKind.UPLOAD:
+                await locator.set_input_files(self._upload_paths(spec.files), timeout=timeout_ms)
+            else:
+                raise InvalidArgumentError("kind", f"{kind.value} is not a browser action")
+
+    def _require_tab(self, tab_id: str) -> _Tab:
+        tab = self._tabs.get(tab_id)
+        if tab is None:
+            raise InvalidArgumentError("tab_id", f"no tab {tab_id!r} in this session")
+        return tab
+
+    def _upload_paths(self, files: tuple[str, ...]) -> list[str]:
+        if self._upload_dir is None:
+            raise InvalidArgumentError("files", "uploads are off: the executor has no --upload-dir")
+        paths = []
+        for i, name in enumerate(files):
+            path = (self._upload_dir / name).resolve()
+            if not path.is_relative_to(self._upload_dir) or not path.is_file():
+                raise InvalidArgumentError(f"files[{i}]", f"{name!r} is not a file in the upload directory")
+            paths.append(str(path))
+        return paths
+
+    async def _wait_for(self, page: Page, wait: WaitFor, timeout_ms: int) -> None:
+        state: Any = "hidden" if wait.gone else "visible"
+        if wait.url_matches:
+            await page.wait_for_url(re.compile(wait.url_matches), timeout=timeout_ms)
+        if wait.text:
+            await page.get_by_text(wait.text).first.wait_for(state=state, timeout=timeout_ms)
+        if wait.role:
+            loc = page.get_by_role(wait.role, name=wait.name or None, exact=True)  # type: ignore[arg-type]
+            await loc.first.wait_for(state=state, timeout=timeout_ms)
 
     async def settle(self, timeout_ms: int) -> None:
         # The re-observation reports what the page shows, settled or not.
-        with contextlib.suppress(PlaywrightError):
-            await self._page.wait_for_load_state("domcontentloaded", timeout=timeout_ms)
+        with contextlib.suppress(PlaywrightError, BackendError):
+            await self.active.page.wait_for_load_state("domcontentloaded", timeout=timeout_ms)
 
-    async def text_visible(self, text: str) -> bool:
-        locator = self._page.get_by_text(text)
-        try:
-            count = await locator.count()
-            for i in range(min(count, 20)):
-                if await locator.nth(i).is_visible():
-                    return True
-        except PlaywrightError:
-            return False
-        return False
+    async def expectation_holds(self, expect: Expectation, cited_refs: dict[str, RefInfo]) -> tuple[bool, str]:
+        page = self.active.page
+        budget = expect.within_ms or _EXPECT_DEFAULT_MS
+        state: Any = "hidden" if expect.gone else "visible"
+        failures: list[str] = []
+
+        async def wait(what: str, coro: Any) -> None:
+            try:
+                await coro
+            except PlaywrightError:
+                failures.append(what)
+
+        if expect.url_matches:
+            await wait(
+                f"URL {page.url} does not match {expect.url_matches!r}",
+                page.wait_for_url(re.compile(expect.url_matches), timeout=budget),
+            )
+        if expect.text_visible:
+            await wait(
+                f"text {expect.text_visible!r} is {'still' if expect.gone else 'not'} visible",
+                page.get_by_text(expect.text_visible).first.wait_for(state=state, timeout=budget),
+            )
+        if expect.role:
+            loc = page.get_by_role(expect.role, name=expect.name or None, exact=True)  # type: ignore[arg-type]
+            await wait(
+                f"{expect.role} {expect.name!r} is {'still' if expect.gone else 'not'} visible",
+                loc.first.wait_for(state=state, timeout=budget),
+            )
+        if expect.field_ref:
+            info = cited_refs.get(expect.field_ref)
+            if info is None:
+                failures.append(f"field {expect.field_ref} is not a ref of the cited observation")
+            else:
+                field = page.get_by_role(info.role, name=info.name, exact=True)  # type: ignore[arg-type]
+                try:
+                    value = await field.first.input_value(timeout=budget)
+                except PlaywrightError as exc:
+                    value = f"<unreadable: {_first_line(exc)}>"
+                if value != expect.field_value:
+                    failures.append(f"field {info.name!r} holds {value!r}, not {expect.field_value!r}")
+        return (not failures), "; ".join(failures)
 
     async def close(self) -> None:
         with contextlib.suppress(PlaywrightError):  # already gone with the browser
-            await self._page.context.close()
+            await self._context.close()
+
+
+def _scale_png(png: bytes, scale: float) -> bytes:
+    import io
+
+    from PIL import Image
+
+    with Image.open(io.BytesIO(png)) as img:
+        size = (max(1, round(img.width * scale)), max(1, round(img.height * scale)))
+        out = io.BytesIO()
+        img.resize(size, Image.Resampling.LANCZOS).save(out, format="PNG")
+    return out.getvalue()
 
 
 def _first_line(exc: PlaywrightError) -> str:
@@ -192,9 +514,11 @@ def _status_after_error(exc: PlaywrightError, kind: ActionKind) -> DispatchStatu
 
     Playwright logs "performing <action> action" once it starts to dispatch input; a
     timeout before that line (element hidden, covered, disabled) means nothing was sent.
-    A navigation that timed out may have reached the server.
+    A navigation that timed out may have reached the server; a wait sends nothing.
     """
-    if kind is ActionKind.NAVIGATE:
+    if kind is ActionKind.WAIT_FOR:
+        return DispatchStatus.NOT_STARTED
+    if kind in (ActionKind.NAVIGATE, ActionKind.BACK, ActionKind.TAB_OPEN):
         return DispatchStatus.MAYBE_STARTED
     log = exc.message or ""
     if "performing" in log or "action done" in log:

@@ -47,8 +47,18 @@ def register(sub: Any) -> None:
         default=None,
         help="Chromium executable (env HANDRAIL_CHROMIUM, default /usr/bin/chromium)",
     )
+    serve.add_argument("--lease-ttl-ms", type=int, default=30_000, help="lease TTL asked for each session")
     serve.add_argument(
-        "--lease-ttl-ms", type=int, default=30_000, help="lease TTL asked for each session"
+        "--upload-dir",
+        type=Path,
+        default=None,
+        help="the only directory files may be uploaded from (default: uploads are off)",
+    )
+    serve.add_argument(
+        "--fault",
+        default=os.environ.get("HANDRAIL_FAULT", ""),
+        help="inject a fault: POINT[:IDEMPOTENCY_KEY][:sleep=MS], POINT one of before-intent, "
+        "after-intent, after-dispatch, after-result (env HANDRAIL_FAULT; for tests)",
     )
     serve.set_defaults(func=_serve)
 
@@ -57,9 +67,7 @@ def _serve(args: argparse.Namespace) -> int:
     if not args.token:
         print("handrail executor serve: --token or HANDRAIL_TOKEN is required", file=sys.stderr)
         return 2
-    logging.basicConfig(
-        level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s"
-    )
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         return asyncio.run(_serve_async(args))
     except ExecutorError as exc:
@@ -68,8 +76,10 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 async def _serve_async(args: argparse.Namespace) -> int:
+    from handrail.executor._faults import Fault
     from handrail.executor._service import start_server
 
+    fault = Fault.parse(args.fault) if args.fault else None
     running = await start_server(
         listen=args.listen,
         authz_address=args.authz,
@@ -77,6 +87,8 @@ async def _serve_async(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         chromium=args.chromium,
         lease_ttl_ms=args.lease_ttl_ms,
+        upload_dir=args.upload_dir,
+        fault=fault,
     )
     host = args.listen.rsplit(":", 1)[0]
     print(f"handrail-executor listening on {host}:{running.port}", flush=True)

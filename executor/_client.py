@@ -1,29 +1,151 @@
-"""The agent SDK: a typed, synchronous client of the executor.
+"""The agent SDK: typed clients of the executor, synchronous and asyncio.
 
-with ExecutorClient("127.0.0.1:7701", token) as client:
-    session = client.open_session(target="browser:demo", start_url=url)
-    obs = session.observe()
-    result = session.click(session.find("button", "Turn off auto-renew"))
+    with ExecutorClient("127.0.0.1:7701", token) as client:
+        session = client.open_session(target="browser:shop", start_url=url)
+        session.observe()
+        session.click(session.find("button", "Turn off auto-renew")).raise_for_outcome()
+
+    async with AsyncExecutorClient("127.0.0.1:7701", token) as client:
+        session = await client.open_session(target="browser:shop", start_url=url)
+        await session.observe()
+        result = (await session.click(session.find("button", "Pay"))).result
+
+Every action cites the session's latest observation unless told otherwise, and takes a
+fresh idempotency key unless given one. Results come back as data; ``strict=True`` (or
+``ActResponse.raise_for_outcome()``) raises one typed error per reason code instead.
 """
 
 from __future__ import annotations
 
 import uuid
 from types import TracebackType
+from typing import Any
 
 import grpc
+
 from handrail.executor import _convert
 from handrail.executor._models import (
     ActionKind,
+    ActionResult,
     ActionSpec,
     ActResponse,
+    BatchResult,
+    DesktopTarget,
     Expectation,
     Observation,
     SessionInfo,
+    Verdict,
+    WaitFor,
+    raise_for_outcome,
 )
-from handrail.executor._snapshot import parse_refs
+from handrail.executor._snapshot import apply_diff, parse_refs
 from handrail.proto.executor.v1 import executor_pb2 as pb
 from handrail.proto.executor.v1 import executor_pb2_grpc as pb_grpc
+
+_EXPECT_KEYS = {
+    "expect_text": "text_visible",
+    "expect_url": "url_matches",
+    "expect_role": "role",
+    "expect_name": "name",
+    "expect_gone": "gone",
+    "expect_field": "field_ref",
+    "expect_value": "field_value",
+    "expect_within_ms": "within_ms",
+}
+
+
+def _open_request(target: str, start_url: str, agent: str, desktop: DesktopTarget | None) -> pb.OpenSessionRequest:
+    req = pb.OpenSessionRequest(target=target, start_url=start_url, agent=agent)
+    if desktop is None:
+        req.backend = pb.BACKEND_BROWSER
+    else:
+        req.backend = pb.BACKEND_DESKTOP
+        req.desktop.CopyFrom(
+            pb.DesktopTarget(
+                display=desktop.display,
+                window_id=desktop.window_id,
+                pid=desktop.pid,
+                wm_class=desktop.wm_class,
+                title_pattern=desktop.title_pattern,
+            )
+        )
+    return req
+
+
+class _SessionBase:
+    """What sync and async sessions share: observations, refs and building actions."""
+
+    def __init__(self, info: SessionInfo, strict: bool) -> None:
+        self.info = info
+        self.strict = strict
+        self.latest: Observation | None = None
+        self._full_snapshot = ""
+
+    @property
+    def session_id(self) -> str:
+        return self.info.session_id
+
+    def _took(self, obs: Observation) -> Observation:
+        # A diff observation is rebuilt into a full one so that find() keeps working.
+        if obs.is_diff:
+            self._full_snapshot = apply_diff(self._full_snapshot, obs.diff)
+        else:
+            self._full_snapshot = obs.snapshot
+        self.latest = obs
+        return obs
+
+    @property
+    def snapshot(self) -> str:
+        """The full snapshot of the latest observation (diffs applied)."""
+        return self._full_snapshot
+
+    def find(self, role: str, name: str, observation: Observation | None = None) -> str:
+        """The ref of the one element with this role and accessible name.
+
+        Raises:
+            LookupError: no element, or more than one, has that role and name.
+        """
+        if observation is not None and not observation.is_diff:
+            snapshot, where = observation.snapshot, observation.observation_id
+        elif observation is None or observation is self.latest:
+            snapshot, where = (
+                self._full_snapshot,
+                self.latest.observation_id if self.latest else "-",
+            )
+        else:
+            raise LookupError("find() on an older diff observation: pass a full one")
+        hits = [i.ref for i in parse_refs(snapshot).values() if i.role == role and i.name == name]
+        if len(hits) != 1:
+            raise LookupError(f"{len(hits)} elements are {role} {name!r} in {where}")
+        return hits[0]
+
+    def _spec(self, kind: ActionKind, kw: dict[str, Any]) -> ActionSpec:
+        obs = kw.pop("observation", None) or self.latest
+        if obs is None:
+            raise RuntimeError("observe() before acting: every action cites an observation")
+        expect = {field: kw.pop(arg) for arg, field in _EXPECT_KEYS.items() if arg in kw}
+        wait = kw.pop("wait_for", None)
+        key = kw.pop("idempotency_key", None) or uuid.uuid4().hex
+        if "values" in kw:
+            kw["values"] = tuple(kw["values"])
+        for name in ("files", "keys"):
+            if name in kw:
+                kw[name] = tuple(kw[name])
+        return ActionSpec(
+            kind=kind,
+            observation_id=obs.observation_id,
+            idempotency_key=key,
+            expect=Expectation(**expect),
+            wait_for=wait or WaitFor(),
+            **kw,
+        )
+
+    def _done(self, response: ActResponse) -> ActResponse:
+        if response.observation is not None:
+            self._took(response.observation)
+        if self.strict:
+            response.raise_for_outcome()
+        return response
 
 
 class ExecutorClient:
@@ -33,47 +155,30 @@ class ExecutorClient:
         address: ``HOST:PORT`` of the executor.
         token: the agent's bearer token (the sidecar knows it).
         timeout_s: the deadline of each call.
+        strict: raise a typed error for every action that is not DONE.
     """
 
-    def __init__(self, address: str, token: str, *, timeout_s: float = 60.0) -> None:
+    def __init__(self, address: str, token: str, *, timeout_s: float = 60.0, strict: bool = False) -> None:
         self._channel = grpc.insecure_channel(address)
         self._stub = pb_grpc.ExecutorStub(self._channel)  # type: ignore[no-untyped-call]
         self._metadata = (("authorization", f"Bearer {token}"),)
         self._timeout = timeout_s
+        self._strict = strict
 
-    def open_session(self, *, target: str, start_url: str = "", agent: str = "") -> BrowserSession:
-        """Open a browser session on ``target`` at ``start_url`` for this agent."""
-        msg = self._stub.OpenSession(
-            pb.OpenSessionRequest(
-                target=target, backend=pb.BACKEND_BROWSER, start_url=start_url, agent=agent
-            ),
-            metadata=self._metadata,
-            timeout=self._timeout,
-        )
-        return BrowserSession(self, _convert.session_from_pb(msg))
+    def _call(self, method: str, request: Any) -> Any:
+        return getattr(self._stub, method)(request, metadata=self._metadata, timeout=self._timeout)
 
-    def _observe(self, session_id: str, screenshot: bool) -> Observation:
-        msg = self._stub.Observe(
-            pb.ObserveRequest(session_id=session_id, screenshot=screenshot),
-            metadata=self._metadata,
-            timeout=self._timeout,
-        )
-        return _convert.observation_from_pb(msg)
-
-    def _act(self, session_id: str, spec: ActionSpec) -> ActResponse:
-        msg = self._stub.Act(
-            _convert.act_request_pb(session_id, spec),
-            metadata=self._metadata,
-            timeout=self._timeout,
-        )
-        return _convert.act_response_from_pb(msg)
-
-    def _close_session(self, session_id: str) -> None:
-        self._stub.CloseSession(
-            pb.CloseSessionRequest(session_id=session_id),
-            metadata=self._metadata,
-            timeout=self._timeout,
-        )
+    def open_session(
+        self,
+        *,
+        target: str,
+        start_url: str = "",
+        agent: str = "",
+        desktop: DesktopTarget | None = None,
+    ) -> Session:
+        """Open a session on ``target``: a browser at ``start_url``, or a desktop window."""
+        msg = self._call("OpenSession", _open_request(target, start_url, agent, desktop))
+        return Session(self, _convert.session_from_pb(msg), self._strict)
 
     def close(self) -> None:
         self._channel.close()
@@ -90,90 +195,239 @@ class ExecutorClient:
         self.close()
 
 
-class BrowserSession:
-    """One open session. Actions cite the latest observation unless told otherwise."""
+class Session(_SessionBase):
+    """One open session (browser or desktop) of a synchronous client."""
 
-    def __init__(self, client: ExecutorClient, info: SessionInfo) -> None:
+    def __init__(self, client: ExecutorClient, info: SessionInfo, strict: bool) -> None:
+        super().__init__(info, strict)
         self._client = client
-        self.info = info
-        self.latest: Observation | None = None
 
-    @property
-    def session_id(self) -> str:
-        return self.info.session_id
-
-    def observe(self, *, screenshot: bool = False) -> Observation:
-        """Take a fresh observation; it becomes the one actions cite."""
-        self.latest = self._client._observe(self.session_id, screenshot)
-        return self.latest
-
-    def find(self, role: str, name: str, observation: Observation | None = None) -> str:
-        """The ref of the element with this role and accessible name in an observation.
-
-        Raises:
-            LookupError: no element, or more than one, has that role and name.
-        """
-        obs = observation or self.latest or self.observe()
-        hits = [
-            i.ref for i in parse_refs(obs.snapshot).values() if i.role == role and i.name == name
-        ]
-        if len(hits) != 1:
-            raise LookupError(f"{len(hits)} elements are {role} {name!r} in {obs.observation_id}")
-        return hits[0]
-
-    def act(
+    def observe(
         self,
-        kind: ActionKind,
         *,
-        ref: str = "",
-        text: str = "",
-        key: str = "",
-        values: tuple[str, ...] = (),
-        url: str = "",
-        idempotency_key: str | None = None,
-        expect_text: str = "",
-        expect_url: str = "",
-        observation: Observation | None = None,
-        timeout_ms: int = 0,
-    ) -> ActResponse:
-        """Ask for one write action; the response carries the re-observation when it ran."""
-        obs = observation or self.latest
-        if obs is None:
-            raise RuntimeError("observe() before acting: every action cites an observation")
-        spec = ActionSpec(
-            kind=kind,
-            observation_id=obs.observation_id,
-            idempotency_key=idempotency_key or uuid.uuid4().hex,
-            ref=ref,
-            text=text,
-            key=key,
-            values=values,
-            url=url,
-            expect=Expectation(expect_text, expect_url),
-            timeout_ms=timeout_ms,
+        screenshot: bool = False,
+        screenshot_scale: float = 0.0,
+        viewport_only: bool = False,
+        depth: int = 0,
+        diff: bool = False,
+    ) -> Observation:
+        """Take a fresh observation; it becomes the one actions cite."""
+        req = pb.ObserveRequest(
+            session_id=self.session_id,
+            screenshot=screenshot,
+            screenshot_scale=screenshot_scale,
+            viewport_only=viewport_only,
+            depth=depth,
+            diff=diff,
         )
-        response = self._client._act(self.session_id, spec)
-        if response.observation is not None:
-            self.latest = response.observation
-        return response
+        return self._took(_convert.observation_from_pb(self._client._call("Observe", req)))
 
-    def click(self, ref: str, **kw: object) -> ActResponse:
-        return self.act(ActionKind.CLICK, ref=ref, **kw)  # type: ignore[arg-type]
+    def act(self, kind: ActionKind, **kw: Any) -> ActResponse:
+        """Ask for one action; the response carries the re-observation when it ran."""
+        spec = self._spec(kind, kw)
+        msg = self._client._call("Act", _convert.act_request_pb(self.session_id, spec))
+        return self._done(_convert.act_response_from_pb(msg))
 
-    def fill(self, ref: str, text: str, **kw: object) -> ActResponse:
-        return self.act(ActionKind.FILL, ref=ref, text=text, **kw)  # type: ignore[arg-type]
+    def batch(self, *actions: tuple[ActionKind, dict[str, Any]]) -> BatchResult:
+        """Run ``(kind, kwargs)`` actions in order, all citing the latest observation."""
+        specs = [self._spec(kind, dict(kw)) for kind, kw in actions]
+        req = pb.ActBatchRequest(
+            session_id=self.session_id,
+            actions=[_convert.act_request_pb(self.session_id, s) for s in specs],
+        )
+        result = _convert.batch_from_pb(self._client._call("ActBatch", req))
+        if result.observation is not None:
+            self._took(result.observation)
+        if self.strict:
+            for r in result.results:
+                raise_for_outcome(r)
+        return result
 
-    def type(self, ref: str, text: str, **kw: object) -> ActResponse:
-        return self.act(ActionKind.TYPE, ref=ref, text=text, **kw)  # type: ignore[arg-type]
-
-    def press(self, ref: str, key: str, **kw: object) -> ActResponse:
-        return self.act(ActionKind.PRESS, ref=ref, key=key, **kw)  # type: ignore[arg-type]
-
-    def select(self, ref: str, *values: str, **kw: object) -> ActResponse:
-        return self.act(ActionKind.SELECT, ref=ref, values=values, **kw)  # type: ignore[arg-type]
-
-    def navigate(self, url: str, **kw: object) -> ActResponse:
-        return self.act(ActionKind.NAVIGATE, url=url, **kw)  # type: ignore[arg-type]
+    def reconcile(self, action_id: str, verdict: Verdict | str, evidence: str) -> ActionResult:
+        """Record what the real state shows of an UNKNOWN action (it happened, or not)."""
+        req = pb.ReconcileRequest(
+            session_id=self.session_id,
+            action_id=action_id,
+            verdict=_convert.verdict_pb(Verdict(verdict)),
+            evidence=evidence,
+        )
+        return _convert.result_from_pb(self._client._call("Reconcile", req).result)
 
     def close(self) -> None:
-        self._client._close_session(self.session_id)
+        self._client._call("CloseSession", pb.CloseSessionRequest(session_id=self.session_id))
+
+    # The actions, by name.
+    def click(self, ref: str = "", **kw: Any) -> ActResponse:
+        return self.act(ActionKind.CLICK, ref=ref, **kw)
+
+    def double_click(self, ref: str = "", **kw: Any) -> ActResponse:
+        return self.act(ActionKind.DOUBLE_CLICK, ref=ref, **kw)
+
+    def hover(self, ref: str, **kw: Any) -> ActResponse:
+        return self.act(ActionKind.HOVER, ref=ref, **kw)
+
+    def fill(self, ref: str, text: str, **kw: Any) -> ActResponse:
+        return self.act(ActionKind.FILL, ref=ref, text=text, **kw)
+
+    def type(self, ref: str, text: str, **kw: Any) -> ActResponse:
+        return self.act(ActionKind.TYPE, ref=ref, text=text, **kw)
+
+    def press(self, ref: str, key: str, **kw: Any) -> ActResponse:
+        return self.act(ActionKind.PRESS, ref=ref, key=key, **kw)
+
+    def hotkey(self, *keys: str, **kw: Any) -> ActResponse:
+        return self.act(ActionKind.HOTKEY, keys=keys, **kw)
+
+    def select(self, ref: str, *values: str, **kw: Any) -> ActResponse:
+        return self.act(ActionKind.SELECT, ref=ref, values=values, **kw)
+
+    def check(self, ref: str, **kw: Any) -> ActResponse:
+        return self.act(ActionKind.CHECK, ref=ref, **kw)
+
+    def uncheck(self, ref: str, **kw: Any) -> ActResponse:
+        return self.act(ActionKind.UNCHECK, ref=ref, **kw)
+
+    def scroll(self, delta_x: int = 0, delta_y: int = 0, **kw: Any) -> ActResponse:
+        return self.act(ActionKind.SCROLL, delta_x=delta_x, delta_y=delta_y, **kw)
+
+    def navigate(self, url: str, **kw: Any) -> ActResponse:
+        return self.act(ActionKind.NAVIGATE, url=url, **kw)
+
+    def back(self, **kw: Any) -> ActResponse:
+        return self.act(ActionKind.BACK, **kw)
+
+    def upload(self, ref: str, *files: str, **kw: Any) -> ActResponse:
+        return self.act(ActionKind.UPLOAD, ref=ref, files=files, **kw)
+
+    def wait_for(self, **condition: Any) -> ActResponse:
+        timeout_ms = condition.pop("timeout_ms", 0)
+        return self.act(ActionKind.WAIT_FOR, wait_for=WaitFor(**condition), timeout_ms=timeout_ms)
+
+    def open_tab(self, url: str, **kw: Any) -> ActResponse:
+        return self.act(ActionKind.TAB_OPEN, url=url, **kw)
+
+    def switch_tab(self, tab_id: str, **kw: Any) -> ActResponse:
+        return self.act(ActionKind.TAB_SWITCH, tab_id=tab_id, **kw)
+
+    def close_tab(self, tab_id: str, **kw: Any) -> ActResponse:
+        return self.act(ActionKind.TAB_CLOSE, tab_id=tab_id, **kw)
+
+    def accept_dialog(self, text: str = "", **kw: Any) -> ActResponse:
+        return self.act(ActionKind.DIALOG_ACCEPT, text=text, **kw)
+
+    def dismiss_dialog(self, **kw: Any) -> ActResponse:
+        return self.act(ActionKind.DIALOG_DISMISS, **kw)
+
+    def move(self, x: int, y: int, **kw: Any) -> ActResponse:
+        return self.act(ActionKind.MOVE, x=x, y=y, **kw)
+
+    def drag(self, x: int, y: int, to_x: int, to_y: int, **kw: Any) -> ActResponse:
+        return self.act(ActionKind.DRAG, x=x, y=y, to_x=to_x, to_y=to_y, **kw)
+
+    def activate(self, **kw: Any) -> ActResponse:
+        return self.act(ActionKind.ACTIVATE, **kw)
+
+
+# The name the foundation used for a browser session.
+BrowserSession = Session
+
+
+class AsyncExecutorClient:
+    """The asyncio twin of ``ExecutorClient`` (``grpc.aio``)."""
+
+    def __init__(self, address: str, token: str, *, timeout_s: float = 60.0, strict: bool = False) -> None:
+        self._channel = grpc.aio.insecure_channel(address)
+        self._stub = pb_grpc.ExecutorStub(self._channel)  # type: ignore[no-untyped-call]
+        self._metadata = (("authorization", f"Bearer {token}"),)
+        self._timeout = timeout_s
+        self._strict = strict
+
+    async def _call(self, method: str, request: Any) -> Any:
+        return await getattr(self._stub, method)(request, metadata=self._metadata, timeout=self._timeout)
+
+    async def open_session(
+        self,
+        *,
+        target: str,
+        start_url: str = "",
+        agent: str = "",
+        desktop: DesktopTarget | None = None,
+    ) -> AsyncSession:
+        msg = await self._call("OpenSession", _open_request(target, start_url, agent, desktop))
+        return AsyncSession(self, _convert.session_from_pb(msg), self._strict)
+
+    async def close(self) -> None:
+        await self._channel.close(None)
+
+    async def __aenter__(self) -> AsyncExecutorClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+
+class AsyncSession(_SessionBase):
+    """One open session of an asyncio client; the same actions as ``Session``, awaited."""
+
+    def __init__(self, client: AsyncExecutorClient, info: SessionInfo, strict: bool) -> None:
+        super().__init__(info, strict)
+        self._client = client
+
+    async def observe(
+        self,
+        *,
+        screenshot: bool = False,
+        screenshot_scale: float = 0.0,
+        viewport_only: bool = False,
+        depth: int = 0,
+        diff: bool = False,
+    ) -> Observation:
+        req = pb.ObserveRequest(
+            session_id=self.session_id,
+            screenshot=screenshot,
+            screenshot_scale=screenshot_scale,
+            viewport_only=viewport_only,
+            depth=depth,
+            diff=diff,
+        )
+        return self._took(_convert.observation_from_pb(await self._client._call("Observe", req)))
+
+    async def act(self, kind: ActionKind, **kw: Any) -> ActResponse:
+        spec = self._spec(kind, kw)
+        msg = await self._client._call("Act", _convert.act_request_pb(self.session_id, spec))
+        return self._done(_convert.act_response_from_pb(msg))
+
+    async def reconcile(self, action_id: str, verdict: Verdict | str, evidence: str) -> ActionResult:
+        req = pb.ReconcileRequest(
+            session_id=self.session_id,
+            action_id=action_id,
+            verdict=_convert.verdict_pb(Verdict(verdict)),
+            evidence=evidence,
+        )
+        return _convert.result_from_pb((await self._client._call("Reconcile", req)).result)
+
+    async def close(self) -> None:
+        await self._client._call("CloseSession", pb.CloseSessionRequest(session_id=self.session_id))
+
+    async def click(self, ref: str = "", **kw: Any) -> ActResponse:
+        return await self.act(ActionKind.CLICK, ref=ref, **kw)
+
+    async def fill(self, ref: str, text: str, **kw: Any) -> ActResponse:
+        return await self.act(ActionKind.FILL, ref=ref, text=text, **kw)
+
+    async def type(self, ref: str, text: str, **kw: Any) -> ActResponse:
+        return await self.act(ActionKind.TYPE, ref=ref, text=text, **kw)
+
+    async def press(self, ref: str, key: str, **kw: Any) -> ActResponse:
+        return await self.act(ActionKind.PRESS, ref=ref, key=key, **kw)
+
+    async def select(self, ref: str, *values: str, **kw: Any) -> ActResponse:
+        return await self.act(ActionKind.SELECT, ref=ref, values=values, **kw)
+
+    async def navigate(self, url: str, **kw: Any) -> ActResponse:
+        return await self.act(ActionKind.NAVIGATE, url=url, **kw)

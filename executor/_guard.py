@@ -3,6 +3,8 @@
 ``GuardedExecutor`` is the core the gRPC servicer wraps. Checks run cheapest first and
 each refusal carries its own reason code; nothing is dispatched unless every gate passed,
 the intent is durable in the ledger, and the lease epoch is still the newest one seen.
+An action whose outcome is unknown blocks every further write on its target until it is
+reconciled against the real state.
 """
 
 from __future__ import annotations
@@ -11,14 +13,15 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
 
 from handrail.authz import AsyncAuthzClient, AuthzError, AuthzUnavailableError, Decision
-from handrail.executor._backend import Backend, DispatchStatus
-from handrail.executor._errors import InvalidArgumentError, NotFoundError
+from handrail.executor._backend import Backend, DispatchStatus, ObserveOptions, RawObservation
+from handrail.executor._errors import InvalidArgumentError, NotFoundError, SessionClosedError
+from handrail.executor._faults import Fault, NoFault
 from handrail.executor._models import (
     ALLOW,
     AUTHZ_UNAVAILABLE,
@@ -26,49 +29,74 @@ from handrail.executor._models import (
     RECONCILE_REQUIRED,
     STALE_EPOCH,
     STALE_OBSERVATION,
-    STALE_REF,
     ActionResult,
     ActionSpec,
     ActResponse,
+    BackendKind,
+    BatchResult,
+    DesktopTarget,
     Evidence,
     Observation,
     Outcome,
     SessionInfo,
+    Verdict,
 )
 from handrail.executor._session import Session, Sessions, token_digest
-from handrail.executor._snapshot import RefInfo, parse_refs
+from handrail.executor._snapshot import RefInfo, make_diff, parse_refs
 from handrail.recorder import Ledger
 
 log = logging.getLogger(__name__)
 
 DEFAULT_ACTION_TIMEOUT_MS = 5_000
-MAX_ACTION_TIMEOUT_MS = 60_000
 SETTLE_TIMEOUT_MS = 3_000
 LEASE_TTL_MS = 30_000
+_FULL = ObserveOptions()
 
-BackendFactory = Callable[[str], Awaitable[Backend]]
+
+@dataclass(frozen=True)
+class OpenSpec:
+    """What a backend factory needs to open a session's surface."""
+
+    backend: BackendKind
+    start_url: str = ""
+    desktop: DesktopTarget | None = None
+
+
+@dataclass(frozen=True)
+class UnknownAction:
+    """An action that may have happened: it blocks its target until reconciled."""
+
+    action_id: str
+    session_id: str
+    agent: str
+    idempotency_key: str
+
+
+BackendFactory = Callable[[OpenSpec], Awaitable[Backend]]
 
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _digest(url: str, title: str, snapshot: str) -> str:
+def _digest(raw: RawObservation) -> str:
     h = hashlib.sha256()
-    for part in (url, title, snapshot):
+    parts = (raw.url, raw.title, raw.snapshot, raw.active_tab, repr(raw.dialogs), repr(raw.desktop))
+    for part in parts:
         h.update(part.encode())
         h.update(b"\x00")
     return h.hexdigest()
 
 
 class GuardedExecutor:
-    """Sessions on a backend, each write passing every gate of the loop.
+    """Sessions on backends, each write passing every gate of the loop.
 
     Args:
         authz: the sidecar client, authenticated as this executor.
         ledger: the action ledger (intent before dispatch, result after).
-        open_backend: makes a backend surface for a new session from its start URL.
+        open_backend: makes a backend surface for a new session.
         lease_ttl_ms: the lease TTL asked for on behalf of each session's agent.
+        fault: an injected fault (crash matrix, scenarios); None in normal operation.
     """
 
     def __init__(
@@ -78,12 +106,32 @@ class GuardedExecutor:
         open_backend: BackendFactory,
         *,
         lease_ttl_ms: int = LEASE_TTL_MS,
+        fault: Fault | None = None,
     ) -> None:
         self._authz = authz
         self._ledger = ledger
         self._open_backend = open_backend
         self._lease_ttl_ms = lease_ttl_ms
+        self._fault: Fault | NoFault = fault or NoFault()
         self.sessions = Sessions()
+        # target -> action id -> the UNKNOWN action blocking it
+        self._unknown: dict[str, dict[str, UnknownAction]] = {}
+
+    async def start(self) -> None:
+        """Recover the ledger: intents without results become UNKNOWN, never retried."""
+        for rec in self._ledger.recover():
+            log.warning("action %s of %s had no result: now UNKNOWN", rec.action_id, rec.session_id)
+        for open_ in self._ledger.unresolved():
+            self._block(
+                open_.target,
+                UnknownAction(open_.action_id, open_.session_id, open_.principal, open_.idempotency_key),
+            )
+
+    def _block(self, target: str, action: UnknownAction) -> None:
+        self._unknown.setdefault(target, {})[action.action_id] = action
+
+    def unknown_actions(self, target: str) -> list[UnknownAction]:
+        return list(self._unknown.get(target, {}).values())
 
     # -- sessions -----------------------------------------------------------------------
 
@@ -94,15 +142,11 @@ class GuardedExecutor:
             raise InvalidArgumentError("authorization", f"{principal} is a {role}, not an agent")
         return principal
 
-    async def open_session(
-        self, *, token: str, agent: str, target: str, start_url: str
-    ) -> SessionInfo:
+    async def open_session(self, *, token: str, agent: str, target: str, spec: OpenSpec) -> SessionInfo:
         principal = await self.authenticate(token)
         if agent and agent != principal:
-            raise InvalidArgumentError(
-                "agent", f"the token belongs to {principal!r}, not {agent!r}"
-            )
-        backend = await self._open_backend(start_url)
+            raise InvalidArgumentError("agent", f"the token belongs to {principal!r}, not {agent!r}")
+        backend = await self._open_backend(spec)
         session = Session(
             session_id=Sessions.new_id(),
             target=target,
@@ -118,7 +162,7 @@ class GuardedExecutor:
             session_id=session.session_id,
             principal=principal,
             epoch=session.fence.epoch,
-            body={"target": target, "start_url": start_url},
+            body={"target": target, "backend": spec.backend.value, "start_url": spec.start_url},
         )
         session.renewer = asyncio.create_task(self._renew_forever(session))
         return SessionInfo(session.session_id, target, principal, session.fence.epoch)
@@ -128,11 +172,9 @@ class GuardedExecutor:
         self.sessions.remove(session.session_id)
         if session.renewer is not None:
             session.renewer.cancel()
-        if session.fence.held_epoch is not None:
+        if session.fence.held_epoch is not None and not any(s.target == session.target for s in self.sessions.all()):
             with contextlib.suppress(AuthzError):
-                await self._authz.release(
-                    session.target, session.fence.held_epoch, holder=session.agent
-                )
+                await self._authz.release(session.target, session.fence.held_epoch, holder=session.agent)
             session.fence.lose()
         await session.backend.close()
         self._ledger.append("session_close", session_id=session.session_id, principal=session.agent)
@@ -145,9 +187,7 @@ class GuardedExecutor:
         """Take the target's lease for the session's agent, if the sidecar gives it."""
         fence = session.fence
         try:
-            lease = await self._authz.acquire(
-                session.target, holder=session.agent, ttl_ms=self._lease_ttl_ms
-            )
+            lease = await self._authz.acquire(session.target, holder=session.agent, ttl_ms=self._lease_ttl_ms)
         except AuthzError as exc:
             log.info("lease for %s not acquired: %s", session.target, exc)
             with contextlib.suppress(AuthzError):
@@ -163,9 +203,7 @@ class GuardedExecutor:
             if held is None:
                 continue
             try:
-                lease = await self._authz.renew(
-                    session.target, held, holder=session.agent, ttl_ms=self._lease_ttl_ms
-                )
+                lease = await self._authz.renew(session.target, held, holder=session.agent, ttl_ms=self._lease_ttl_ms)
                 fence.saw(lease.epoch)
             except AuthzUnavailableError:
                 continue  # the lease may lapse; writes are refused meanwhile
@@ -175,10 +213,11 @@ class GuardedExecutor:
 
     # -- observe ------------------------------------------------------------------------
 
-    async def observe(self, session: Session, *, screenshot: bool = False) -> Observation:
+    async def observe(self, session: Session, options: ObserveOptions = _FULL, *, diff: bool = False) -> Observation:
         if session.fence.held_epoch is None:
             await self._acquire(session)  # after a hand-back the agent may take it again
-        raw = await session.backend.observe(screenshot=screenshot)
+        raw = await session.backend.observe(options)
+        previous = session.latest_full_snapshot
         session.generation += 1
         obs = Observation(
             observation_id=f"{session.session_id}:{session.generation}",
@@ -188,72 +227,115 @@ class GuardedExecutor:
             url=raw.url,
             title=raw.title,
             snapshot=raw.snapshot,
-            digest=_digest(raw.url, raw.title, raw.snapshot),
+            digest=_digest(raw),
             taken_at_ms=_now_ms(),
             screenshot_png=raw.screenshot_png,
+            screenshot_scale=raw.screenshot_scale,
+            tabs=raw.tabs,
+            active_tab=raw.active_tab,
+            frames=raw.frames,
+            dialogs=raw.dialogs,
+            viewport_width=raw.viewport_width,
+            viewport_height=raw.viewport_height,
+            mutation_counter=raw.mutation_counter,
+            desktop=raw.desktop,
         )
         session.latest = obs
+        session.latest_full_snapshot = raw.snapshot
         session.remember_refs(session.generation, parse_refs(raw.snapshot))
-        session.latest_structure = raw.structure_version
+        if diff and previous is not None:
+            return replace(obs, snapshot="", is_diff=True, diff=make_diff(previous, raw.snapshot))
         return obs
 
     # -- act ----------------------------------------------------------------------------
 
     async def act(self, session: Session, spec: ActionSpec) -> ActResponse:
         async with session.write_lock:
-            return await self._act(session, spec)
+            return await self._act(session, spec, batch=False)
 
-    async def _act(self, session: Session, spec: ActionSpec) -> ActResponse:
+    async def act_batch(self, session: Session, specs: list[ActionSpec]) -> BatchResult:
+        """Run actions in order; stop at the first that is not DONE.
+
+        Every action cites the same observation; between actions nothing is re-observed,
+        so any navigation, dialog or change to the next target since that observation
+        refuses the next action and ends the batch.
+        """
+        async with session.write_lock:
+            results: list[ActionResult] = []
+            stop_reason = ""
+            for spec in specs:
+                response = await self._act(session, spec, batch=True)
+                results.append(response.result)
+                if response.result.outcome is not Outcome.DONE:
+                    r = response.result
+                    stop_reason = f"action {len(results) - 1} ended {r.outcome.value}"
+                    stop_reason += f" {r.reason}: {r.message}" if r.reason and r.reason != ALLOW else f": {r.message}"
+                    break
+            ran_any = any(r.execution_started for r in results)
+            observation = None
+            if ran_any:
+                await session.backend.settle(SETTLE_TIMEOUT_MS)
+                observation = await self.observe(session)
+            not_started = tuple(range(len(results), len(specs)))
+            return BatchResult(tuple(results), not_started, stop_reason, observation)
+
+    async def _act(self, session: Session, spec: ActionSpec, *, batch: bool) -> ActResponse:
+        if session.closed:
+            raise SessionClosedError(f"session {session.session_id} is closed")
         action_id = "a_" + secrets.token_hex(8)
         target_info = self._resolve_cited(session, spec)
         role, name = (target_info.role, target_info.name) if target_info else ("", "")
         fingerprint = spec.fingerprint(role, name)
 
+        if spec.kind.is_read:
+            return await self._wait(session, spec, action_id, batch)
         # Idempotency first: a repeated key never dispatches again.
         repeat = self._repeat(session, spec, fingerprint)
         if repeat is not None:
             return ActResponse(repeat)
-        if session.blocked_by:
+        blocking = self._unknown.get(session.target)
+        if blocking:
+            ids = ", ".join(sorted(blocking))
             return self._refuse(
                 session,
                 spec,
                 action_id,
                 target_info,
                 RECONCILE_REQUIRED,
-                f"action {session.blocked_by} has an unknown outcome; reconcile it first",
+                f"the outcome of {ids} on {session.target} is unknown; observe the real state and reconcile it first",
             )
 
         refusal = await self._check_fresh(session, spec, target_info)
         if refusal is not None:
             return self._refuse(session, spec, action_id, target_info, *refusal)
-
         obs = session.latest
         assert obs is not None  # _check_fresh refused otherwise
-        url = spec.url if spec.kind.value == "navigate" else session.backend.current_url()
+
+        resource = await session.backend.describe(spec, target_info)
         try:
             decision = await self._authz.check(
                 session.agent,
                 session.target,
                 obs.lease_epoch,
                 spec.kind.verb,
-                url=url,
-                element_role=role,
-                element_name=name,
+                url=resource.url,
+                element_role=resource.element_role,
+                element_name=resource.element_name,
+                password_field=resource.password_field,
+                window_class=resource.window_class,
+                window_title=resource.window_title,
                 action_id=action_id,
             )
         except AuthzError as exc:
-            return self._refuse(
-                session, spec, action_id, target_info, AUTHZ_UNAVAILABLE, f"authz: {exc}"
-            )
+            return self._refuse(session, spec, action_id, target_info, AUTHZ_UNAVAILABLE, f"authz: {exc}")
         session.fence.saw(decision.lease_epoch)
         if not decision.allow:
             if decision.reason in ("STALE_EPOCH", "HELD_BY_HUMAN", "NO_LEASE"):
                 session.fence.lose()
-            return self._refuse(
-                session, spec, action_id, target_info, decision.reason, decision.message, decision
-            )
+            return self._refuse(session, spec, action_id, target_info, decision.reason, decision.message, decision)
 
-        # The intent is durable before anything reaches the page.
+        await self._fault.hit("before-intent", spec.idempotency_key)
+        # The intent is durable before anything reaches the surface.
         params = spec.ledger_params(role, name)
         params["fingerprint"] = fingerprint
         params["decision_id"] = decision.decision_id
@@ -265,104 +347,152 @@ class GuardedExecutor:
             obs.lease_epoch,
             params,
         )
+        await self._fault.hit("after-intent", spec.idempotency_key)
 
-        # The fence: a takeover seen since the decision wins over it.
-        if obs.lease_epoch < session.fence.highest_epoch:
+        # The fence: a lease change seen since the decision wins over it.
+        await self._refresh_fence(session)
+        if obs.lease_epoch < session.fence.highest_epoch or session.fence.held_epoch != obs.lease_epoch:
             return self._finish(
                 session,
                 spec,
                 action_id,
+                decision,
                 Outcome.REFUSED,
                 STALE_EPOCH,
-                f"lease epoch {obs.lease_epoch} was superseded by {session.fence.highest_epoch}",
-                False,
-                Evidence.NONE,
-                decision,
+                f"lease epoch {obs.lease_epoch} was superseded (epoch {session.fence.highest_epoch}); not dispatched",
+                started=False,
+                evidence=Evidence.NONE,
             )
 
-        timeout = spec.timeout_ms or DEFAULT_ACTION_TIMEOUT_MS
-        dispatched = await session.backend.dispatch(spec, timeout)
-        if dispatched.status is DispatchStatus.NOT_STARTED:
+        dispatched = await session.backend.dispatch(spec, spec.timeout_ms or DEFAULT_ACTION_TIMEOUT_MS)
+        await self._fault.hit("after-dispatch", spec.idempotency_key)
+        status = dispatched.status
+        if status is DispatchStatus.NOT_STARTED:
             return self._finish(
                 session,
                 spec,
                 action_id,
-                Outcome.FAILED,
-                ALLOW,
-                f"not dispatched: {dispatched.message}",
-                False,
-                Evidence.NONE,
                 decision,
+                Outcome.FAILED,
+                dispatched.reason or ALLOW,
+                f"not dispatched: {dispatched.message}",
+                started=False,
+                evidence=Evidence.NONE,
             )
-        if dispatched.status is DispatchStatus.MAYBE_STARTED:
-            session.blocked_by = action_id
+        if status is DispatchStatus.PARTIAL:
             return self._finish(
                 session,
                 spec,
                 action_id,
+                decision,
+                Outcome.FAILED,
+                dispatched.reason or ALLOW,
+                dispatched.message,
+                started=True,
+                evidence=Evidence.DISPATCH_RETURNED,
+                typed_chars=dispatched.typed_chars,
+            )
+        if status is DispatchStatus.MAYBE_STARTED:
+            self._block(
+                session.target,
+                UnknownAction(action_id, session.session_id, session.agent, spec.idempotency_key),
+            )
+            return self._finish(
+                session,
+                spec,
+                action_id,
+                decision,
                 Outcome.UNKNOWN,
                 ALLOW,
-                f"the outcome is unknown: {dispatched.message}",
-                True,
-                Evidence.NONE,
-                decision,
+                f"the outcome is unknown: {dispatched.message}; observe and reconcile",
+                started=True,
+                evidence=Evidence.NONE,
             )
 
-        await session.backend.settle(SETTLE_TIMEOUT_MS)
-        new_obs = await self.observe(session)
-        evidence, message = await self._evidence(session, spec, new_obs)
+        new_obs: Observation | None = None
+        if not batch and not spec.skip_reobserve:
+            await session.backend.settle(SETTLE_TIMEOUT_MS)
+            new_obs = await self.observe(session)
+        evidence, message = await self._evidence(session, spec, new_obs is not None)
         response = self._finish(
-            session, spec, action_id, Outcome.DONE, ALLOW, message, True, evidence, decision
+            session,
+            spec,
+            action_id,
+            decision,
+            Outcome.DONE,
+            ALLOW,
+            message,
+            started=True,
+            evidence=evidence,
+            typed_chars=dispatched.typed_chars,
         )
+        await self._fault.hit("after-result", spec.idempotency_key)
         return ActResponse(response.result, new_obs)
+
+    async def _refresh_fence(self, session: Session) -> None:
+        """Learn of any lease change right before dispatch.
+
+        Without a live Watch stream from the sidecar, ask for the lease; if the sidecar
+        cannot say, the fence treats the lease as lost (fail-closed).
+        """
+        if self._watching(session.target):
+            return
+        try:
+            lease = await self._authz.get_lease(session.target)
+        except AuthzError:
+            session.fence.lose()
+            return
+        session.fence.saw(lease.epoch)
+        if lease.holder_kind != "agent" or lease.holder != session.agent:
+            session.fence.lose()
+
+    def _watching(self, target: str) -> bool:
+        return False
+
+    async def _wait(self, session: Session, spec: ActionSpec, action_id: str, batch: bool) -> ActResponse:
+        """A bounded wait: a read, so no authz check and no ledger intent."""
+        dispatched = await session.backend.dispatch(spec, spec.timeout_ms or DEFAULT_ACTION_TIMEOUT_MS)
+        done = dispatched.status is DispatchStatus.DONE
+        obs = None if batch else await self.observe(session)
+        result = ActionResult(
+            action_id=action_id,
+            outcome=Outcome.DONE if done else Outcome.FAILED,
+            reason=ALLOW,
+            message="the wait condition holds" if done else f"the wait timed out: {dispatched.message}",
+            execution_started=False,
+            evidence=Evidence.VERIFIED if done else Evidence.OBSERVED,
+            idempotency_key=spec.idempotency_key,
+        )
+        return ActResponse(result, obs)
 
     def _resolve_cited(self, session: Session, spec: ActionSpec) -> RefInfo | None:
         """The cited observation must exist; a cited ref must be one it produced."""
         sid, _, gen = spec.observation_id.partition(":")
-        if sid != session.session_id or not gen.isdigit():
-            raise NotFoundError(
-                "observation_id", f"no observation {spec.observation_id!r} in this session"
-            )
-        if int(gen) > session.generation or int(gen) < 1:
-            raise NotFoundError(
-                "observation_id", f"no observation {spec.observation_id!r} in this session"
-            )
-        if not spec.kind.needs_ref:
+        if sid != session.session_id or not gen.isdigit() or not 1 <= int(gen) <= session.generation:
+            raise NotFoundError("observation_id", f"no observation {spec.observation_id!r} in this session")
+        if not spec.ref:
             return None
         refs = session.recent_refs.get(int(gen))
         if refs is None:
             return None  # too old to know its refs: refused as stale by _check_fresh
         info = refs.get(spec.ref)
         if info is None:
-            raise NotFoundError(
-                "ref", f"{spec.ref!r} is not a ref of observation {spec.observation_id}"
-            )
+            raise NotFoundError("ref", f"{spec.ref!r} is not a ref of observation {spec.observation_id}")
         return info
 
-    async def _check_fresh(
-        self, session: Session, spec: ActionSpec, info: RefInfo | None
-    ) -> tuple[str, str] | None:
+    async def _check_fresh(self, session: Session, spec: ActionSpec, info: RefInfo | None) -> tuple[str, str] | None:
         obs = session.latest
         if obs is None or obs.observation_id != spec.observation_id:
             latest = obs.observation_id if obs else "none"
-            return (
-                STALE_OBSERVATION,
-                f"observation {spec.observation_id} is not the latest ({latest}); observe again",
-            )
+            return STALE_OBSERVATION, (f"observation {spec.observation_id} is not the latest ({latest}); observe again")
         if obs.lease_epoch != session.fence.epoch or obs.lease_epoch < session.fence.highest_epoch:
             return STALE_OBSERVATION, (
-                f"observation {obs.observation_id} was taken under lease epoch {obs.lease_epoch}, "
+                f"observation {obs.observation_id} was taken under lease epoch {obs.lease_epoch}; "
                 f"the lease has changed since (epoch {session.fence.highest_epoch}); observe again"
             )
-        if session.backend.structure_version() != session.latest_structure:
-            return (
-                STALE_OBSERVATION,
-                f"the page navigated since observation {obs.observation_id}; observe again",
-            )
-        if info is not None:
-            problem = await session.backend.check_target(info)
-            if problem is not None:
-                return STALE_REF, f"{problem}; observe again"
+        refusal = await session.backend.check_fresh(obs, spec, info)
+        if refusal is not None:
+            return refusal.reason, f"{refusal.message}; observe again"
         return None
 
     def _repeat(self, session: Session, spec: ActionSpec, fingerprint: str) -> ActionResult | None:
@@ -370,18 +500,30 @@ class GuardedExecutor:
         intent = self._ledger.find_intent_by_key(session.session_id, spec.idempotency_key)
         if intent is None:
             return None
+        key = spec.idempotency_key
         if intent.body.get("params", {}).get("fingerprint") != fingerprint:
             return ActionResult(
                 action_id=intent.action_id,
                 outcome=Outcome.REFUSED,
                 reason=IDEMPOTENCY_CONFLICT,
-                message=f"idempotency key {spec.idempotency_key!r} was used by action "
-                f"{intent.action_id} with other parameters",
+                message=f"idempotency key {key!r} was used by action {intent.action_id} with other parameters",
                 execution_started=False,
                 evidence=Evidence.NONE,
-                idempotency_key=spec.idempotency_key,
+                idempotency_key=key,
             )
-        result = self._ledger.find_result_by_key(session.session_id, spec.idempotency_key)
+        reconciled = self._ledger.entries(action_id=intent.action_id, kind="reconcile")
+        if reconciled:
+            body = reconciled[-1].body
+            return ActionResult(
+                action_id=intent.action_id,
+                outcome=Outcome.RECONCILED,
+                reason=ALLOW,
+                message=f"reconciled earlier as {body.get('verdict')}: {body.get('evidence', '')}; nothing dispatched",
+                execution_started=True,
+                evidence=Evidence.RECONCILED,
+                idempotency_key=key,
+            )
+        result = self._ledger.find_result_by_key(session.session_id, key)
         if result is None:  # an intent that never got a result: in flight or crashed
             return ActionResult(
                 action_id=intent.action_id,
@@ -390,7 +532,7 @@ class GuardedExecutor:
                 message="this key's action has no recorded result; its outcome is unknown",
                 execution_started=True,
                 evidence=Evidence.NONE,
-                idempotency_key=spec.idempotency_key,
+                idempotency_key=key,
             )
         body = result.body
         return ActionResult(
@@ -400,26 +542,51 @@ class GuardedExecutor:
             message="recorded outcome of an earlier action with this key; nothing dispatched",
             execution_started=bool(body.get("execution_started")),
             evidence=Evidence(body.get("evidence", Evidence.NONE.value)),
-            idempotency_key=spec.idempotency_key,
+            idempotency_key=key,
             decision_id=str(body.get("extra", {}).get("decision_id", "")),
         )
 
-    async def _evidence(
-        self, session: Session, spec: ActionSpec, obs: Observation
-    ) -> tuple[Evidence, str]:
-        expect = spec.expect
-        if not expect:
-            return Evidence.OBSERVED, "done; the page was re-observed"
-        failures = []
-        if expect.url_matches and not re.search(expect.url_matches, obs.url):
-            failures.append(f"URL {obs.url} does not match {expect.url_matches!r}")
-        if expect.text_visible and not await session.backend.text_visible(expect.text_visible):
-            failures.append(f"text {expect.text_visible!r} is not visible")
-        if failures:
-            return Evidence.OBSERVED, "done, but the expectation did not hold: " + "; ".join(
-                failures
-            )
-        return Evidence.VERIFIED, "done; the expectation holds on the re-observation"
+    async def _evidence(self, session: Session, spec: ActionSpec, observed: bool) -> tuple[Evidence, str]:
+        base = Evidence.OBSERVED if observed else Evidence.DISPATCH_RETURNED
+        what = "the surface was re-observed" if observed else "the dispatch returned"
+        if not spec.expect:
+            return base, f"done; {what}"
+        gen = int(spec.observation_id.rpartition(":")[2])
+        holds, why = await session.backend.expectation_holds(spec.expect, session.recent_refs.get(gen, {}))
+        if not holds:
+            return base, f"done, but the expectation did not hold: {why}"
+        return Evidence.VERIFIED, "done; the expectation holds"
+
+    # -- reconcile ----------------------------------------------------------------------
+
+    async def reconcile(self, session: Session, action_id: str, verdict: Verdict, evidence: str) -> ActionResult:
+        """Record what the real state shows of an UNKNOWN action on the session's target."""
+        blocking = self._unknown.get(session.target, {})
+        unknown = blocking.get(action_id)
+        if unknown is None:
+            if self._ledger.entries(action_id=action_id):
+                raise InvalidArgumentError(
+                    "action_id",
+                    f"action {action_id} is not awaiting reconciliation on {session.target}",
+                )
+            raise NotFoundError("action_id", f"no action {action_id!r}")
+        if unknown.agent != session.agent:
+            raise InvalidArgumentError("action_id", f"action {action_id} belongs to {unknown.agent}")
+        self._ledger.reconcile(unknown.session_id, action_id, session.agent, verdict.value, evidence)
+        del blocking[action_id]
+        if not blocking:
+            self._unknown.pop(session.target, None)
+        return ActionResult(
+            action_id=action_id,
+            outcome=Outcome.RECONCILED,
+            reason=ALLOW,
+            message=f"reconciled as {verdict.value}: {evidence}",
+            execution_started=True,
+            evidence=Evidence.RECONCILED,
+            idempotency_key=unknown.idempotency_key,
+        )
+
+    # -- ledger -------------------------------------------------------------------------
 
     def _refuse(
         self,
@@ -433,6 +600,7 @@ class GuardedExecutor:
     ) -> ActResponse:
         """A refusal before the intent: logged, but it does not consume the key."""
         role, name = (info.role, info.name) if info else ("", "")
+        policies = list(decision.policies) if decision else []
         self._ledger.append(
             "refusal",
             session_id=session.session_id,
@@ -449,7 +617,7 @@ class GuardedExecutor:
                 "reason": reason,
                 "message": message,
                 "decision_id": decision.decision_id if decision else "",
-                "policies": list(decision.policies) if decision else [],
+                "policies": policies,
             },
         )
         return ActResponse(
@@ -462,6 +630,8 @@ class GuardedExecutor:
                 evidence=Evidence.NONE,
                 idempotency_key=spec.idempotency_key,
                 decision_id=decision.decision_id if decision else "",
+                policies=tuple(policies),
+                approval_id=getattr(decision, "approval_id", "") if decision else "",
             )
         )
 
@@ -470,13 +640,18 @@ class GuardedExecutor:
         session: Session,
         spec: ActionSpec,
         action_id: str,
+        decision: Decision,
         outcome: Outcome,
         reason: str,
         message: str,
+        *,
         started: bool,
         evidence: Evidence,
-        decision: Decision,
+        typed_chars: int = 0,
     ) -> ActResponse:
+        extra: dict[str, object] = {"decision_id": decision.decision_id}
+        if typed_chars:
+            extra["typed_chars"] = typed_chars
         self._ledger.result(
             session.session_id,
             action_id,
@@ -488,7 +663,7 @@ class GuardedExecutor:
             evidence.value,
             started,
             message,
-            {"decision_id": decision.decision_id},
+            extra,
         )
         return ActResponse(
             ActionResult(
@@ -500,5 +675,6 @@ class GuardedExecutor:
                 evidence=evidence,
                 idempotency_key=spec.idempotency_key,
                 decision_id=decision.decision_id,
+                typed_chars=typed_chars,
             )
         )

@@ -20,25 +20,88 @@ class ActionKind(enum.StrEnum):
     PRESS = "press"
     SELECT = "select"
     NAVIGATE = "navigate"
+    DOUBLE_CLICK = "double_click"
+    HOVER = "hover"
+    CHECK = "check"
+    UNCHECK = "uncheck"
+    SCROLL = "scroll"
+    BACK = "back"
+    UPLOAD = "upload"
+    WAIT_FOR = "wait_for"
+    TAB_OPEN = "tab_open"
+    TAB_SWITCH = "tab_switch"
+    TAB_CLOSE = "tab_close"
+    DIALOG_ACCEPT = "dialog_accept"
+    DIALOG_DISMISS = "dialog_dismiss"
+    HOTKEY = "hotkey"
+    MOVE = "move"
+    DRAG = "drag"
+    ACTIVATE = "activate"
 
     @property
     def verb(self) -> str:
         """The authz verb (risk class) this kind of action asks for."""
-        return _VERBS[self]
+        return _VERBS.get(self, "input")
 
     @property
-    def needs_ref(self) -> bool:
-        return self is not ActionKind.NAVIGATE
+    def is_read(self) -> bool:
+        """A bounded wait changes nothing: no authz check, no ledger intent."""
+        return self is ActionKind.WAIT_FOR
 
 
 _VERBS = {
     ActionKind.CLICK: "submit",
-    ActionKind.FILL: "input",
-    ActionKind.TYPE: "input",
-    ActionKind.PRESS: "input",
-    ActionKind.SELECT: "input",
+    ActionKind.DOUBLE_CLICK: "submit",
+    ActionKind.DIALOG_ACCEPT: "submit",
     ActionKind.NAVIGATE: "navigate",
+    ActionKind.BACK: "navigate",
+    ActionKind.TAB_OPEN: "navigate",
+    ActionKind.TAB_SWITCH: "navigate",
+    ActionKind.UPLOAD: "upload",
+    ActionKind.WAIT_FOR: "read",
 }
+
+# Browser actions that act on an element of the cited observation.
+BROWSER_REF_KINDS = frozenset(
+    {
+        ActionKind.CLICK,
+        ActionKind.DOUBLE_CLICK,
+        ActionKind.HOVER,
+        ActionKind.FILL,
+        ActionKind.TYPE,
+        ActionKind.PRESS,
+        ActionKind.SELECT,
+        ActionKind.CHECK,
+        ActionKind.UNCHECK,
+        ActionKind.UPLOAD,
+    }
+)
+BROWSER_KINDS = BROWSER_REF_KINDS | {
+    ActionKind.NAVIGATE,
+    ActionKind.SCROLL,
+    ActionKind.BACK,
+    ActionKind.WAIT_FOR,
+    ActionKind.TAB_OPEN,
+    ActionKind.TAB_SWITCH,
+    ActionKind.TAB_CLOSE,
+    ActionKind.DIALOG_ACCEPT,
+    ActionKind.DIALOG_DISMISS,
+    ActionKind.HOTKEY,
+}
+DESKTOP_KINDS = frozenset(
+    {
+        ActionKind.CLICK,
+        ActionKind.DOUBLE_CLICK,
+        ActionKind.MOVE,
+        ActionKind.DRAG,
+        ActionKind.SCROLL,
+        ActionKind.TYPE,
+        ActionKind.PRESS,
+        ActionKind.HOTKEY,
+        ActionKind.ACTIVATE,
+        ActionKind.WAIT_FOR,
+    }
+)
 
 
 class Outcome(enum.StrEnum):
@@ -54,6 +117,17 @@ class Evidence(enum.StrEnum):
     DISPATCH_RETURNED = "DISPATCH_RETURNED"
     OBSERVED = "OBSERVED"
     VERIFIED = "VERIFIED"
+    RECONCILED = "RECONCILED"
+
+
+class Verdict(enum.StrEnum):
+    HAPPENED = "HAPPENED"
+    DID_NOT_HAPPEN = "DID_NOT_HAPPEN"
+
+
+class BackendKind(enum.StrEnum):
+    BROWSER = "browser"
+    DESKTOP = "desktop"
 
 
 # Reasons the executor itself refuses for; the authz reasons come through by name.
@@ -63,18 +137,104 @@ STALE_EPOCH = "STALE_EPOCH"
 IDEMPOTENCY_CONFLICT = "IDEMPOTENCY_CONFLICT"
 RECONCILE_REQUIRED = "RECONCILE_REQUIRED"
 AUTHZ_UNAVAILABLE = "AUTHZ_UNAVAILABLE"
+TARGET_CHANGED = "TARGET_CHANGED"
+FOCUS_MISMATCH = "FOCUS_MISMATCH"
+APPROVAL_REQUIRED = "APPROVAL_REQUIRED"
 ALLOW = "ALLOW"
 
 
 @dataclass(frozen=True)
 class Expectation:
-    """What the agent expects to see after the action; checked on the re-observation."""
+    """What the agent expects to see after the action; checked on the re-observation.
+
+    Every given part must hold: ``text_visible`` is visible (or, with ``gone``, is not),
+    an element with ``role`` and ``name`` is visible (or gone), the URL matches
+    ``url_matches``, and the field ``field_ref`` of the cited observation holds
+    ``field_value``. ``within_ms`` bounds the wait for it.
+    """
 
     text_visible: str = ""
     url_matches: str = ""
+    role: str = ""
+    name: str = ""
+    gone: bool = False
+    field_ref: str = ""
+    field_value: str = ""
+    within_ms: int = 0
 
     def __bool__(self) -> bool:
-        return bool(self.text_visible or self.url_matches)
+        return bool(self.text_visible or self.url_matches or self.role or self.field_ref)
+
+
+@dataclass(frozen=True)
+class WaitFor:
+    """A bounded wait: text, an element by role and name, a URL, or a desktop window title."""
+
+    text: str = ""
+    role: str = ""
+    name: str = ""
+    url_matches: str = ""
+    window_title: str = ""
+    gone: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.text or self.role or self.url_matches or self.window_title)
+
+
+@dataclass(frozen=True)
+class DesktopTarget:
+    """How a desktop session picks its target window (first given selector wins)."""
+
+    display: str = ""
+    window_id: int = 0
+    pid: int = 0
+    wm_class: str = ""
+    title_pattern: str = ""
+
+
+@dataclass(frozen=True)
+class WindowInfo:
+    window_id: int
+    pid: int
+    wm_class: str
+    title: str
+    x: int
+    y: int
+    width: int
+    height: int
+
+
+@dataclass(frozen=True)
+class DesktopState:
+    screen_width: int
+    screen_height: int
+    target: WindowInfo
+    active: WindowInfo | None
+    stacking: tuple[WindowInfo, ...]
+    screenshot_of_target: bool = False
+    screenshot_x: int = 0
+    screenshot_y: int = 0
+
+
+@dataclass(frozen=True)
+class TabInfo:
+    tab_id: str
+    url: str
+    title: str
+    active: bool
+
+
+@dataclass(frozen=True)
+class FrameInfo:
+    frame_id: str
+    name: str
+    url: str
+
+
+@dataclass(frozen=True)
+class DialogInfo:
+    type: str
+    message: str
 
 
 @dataclass(frozen=True)
@@ -91,6 +251,21 @@ class ActionSpec:
     url: str = ""
     expect: Expectation = field(default_factory=Expectation)
     timeout_ms: int = 0
+    x: int = 0
+    y: int = 0
+    to_x: int = 0
+    to_y: int = 0
+    button: str = ""
+    click_count: int = 0
+    delta_x: int = 0
+    delta_y: int = 0
+    key_delay_ms: int = 0
+    files: tuple[str, ...] = ()
+    tab_id: str = ""
+    wait_for: WaitFor = field(default_factory=WaitFor)
+    keys: tuple[str, ...] = ()
+    approval_wait_ms: int = 0
+    skip_reobserve: bool = False
 
     def fingerprint(self, role: str, name: str) -> str:
         """A digest of what the action does, independent of refs and observations.
@@ -107,6 +282,13 @@ class ActionSpec:
             "key": self.key,
             "values": list(self.values),
             "url": self.url,
+            "point": [self.x, self.y, self.to_x, self.to_y],
+            "button": self.button,
+            "click_count": self.click_count,
+            "delta": [self.delta_x, self.delta_y],
+            "files": list(self.files),
+            "tab_id": self.tab_id,
+            "keys": list(self.keys),
         }
         raw = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(raw.encode()).hexdigest()
@@ -124,6 +306,23 @@ class ActionSpec:
             params["values"] = list(self.values)
         if self.url:
             params["url"] = self.url
+        extras = {
+            "x": self.x,
+            "y": self.y,
+            "to_x": self.to_x,
+            "to_y": self.to_y,
+            "button": self.button,
+            "click_count": self.click_count,
+            "delta_x": self.delta_x,
+            "delta_y": self.delta_y,
+            "key_delay_ms": self.key_delay_ms,
+            "tab_id": self.tab_id,
+        }
+        params.update({k: v for k, v in extras.items() if v})
+        if self.files:
+            params["files"] = list(self.files)
+        if self.keys:
+            params["keys"] = list(self.keys)
         return params
 
 
@@ -139,6 +338,17 @@ class Observation:
     digest: str
     taken_at_ms: int
     screenshot_png: bytes = b""
+    screenshot_scale: float = 1.0
+    tabs: tuple[TabInfo, ...] = ()
+    active_tab: str = ""
+    frames: tuple[FrameInfo, ...] = ()
+    dialogs: tuple[DialogInfo, ...] = ()
+    viewport_width: int = 0
+    viewport_height: int = 0
+    mutation_counter: int = 0
+    is_diff: bool = False
+    diff: str = ""
+    desktop: DesktopState | None = None
 
 
 @dataclass(frozen=True)
@@ -151,11 +361,42 @@ class ActionResult:
     evidence: Evidence
     idempotency_key: str
     decision_id: str = ""
+    typed_chars: int = 0
+    approval_id: str = ""
+    policies: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class ActResponse:
     result: ActionResult
+    observation: Observation | None = None
+
+    def raise_for_outcome(self) -> ActResponse:
+        """Return self if the action is DONE (or RECONCILED); else raise its typed error."""
+        raise_for_outcome(self.result)
+        return self
+
+
+def raise_for_outcome(result: ActionResult) -> None:
+    """Raise the typed error of a result that is not DONE or RECONCILED."""
+    from handrail.executor import _errors
+
+    if result.outcome in (Outcome.DONE, Outcome.RECONCILED):
+        return
+    text = f"{result.outcome.value} {result.reason}: {result.message}"
+    if result.outcome is Outcome.UNKNOWN:
+        raise _errors.OutcomeUnknownError(result, text)
+    if result.outcome is Outcome.FAILED:
+        raise _errors.ActionFailedError(result, text)
+    cls = _errors.REFUSAL_ERRORS.get(result.reason, _errors.ActionRefusedError)
+    raise cls(result, text)
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    results: tuple[ActionResult, ...]
+    not_started: tuple[int, ...]
+    stop_reason: str = ""
     observation: Observation | None = None
 
 

@@ -12,6 +12,8 @@ import grpc
 from grpc_health.v1 import _async as health_aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
+
+from handrail._errors import HandrailError
 from handrail.authz import AsyncAuthzClient, AuthzRpcError, AuthzUnavailableError
 from handrail.executor import _convert
 from handrail.executor._backend import Backend
@@ -23,12 +25,13 @@ from handrail.executor._errors import (
     SessionClosedError,
     UnauthenticatedError,
 )
-from handrail.executor._guard import GuardedExecutor
+from handrail.executor._faults import Fault
+from handrail.executor._guard import GuardedExecutor, OpenSpec
+from handrail.executor._models import BackendKind
+from handrail.executor._session import Session
 from handrail.proto.executor.v1 import executor_pb2 as pb
 from handrail.proto.executor.v1 import executor_pb2_grpc as pb_grpc
 from handrail.recorder import Ledger
-
-from handrail._errors import HandrailError
 
 log = logging.getLogger(__name__)
 
@@ -74,11 +77,17 @@ class ExecutorServicer(pb_grpc.ExecutorServicer):
             await context.abort(code, str(exc))
         raise AssertionError("unreachable")  # context.abort raises
 
+    def _session(self, session_id: str, context: Context) -> Session:
+        return self._core.sessions.get(_convert.session_id(session_id), bearer_token(context))
+
     async def OpenSession(self, request: pb.OpenSessionRequest, context: Context) -> pb.Session:
         async def call() -> pb.Session:
-            target, start_url, agent = _convert.open_session_args(request)
+            target, agent, backend, start_url, desktop = _convert.open_session_args(request)
             info = await self._core.open_session(
-                token=bearer_token(context), agent=agent, target=target, start_url=start_url
+                token=bearer_token(context),
+                agent=agent,
+                target=target,
+                spec=OpenSpec(backend, start_url, desktop),
             )
             return _convert.session_pb(info)
 
@@ -86,27 +95,45 @@ class ExecutorServicer(pb_grpc.ExecutorServicer):
 
     async def Observe(self, request: pb.ObserveRequest, context: Context) -> pb.Observation:
         async def call() -> pb.Observation:
-            sid = _convert.session_id(request.session_id)
-            session = self._core.sessions.get(sid, bearer_token(context))
-            obs = await self._core.observe(session, screenshot=request.screenshot)
+            options, diff = _convert.observe_args(request)
+            session = self._session(request.session_id, context)
+            obs = await self._core.observe(session, options, diff=diff)
             return _convert.observation_pb(obs)
 
         return await self._run(context, call)
 
     async def Act(self, request: pb.ActRequest, context: Context) -> pb.ActResponse:
         async def call() -> pb.ActResponse:
+            _convert.session_id(request.session_id)
             spec = _convert.action_spec(request)
-            session = self._core.sessions.get(request.session_id, bearer_token(context))
+            session = self._session(request.session_id, context)
+            _convert.check_for_backend(session.backend.kind, spec)
             return _convert.act_response_pb(await self._core.act(session, spec))
 
         return await self._run(context, call)
 
-    async def CloseSession(
-        self, request: pb.CloseSessionRequest, context: Context
-    ) -> pb.CloseSessionResponse:
+    async def ActBatch(self, request: pb.ActBatchRequest, context: Context) -> pb.ActBatchResponse:
+        async def call() -> pb.ActBatchResponse:
+            specs = _convert.batch_specs(request)
+            session = self._session(request.session_id, context)
+            for i, spec in enumerate(specs):
+                _convert.check_for_backend(session.backend.kind, spec, f"actions[{i}]")
+            return _convert.batch_response_pb(await self._core.act_batch(session, specs))
+
+        return await self._run(context, call)
+
+    async def Reconcile(self, request: pb.ReconcileRequest, context: Context) -> pb.ReconcileResponse:
+        async def call() -> pb.ReconcileResponse:
+            action_id, verdict, evidence = _convert.reconcile_args(request)
+            session = self._session(request.session_id, context)
+            result = await self._core.reconcile(session, action_id, verdict, evidence)
+            return pb.ReconcileResponse(result=_convert.result_pb(result))
+
+        return await self._run(context, call)
+
+    async def CloseSession(self, request: pb.CloseSessionRequest, context: Context) -> pb.CloseSessionResponse:
         async def call() -> pb.CloseSessionResponse:
-            sid = _convert.session_id(request.session_id)
-            session = self._core.sessions.get(sid, bearer_token(context))
+            session = self._session(request.session_id, context)
             await self._core.close_session(session)
             return pb.CloseSessionResponse()
 
@@ -140,18 +167,26 @@ async def start_server(
     data_dir: Path,
     chromium: str | None = None,
     lease_ttl_ms: int = 30_000,
+    upload_dir: Path | None = None,
+    fault: Fault | None = None,
 ) -> ExecutorServer:
-    """Start Chromium, the core and the gRPC server; return them running."""
+    """Recover the ledger, start Chromium, the core and the gRPC server; return them running."""
     data_dir.mkdir(parents=True, exist_ok=True)
     ledger = Ledger(data_dir / "ledger.sqlite")
-    host = BrowserHost(chromium)
+    host = BrowserHost(chromium, upload_dir)
     await host.start()
     authz = AsyncAuthzClient(authz_address, token)
 
-    async def open_backend(start_url: str) -> Backend:
-        return await host.open_page(start_url)
+    async def open_backend(spec: OpenSpec) -> Backend:
+        if spec.backend is BackendKind.DESKTOP:
+            from handrail.executor._desktop import open_desktop
 
-    core = GuardedExecutor(authz, ledger, open_backend, lease_ttl_ms=lease_ttl_ms)
+            assert spec.desktop is not None  # validated by _convert
+            return await open_desktop(spec.desktop)
+        return await host.open_page(spec.start_url)
+
+    core = GuardedExecutor(authz, ledger, open_backend, lease_ttl_ms=lease_ttl_ms, fault=fault)
+    await core.start()
     server = grpc.aio.server()
     pb_grpc.add_ExecutorServicer_to_server(ExecutorServicer(core), server)  # type: ignore[no-untyped-call]
     health_servicer = health_aio.HealthServicer()

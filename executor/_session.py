@@ -62,8 +62,7 @@ class Session:
     # The refs of the last few observations, by generation, to name the element a
     # (possibly stale) observation's ref meant, for idempotency fingerprints.
     recent_refs: dict[int, dict[str, RefInfo]] = field(default_factory=dict)
-    latest_structure: int = 0
-    blocked_by: str = ""  # the action id of an UNKNOWN action awaiting reconciliation
+    latest_full_snapshot: str | None = None  # for diff observations
     closed: bool = False
     # One write at a time per session; observing does not take it.
     write_lock: asyncio.Lock = field(default_factory=asyncio.Lock)

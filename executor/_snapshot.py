@@ -43,3 +43,77 @@ def parse_refs(snapshot: str) -> dict[str, RefInfo]:
         frame = ref[: ref.index("e")] if ref.startswith("f") else ""
         refs[ref] = RefInfo(ref=ref, role=m.group("role"), name=name, frame=frame)
     return refs
+
+
+_BOX = re.compile(r" \[box=(-?\d+),(-?\d+),(\d+),(\d+)\]")
+
+
+def viewport_filter(snapshot: str, width: int, height: int) -> str:
+    """Keep the nodes of a ``boxes=True`` snapshot that intersect the viewport.
+
+    A node outside the viewport is dropped with its subtree; box annotations are removed.
+    Nodes without a box (text) follow their parent.
+    """
+    out: list[str] = []
+    drop_below: int | None = None  # indentation under which lines are dropped
+    for line in snapshot.splitlines():
+        indent = len(line) - len(line.lstrip())
+        if drop_below is not None and indent > drop_below:
+            continue
+        drop_below = None
+        m = _BOX.search(line)
+        if m:
+            x, y, w, h = (int(g) for g in m.groups())
+            if x + w <= 0 or y + h <= 0 or x >= width or y >= height:
+                drop_below = indent
+                continue
+            line = _BOX.sub("", line)
+        out.append(line)
+    return "\n".join(out)
+
+
+def make_diff(old: str, new: str) -> str:
+    """A line diff of two snapshots, as unified-diff hunks with no context lines."""
+    import difflib
+
+    a, b = old.splitlines(), new.splitlines()
+    parts: list[str] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        parts.append(f"@@ -{i1 + 1},{i2 - i1} +{j1 + 1},{j2 - j1} @@")
+        parts.extend("-" + line for line in a[i1:i2])
+        parts.extend("+" + line for line in b[j1:j2])
+    return "\n".join(parts)
+
+
+_HUNK = re.compile(r"^@@ -(\d+),(\d+) \+(\d+),(\d+) @@$")
+
+
+def apply_diff(old: str, diff: str) -> str:
+    """Rebuild the new snapshot from the old one and ``make_diff``'s output.
+
+    Raises:
+        ValueError: the diff does not apply to ``old``.
+    """
+    a = old.splitlines()
+    out: list[str] = []
+    pos = 0  # next line of a to copy
+    lines = diff.splitlines()
+    i = 0
+    while i < len(lines):
+        m = _HUNK.match(lines[i])
+        if m is None:
+            raise ValueError(f"diff line {i + 1} is not a hunk header: {lines[i]!r}")
+        start, count, _, added = (int(g) for g in m.groups())
+        i += 1
+        out.extend(a[pos : start - 1])
+        removed = lines[i : i + count]
+        if [r[1:] for r in removed] != a[start - 1 : start - 1 + count]:
+            raise ValueError(f"hunk {m.group(0)} does not match the old snapshot")
+        i += count
+        out.extend(line[1:] for line in lines[i : i + added])
+        i += added
+        pos = start - 1 + count
+    out.extend(a[pos:])
+    return "\n".join(out)

@@ -28,9 +28,7 @@ def register(sub: Any) -> None:
     """Add ``handrail demo`` to the top-level parser."""
     p = sub.add_parser("demo", help="run the guarded loop end to end on a local fixture app")
     p.add_argument("--chromium", default=None, help="Chromium executable (env HANDRAIL_CHROMIUM)")
-    p.add_argument(
-        "--data-dir", type=Path, default=None, help="keep the data here (default: a temp dir)"
-    )
+    p.add_argument("--data-dir", type=Path, default=None, help="keep the data here (default: a temp dir)")
     p.set_defaults(func=_main)
 
 
@@ -82,34 +80,24 @@ def run_demo(data_dir: Path, *, chromium: str | None = None, out: TextIO = sys.s
         authz_proc = start_authz(data_dir)
         stack.callback(authz_proc.stop)
         steps.say(f"authz sidecar: pid {authz_proc.proc.pid}, {authz_proc.address}")
-        exec_proc = start_executor(
-            data_dir, authz_proc.address, tokens[EXECUTOR], chromium=chromium
-        )
+        exec_proc = start_executor(data_dir, authz_proc.address, tokens[EXECUTOR], chromium=chromium)
         stack.callback(exec_proc.stop)
         steps.say(f"executor: pid {exec_proc.proc.pid}, {exec_proc.address}")
 
         operator = stack.enter_context(AuthzClient(authz_proc.address, tokens[OPERATOR]))
-        grant = operator.grant(
-            AGENT, TARGET, ["input", "submit"], [base], note="turn off the renewal of Pro Monthly"
-        )
-        steps.say(
-            f"operator {OPERATOR} granted {AGENT}: input, submit on {base} ({grant.grant_id})"
-        )
+        grant = operator.grant(AGENT, TARGET, ["input", "submit"], [base], note="turn off the renewal of Pro Monthly")
+        steps.say(f"operator {OPERATOR} granted {AGENT}: input, submit on {base} ({grant.grant_id})")
 
         agent = stack.enter_context(ExecutorClient(exec_proc.address, tokens[AGENT]))
         session = agent.open_session(target=TARGET, start_url=base + "/")
         obs = session.observe()
-        steps.say(
-            f"agent {AGENT} opened {session.session_id} on {TARGET} (lease epoch {obs.lease_epoch})"
-        )
+        steps.say(f"agent {AGENT} opened {session.session_id} on {TARGET} (lease epoch {obs.lease_epoch})")
 
         def refused(what: str, reason: str, call: Callable[[], Any]) -> None:
             result = call().result
             steps.expect(
                 what,
-                result.outcome is Outcome.REFUSED
-                and result.reason == reason
-                and not result.execution_started,
+                result.outcome is Outcome.REFUSED and result.reason == reason and not result.execution_started,
                 f"{result.outcome.value} {result.reason}: {result.message}",
             )
 
@@ -144,15 +132,11 @@ def run_demo(data_dir: Path, *, chromium: str | None = None, out: TextIO = sys.s
         steps.say("\n3. an operator takes over")
         obs = session.observe()
         lease = operator.take_over(TARGET, note="checking the account myself")
-        steps.say(
-            f"  operator {OPERATOR} took over {TARGET}: epoch {obs.lease_epoch} -> {lease.epoch}"
-        )
+        steps.say(f"  operator {OPERATOR} took over {TARGET}: epoch {obs.lease_epoch} -> {lease.epoch}")
         refused(
             "the agent's next write is refused while a person holds the lease",
             "HELD_BY_HUMAN",
-            lambda: session.click(
-                session.find("button", "Turn off auto-renew", obs), observation=obs
-            ),
+            lambda: session.click(session.find("button", "Turn off auto-renew", obs), observation=obs),
         )
         lease = operator.hand_back(TARGET, lease.epoch, next_holder=AGENT)
         steps.say(f"  operator handed {TARGET} back to {AGENT} (epoch {lease.epoch})")
@@ -216,7 +200,5 @@ def run_demo(data_dir: Path, *, chromium: str | None = None, out: TextIO = sys.s
 
 def _posts(state: dict[str, Any]) -> int:
     return sum(
-        n
-        for path, n in state["requests"].items()
-        if path.startswith("POST /") and not path.startswith("POST /__")
+        n for path, n in state["requests"].items() if path.startswith("POST /") and not path.startswith("POST /__")
     )

@@ -96,18 +96,14 @@ def start_server(
     while not ready.wait(0.05):
         if time.monotonic() > deadline:
             server.kill()
-            raise RuntimeError(
-                f"{name} did not start within {timeout:.0f} s:\n" + "\n".join(server.output)
-            )
+            raise RuntimeError(f"{name} did not start within {timeout:.0f} s:\n" + "\n".join(server.output))
     if not server.address:
         server.stop()
         raise RuntimeError(f"{name} exited with {proc.returncode}:\n" + "\n".join(server.output))
     return server
 
 
-def start_authz(
-    data_dir: Path, *, policies: Path | None = None, extra: Sequence[str] = ()
-) -> ServerProcess:
+def start_authz(data_dir: Path, *, policies: Path | None = None, extra: Sequence[str] = ()) -> ServerProcess:
     args = ["authz", "serve", "--data-dir", str(data_dir), "--listen", "127.0.0.1:0", *extra]
     if policies is not None:
         args += ["--policies", str(policies)]

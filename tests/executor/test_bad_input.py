@@ -6,10 +6,10 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
+
 from handrail.proto.executor.v1 import executor_pb2 as pb
 from handrail.proto.executor.v1 import executor_pb2_grpc as pb_grpc
 from handrail.scenarios import SubscriptionApp
-
 from tests.conftest import AgentSetup, Stack
 
 pytestmark = pytest.mark.browser
@@ -22,9 +22,7 @@ def raw(
     channel = grpc.insecure_channel(stack.executor.address)
     stub = pb_grpc.ExecutorStub(channel)
     md = (("authorization", f"Bearer {agent.principal.token}"),)
-    session = stub.OpenSession(
-        pb.OpenSessionRequest(target=agent.target, start_url=app.url + "/"), metadata=md
-    )
+    session = stub.OpenSession(pb.OpenSessionRequest(target=agent.target, start_url=app.url + "/"), metadata=md)
     obs = stub.Observe(pb.ObserveRequest(session_id=session.session_id), metadata=md)
     yield stub, md, session.session_id, obs
     channel.close()
@@ -101,9 +99,7 @@ def test_tokens_are_required_and_sessions_are_private(
     code, _ = _code(lambda: stub.Act(_act(obs), metadata=md))
     assert code == grpc.StatusCode.UNAUTHENTICATED
     code, _ = _code(
-        lambda: stub.Observe(
-            pb.ObserveRequest(session_id=sid), metadata=(("authorization", "Bearer nope"),)
-        )
+        lambda: stub.Observe(pb.ObserveRequest(session_id=sid), metadata=(("authorization", "Bearer nope"),))
     )
     assert code == grpc.StatusCode.UNAUTHENTICATED
 
@@ -158,11 +154,7 @@ def test_health_and_reflection(stack: Stack) -> None:
         resp = health.Check(health_pb2.HealthCheckRequest(service="handrail.executor.v1.Executor"))
         assert resp.status == health_pb2.HealthCheckResponse.SERVING
         refl = reflection_pb2_grpc.ServerReflectionStub(channel)
-        answers = list(
-            refl.ServerReflectionInfo(
-                iter([reflection_pb2.ServerReflectionRequest(list_services="")])
-            )
-        )
+        answers = list(refl.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")])))
         names = {s.name for s in answers[0].list_services_response.service}
         assert "handrail.executor.v1.Executor" in names
     finally:

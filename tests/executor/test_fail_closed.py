@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from handrail.executor import ExecutorClient, Outcome
 from handrail.scenarios import SubscriptionApp
-
 from tests.conftest import new_stack
 
 

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import pytest
+
 from handrail.executor import BrowserSession, Outcome
 from handrail.recorder import Ledger
 from handrail.scenarios import SubscriptionApp
-
 from tests.conftest import AgentSetup, Stack
 
 pytestmark = pytest.mark.browser
 
 
-def _open(
-    stack: Stack, agent: AgentSetup, app: SubscriptionApp, verbs: list[str]
-) -> BrowserSession:
+def _open(stack: Stack, agent: AgentSetup, app: SubscriptionApp, verbs: list[str]) -> BrowserSession:
     with stack.operator_client() as ops:
         ops.grant(agent.principal.name, agent.target, verbs, [app.url])
     session = agent.client.open_session(target=agent.target, start_url=app.url + "/")
@@ -23,37 +21,25 @@ def _open(
 
 
 def _posts(app: SubscriptionApp) -> int:
-    return sum(
-        n for k, n in app.state()["requests"].items() if k.startswith("POST /") and "__" not in k
-    )
+    return sum(n for k, n in app.state()["requests"].items() if k.startswith("POST /") and "__" not in k)
 
 
-def test_allowed_click_runs_and_is_verified(
-    stack: Stack, agent: AgentSetup, app: SubscriptionApp
-) -> None:
+def test_allowed_click_runs_and_is_verified(stack: Stack, agent: AgentSetup, app: SubscriptionApp) -> None:
     session = _open(stack, agent, app, ["submit"])
-    r = session.click(
-        session.find("button", "Turn off auto-renew"), expect_text="No thanks, turn off renewal"
-    )
+    r = session.click(session.find("button", "Turn off auto-renew"), expect_text="No thanks, turn off renewal")
     assert r.result.outcome is Outcome.DONE
     assert r.result.evidence.value == "VERIFIED"
     assert r.result.execution_started
     assert r.observation is not None and "No thanks, turn off renewal" in r.observation.snapshot
-    r = session.click(
-        session.find("button", "No thanks, turn off renewal"), expect_text="Auto-renew is off"
-    )
+    r = session.click(session.find("button", "No thanks, turn off renewal"), expect_text="Auto-renew is off")
     assert r.result.outcome is Outcome.DONE, r.result.message
     assert app.state()["auto_renew"] is False
     assert app.state()["requests"]["POST /cancel-renewal"] == 1
 
 
-def test_expectation_that_fails_is_not_reported_verified(
-    stack: Stack, agent: AgentSetup, app: SubscriptionApp
-) -> None:
+def test_expectation_that_fails_is_not_reported_verified(stack: Stack, agent: AgentSetup, app: SubscriptionApp) -> None:
     session = _open(stack, agent, app, ["submit"])
-    r = session.click(
-        session.find("button", "Turn off auto-renew"), expect_text="Thank you for staying"
-    )
+    r = session.click(session.find("button", "Turn off auto-renew"), expect_text="Thank you for staying")
     assert r.result.outcome is Outcome.DONE
     assert r.result.evidence.value == "OBSERVED"
     assert "did not hold" in r.result.message
@@ -81,9 +67,7 @@ def test_stale_ref_after_rerender_is_refused_and_nothing_dispatched(
     assert app.state()["paused"] is True
 
 
-def test_an_older_observation_is_stale(
-    stack: Stack, agent: AgentSetup, app: SubscriptionApp
-) -> None:
+def test_an_older_observation_is_stale(stack: Stack, agent: AgentSetup, app: SubscriptionApp) -> None:
     session = _open(stack, agent, app, ["submit"])
     old = session.latest
     assert old is not None
@@ -94,9 +78,7 @@ def test_an_older_observation_is_stale(
     assert _posts(app) == 0
 
 
-def test_out_of_scope_and_policy_forbid(
-    stack: Stack, agent: AgentSetup, app: SubscriptionApp
-) -> None:
+def test_out_of_scope_and_policy_forbid(stack: Stack, agent: AgentSetup, app: SubscriptionApp) -> None:
     session = _open(stack, agent, app, ["submit"])
     r = session.navigate("http://127.0.0.1:9/x")
     assert (r.result.outcome, r.result.reason) == (Outcome.REFUSED, "OUT_OF_SCOPE")
@@ -107,9 +89,7 @@ def test_out_of_scope_and_policy_forbid(
     assert _posts(app) == 0
 
 
-def test_takeover_bumps_epoch_and_refuses_the_next_write(
-    stack: Stack, agent: AgentSetup, app: SubscriptionApp
-) -> None:
+def test_takeover_bumps_epoch_and_refuses_the_next_write(stack: Stack, agent: AgentSetup, app: SubscriptionApp) -> None:
     session = _open(stack, agent, app, ["submit"])
     before = session.latest
     assert before is not None
@@ -133,9 +113,7 @@ def test_takeover_bumps_epoch_and_refuses_the_next_write(
     assert _posts(app) == 1
 
 
-def test_idempotency_same_key_returns_recorded_outcome(
-    stack: Stack, agent: AgentSetup, app: SubscriptionApp
-) -> None:
+def test_idempotency_same_key_returns_recorded_outcome(stack: Stack, agent: AgentSetup, app: SubscriptionApp) -> None:
     session = _open(stack, agent, app, ["submit"])
     cited = session.latest
     ref = session.find("button", "Pause plan")
@@ -153,9 +131,7 @@ def test_idempotency_same_key_returns_recorded_outcome(
     assert app.state()["requests"]["POST /pause"] == 1
 
 
-def test_fill_and_ledger_records_intent_before_result(
-    stack: Stack, agent: AgentSetup, app: SubscriptionApp
-) -> None:
+def test_fill_and_ledger_records_intent_before_result(stack: Stack, agent: AgentSetup, app: SubscriptionApp) -> None:
     session = _open(stack, agent, app, ["submit", "input"])
     r = session.click(session.find("button", "Pause plan"))
     assert r.result.outcome is Outcome.DONE

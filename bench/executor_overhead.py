@@ -1,0 +1,140 @@
+"""The executor's overhead over raw Playwright, on a small page and one of 2,000 controls.
+
+In one run, on the same pages served locally:
+- click: raw ``locator.click()`` in this process vs the executor's gRPC ``Act`` with
+  ``skip_reobserve`` (every gate: fresh-observation and ref checks, the authz ``Check``, a
+  durable intent, the click, a durable result — but not the re-observation);
+- observe: raw ``page.aria_snapshot(mode="ai")`` vs the executor's gRPC ``Observe``;
+- diff: the bytes of a diff observation after one element changed vs the full snapshot.
+
+    python bench/executor_overhead.py [--n 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import secrets
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import emit, serve_pages, summary  # noqa: E402
+
+from handrail._procs import start_authz, start_executor  # noqa: E402
+from handrail.authz import AuthzClient, Store  # noqa: E402
+from handrail.executor import ExecutorClient, Outcome  # noqa: E402
+from handrail.executor._browser import CHROMIUM_ARGS, chromium_path  # noqa: E402
+
+SMALL = """<!doctype html><title>small</title><main><h1>Counter</h1><p id=n>0</p>
+<button onclick="document.getElementById('n').textContent++">Tap</button></main>"""
+
+LARGE = (
+    "<!doctype html><title>large</title><main><h1>Inventory</h1><p id=n>0</p>"
+    "<button onclick=\"document.getElementById('n').textContent++\">Tap</button><table>"
+    + "".join(
+        f"<tr><td>Item {i}</td><td><input aria-label='Qty {i}' value='1'></td>"
+        f"<td><button>Edit {i}</button></td><td><a href='#i{i}'>Details {i}</a></td></tr>"
+        for i in range(667)
+    )
+    + "</table></main>"
+)
+PAGES = {"/small": SMALL, "/large": LARGE}
+
+
+async def raw(url: str, n: int) -> tuple[list[float], list[float]]:
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        page = await browser.new_page(viewport={"width": 1280, "height": 800})
+        await page.goto(url)
+        snaps = []
+        for _ in range(n + 5):
+            t = time.perf_counter()
+            await page.aria_snapshot(mode="ai")
+            snaps.append(time.perf_counter() - t)
+        button = page.get_by_role("button", name="Tap", exact=True)
+        clicks = []
+        for _ in range(n + 5):
+            t = time.perf_counter()
+            await button.click()
+            clicks.append(time.perf_counter() - t)
+        await browser.close()
+    return clicks[5:], snaps[5:]
+
+
+def guarded(address: str, token: str, url: str, n: int) -> tuple[list[float], list[float], float]:
+    with ExecutorClient(address, token) as client:
+        session = client.open_session(target="browser:bench", start_url=url)
+        observes = []
+        for _ in range(n + 5):
+            t = time.perf_counter()
+            session.observe()
+            observes.append(time.perf_counter() - t)
+        clicks = []
+        for _ in range(n + 5):
+            ref = session.find("button", "Tap")
+            t = time.perf_counter()
+            r = session.click(ref, skip_reobserve=True)
+            clicks.append(time.perf_counter() - t)
+            assert r.result.outcome is Outcome.DONE, r.result
+        full = session.observe()
+        session.click(session.find("button", "Tap"), skip_reobserve=True)
+        diff = session.observe(diff=True)
+        ratio = len(diff.diff.encode()) / len(full.snapshot.encode())
+        session.close()
+    return clicks[5:], observes[5:], ratio
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=100)
+    n = ap.parse_args().n
+    figures: dict[str, float] = {"n": n}
+    with tempfile.TemporaryDirectory() as tmp, serve_pages(PAGES) as base:
+        data = Path(tmp)
+        tokens = {k: secrets.token_urlsafe(16) for k in ("agent", "ops", "exec")}
+        with Store(data / "authz.sqlite") as store:
+            store.add_principal("bench-agent", "agent", tokens["agent"])
+            store.add_principal("bench-ops", "operator", tokens["ops"])
+            store.add_principal("bench-exec", "executor", tokens["exec"])
+        authz = start_authz(data)
+        executor = start_executor(data, authz.address, tokens["exec"])
+        try:
+            with AuthzClient(authz.address, tokens["ops"]) as ops:
+                ops.grant("bench-agent", "browser:bench", ["submit"], [base])
+            for name in ("small", "large"):
+                url = f"{base}/{name}"
+                raw_clicks, raw_snaps = asyncio.run(raw(url, n))
+                g_clicks, g_observes, diff_ratio = guarded(executor.address, tokens["agent"], url, n)
+                figures.update(summary(f"{name}_raw_click", raw_clicks))
+                figures.update(summary(f"{name}_guarded_click", g_clicks))
+                figures.update(summary(f"{name}_raw_snapshot", raw_snaps))
+                figures.update(summary(f"{name}_observe", g_observes))
+                figures[f"{name}_click_ratio"] = round(statistics.median(g_clicks) / statistics.median(raw_clicks), 3)
+                figures[f"{name}_observe_ratio"] = round(statistics.median(g_observes) / statistics.median(raw_snaps), 3)
+                figures[f"{name}_diff_bytes_ratio"] = round(diff_ratio, 4)
+                print(
+                    f"{name:5}  click raw {figures[f'{name}_raw_click_p50_ms']:.2f} ms  guarded "
+                    f"{figures[f'{name}_guarded_click_p50_ms']:.2f} ms  ({figures[f'{name}_click_ratio']:.3f}x)   "
+                    f"observe raw {figures[f'{name}_raw_snapshot_p50_ms']:.2f} ms  executor "
+                    f"{figures[f'{name}_observe_p50_ms']:.2f} ms  ({figures[f'{name}_observe_ratio']:.3f}x)   "
+                    f"diff {100 * diff_ratio:.2f}% of the full snapshot"
+                )
+        finally:
+            executor.stop()
+            authz.stop()
+    targets = {"click_ratio": 1.15, "observe_ratio": 1.10, "diff_bytes_ratio": 0.10}
+    met = all(
+        figures[f"{name}_{key}"] <= limit for name in ("small", "large") for key, limit in targets.items()
+    )
+    emit("executor_overhead", figures, targets, met)
+
+
+if __name__ == "__main__":
+    main()

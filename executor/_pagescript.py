@@ -1,0 +1,89 @@
+"""The script Handrail installs in every page and frame, and the check it runs per action.
+
+The init script keeps, per node, the time of the last mutation that touched it (its
+attributes, its subtree, or its place in the tree), so that a check can tell whether the
+target or any of its ancestors changed since an observation. Times are
+``performance.timeOrigin + performance.now()``: one clock for every frame.
+"""
+
+from __future__ import annotations
+
+INIT_SCRIPT = r"""
+(() => {
+  if (window.__handrail) return;
+  const now = () => performance.timeOrigin + performance.now();
+  const attr = new WeakMap(), subtree = new WeakMap(), moved = new WeakMap();
+  const state = { mutations: 0, attr, subtree, moved, now };
+  const markUp = (node, t) => {
+    for (let n = node; n; n = n.parentNode) subtree.set(n, t);
+  };
+  const observer = new MutationObserver((records) => {
+    const t = now();
+    state.mutations += records.length;
+    for (const r of records) {
+      if (r.type === "attributes") {
+        attr.set(r.target, t);
+        markUp(r.target.parentNode, t);
+      } else markUp(r.target, t);
+      if (r.type === "childList") {
+        r.addedNodes.forEach((n) => moved.set(n, t));
+        r.removedNodes.forEach((n) => moved.set(n, t));
+      }
+    }
+  });
+  const start = () => observer.observe(document, {
+    subtree: true, childList: true, attributes: true, characterData: true,
+  });
+  Object.defineProperty(window, "__handrail", { value: state, enumerable: false });
+  start();
+})();
+"""
+
+# Runs on the target element (locator.evaluate). ``since`` is the observation's time.
+# Returns what changed, or facts the loop needs (password field) when nothing did.
+CHECK_ELEMENT = r"""
+(el, since) => {
+  const h = window.__handrail;
+  const describe = (n) => {
+    if (!n || n.nodeType !== 1) return String(n && n.nodeName);
+    const label = n.getAttribute("aria-label") || (n.textContent || "").trim().slice(0, 40);
+    return `${n.tagName.toLowerCase()}${n.id ? "#" + n.id : ""}${label ? ' "' + label + '"' : ""}`;
+  };
+  if (!el.isConnected) return { problem: "the element is no longer attached" };
+  if (h) {
+    for (let n = el; n; n = n.parentNode) {
+      if ((h.attr.get(n) || 0) > since)
+        return { problem: n === el ? "the element's attributes changed"
+                                   : `an ancestor (${describe(n)}) changed its attributes` };
+      if ((h.moved.get(n) || 0) > since)
+        return { problem: n === el ? "the element was moved in the page"
+                                   : `an ancestor (${describe(n)}) was moved in the page` };
+    }
+    if ((h.subtree.get(el) || 0) > since) return { problem: "the element's content changed" };
+  }
+  if (el.checkVisibility && !el.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true }))
+    return { problem: "the element is not visible" };
+  if (el.disabled || el.getAttribute("aria-disabled") === "true")
+    return { problem: "the element is disabled" };
+  if (el.closest("[inert]")) return { problem: "the element is inert" };
+  const modals = [...document.querySelectorAll('dialog[open], [aria-modal="true"]')]
+    .filter((m) => m.checkVisibility ? m.checkVisibility() : true);
+  const blocking = modals.find((m) => !m.contains(el));
+  if (blocking) return { problem: `a modal (${describe(blocking)}) covers the page` };
+  const r = el.getBoundingClientRect();
+  const cx = r.left + r.width / 2, cy = r.top + r.height / 2;
+  if (r.width > 0 && r.height > 0 && cx >= 0 && cy >= 0 &&
+      cx < window.innerWidth && cy < window.innerHeight) {
+    const hit = document.elementFromPoint(cx, cy);
+    if (hit && hit !== el && !el.contains(hit) && !(hit.shadowRoot && hit.contains(el)))
+      return { problem: `it is covered by ${describe(hit)}` };
+  }
+  return { problem: "", password: el instanceof HTMLInputElement && el.type === "password" };
+}
+"""
+
+# The main frame's mutation count and clock, read at observation time.
+READ_CLOCK = (
+    "() => window.__handrail ? [window.__handrail.mutations, window.__handrail.now()]"
+    " : [0, performance.timeOrigin + performance.now()]"
+)

@@ -1,0 +1,168 @@
+"""A small controllable test site: pages, a JS command channel and a counted form endpoint.
+
+``site.run_js(code)`` makes every open page run ``code`` (over server-sent events) and
+waits for the page to acknowledge it, so a test can change the page between an agent's
+observe and act. ``site.drop_next_post()`` makes the next POST /submit be processed and
+counted, then its connection closed with no response.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+CHANNEL = """<script>
+(function () {
+  var es = new EventSource("/__events");
+  es.onmessage = function (e) {
+    var cmd = JSON.parse(e.data);
+    try { (0, eval)(cmd.code); } finally {
+      fetch("/__ack?id=" + cmd.id, { method: "POST" });
+    }
+  };
+})();
+</script>"""
+
+
+class Site:
+    def __init__(self, pages: dict[str, str]) -> None:
+        self.pages = pages
+        self.posts: list[dict[str, list[str]]] = []
+        self._cond = threading.Condition()
+        self._commands: list[str] = []
+        self._acks: set[int] = set()
+        self._drop = 0
+        self._outage_until = 0.0
+        self._stopping = False
+        self.url = ""
+        self._server: ThreadingHTTPServer | None = None
+
+    # -- control -------------------------------------------------------------------
+
+    def run_js(self, code: str, *, timeout: float = 10.0) -> None:
+        """Run ``code`` in the open page(s) and wait for the first acknowledgement."""
+        with self._cond:
+            self._commands.append(code)
+            cid = len(self._commands)
+            self._cond.notify_all()
+            deadline = time.monotonic() + timeout
+            while cid not in self._acks:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"no page ran command {cid}: {code[:60]}")
+                self._cond.wait(left)
+
+    def drop_next_post(self) -> None:
+        self._drop += 1
+
+    # -- server --------------------------------------------------------------------
+
+    def start(self) -> str:
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.0"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def _send(self, code: int, body: bytes, ctype: str = "text/html; charset=utf-8") -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Cache-Control", "no-store")
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self) -> None:
+                path = urlsplit(self.path).path
+                if path == "/__events":
+                    self._events()
+                    return
+                page = site.pages.get(path)
+                if page is None:
+                    self._send(404, b"not found")
+                    return
+                self._send(200, (page + CHANNEL).encode())
+
+            def _events(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                with site._cond:
+                    seen = len(site._commands)
+                try:
+                    self.wfile.write(b": hi\n\n")
+                    self.wfile.flush()
+                    while True:
+                        with site._cond:
+                            while len(site._commands) <= seen and not site._stopping:
+                                site._cond.wait(0.2)
+                            if site._stopping:
+                                return
+                            new = site._commands[seen:]
+                            first = seen + 1
+                            seen = len(site._commands)
+                        import json
+
+                        for i, code in enumerate(new):
+                            data = json.dumps({"id": first + i, "code": code})
+                            self.wfile.write(f"data: {data}\n\n".encode())
+                        self.wfile.flush()
+                except OSError:
+                    return
+
+            def do_POST(self) -> None:
+                url = urlsplit(self.path)
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length).decode() if length else ""
+                if url.path == "/__ack":
+                    with site._cond:
+                        site._acks.add(int(parse_qs(url.query)["id"][0]))
+                        site._cond.notify_all()
+                    self._send(204, b"")
+                    return
+                if url.path != "/submit":
+                    self._send(404, b"not found")
+                    return
+                if time.monotonic() < site._outage_until:
+                    self.close_connection = True
+                    self.connection.close()  # a browser's silent resend: cut off, not counted
+                    return
+                site.posts.append(parse_qs(body))
+                if site._drop:
+                    site._drop -= 1
+                    site._outage_until = time.monotonic() + 2.0
+                    self.close_connection = True
+                    self.connection.close()  # processed, but no response
+                    return
+                self._send(200, b"<title>Thanks</title><h1>Thank you</h1><p>Order received</p>")
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        return self.url
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+
+@contextmanager
+def serve(pages: dict[str, str]) -> Iterator[Site]:
+    site = Site(pages)
+    site.start()
+    try:
+        yield site
+    finally:
+        site.stop()

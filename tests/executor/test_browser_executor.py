@@ -1,0 +1,290 @@
+"""The browser executor's loop under the failures agents meet: real Chromium, real servers."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from handrail._procs import start_executor
+from handrail.executor import (
+    ActionKind,
+    AsyncExecutorClient,
+    ExecutorClient,
+    Outcome,
+    Session,
+    StaleRefError,
+)
+from tests.conftest import AgentSetup, Stack
+from tests.executor.site import Site, serve
+
+pytestmark = pytest.mark.browser
+
+FORM = """<!doctype html><title>Shop</title><main>
+<h1>Checkout</h1>
+<form method="post" action="/submit">
+  <input type="hidden" name="page" value="PAGE">
+  <label>Name <input name="name"></label>
+  <label>Card <input name="card" type="password"></label>
+  <label><input type="checkbox" name="terms"> I agree</label>
+  <div id="box"><button>Place order</button></div>
+</form>
+<p id="status">ready</p>
+<button onclick="document.getElementById('status').textContent='poked ' + Date.now()">Poke</button>
+</main>"""
+
+PAGES = {"/form": FORM.replace("PAGE", "form"), "/form2": FORM.replace("PAGE", "form2")}
+
+
+@pytest.fixture
+def site() -> Iterator[Site]:
+    with serve(PAGES) as s:
+        yield s
+
+
+def _session(
+    stack: Stack, agent: AgentSetup, site: Site, verbs: list[str], client: ExecutorClient | None = None
+) -> Session:
+    with stack.operator_client() as ops:
+        ops.grant(agent.principal.name, agent.target, verbs, [site.url])
+    session = (client or agent.client).open_session(target=agent.target, start_url=site.url + "/form")
+    session.observe()
+    return session
+
+
+def _refused(response: object, reason: str) -> str:
+    result = response.result  # type: ignore[attr-defined]
+    assert (result.outcome, result.reason) == (Outcome.REFUSED, reason), result
+    assert not result.execution_started
+    return str(result.message)
+
+
+def test_identical_clone_is_refused_not_clicked(stack: Stack, agent: AgentSetup, site: Site) -> None:
+    session = _session(stack, agent, site, ["submit"])
+    ref = session.find("button", "Place order")
+    site.run_js("var b = document.querySelector('#box button'); b.replaceWith(b.cloneNode(true));")
+    message = _refused(session.click(ref), "STALE_REF")
+    assert "no longer resolves" in message
+    assert site.posts == []
+
+
+def test_modal_opened_between_observe_and_act_is_refused(stack: Stack, agent: AgentSetup, site: Site) -> None:
+    session = _session(stack, agent, site, ["submit"])
+    ref = session.find("button", "Place order")
+    site.run_js(
+        "var d = document.createElement('div'); d.setAttribute('role', 'dialog');"
+        "d.setAttribute('aria-modal', 'true'); d.setAttribute('aria-label', 'Offer');"
+        "d.style.cssText = 'position:fixed;inset:0;background:#fff';"
+        "d.innerHTML = '<button>Accept offer</button>'; document.body.appendChild(d);"
+    )
+    message = _refused(session.click(ref), "STALE_REF")
+    assert "modal" in message and "Offer" in message
+    assert site.posts == []
+
+
+def test_a_change_to_an_ancestor_is_named(stack: Stack, agent: AgentSetup, site: Site) -> None:
+    session = _session(stack, agent, site, ["submit"])
+    ref = session.find("button", "Place order")
+    site.run_js("document.getElementById('box').setAttribute('data-state', 'busy');")
+    message = _refused(session.click(ref), "STALE_REF")
+    assert "ancestor" in message and "div#box" in message
+    # A change elsewhere on the page does not make this element stale.
+    session.observe()
+    ref = session.find("button", "Place order")
+    site.run_js("document.getElementById('status').textContent = 'tick';")
+    r = session.click(ref)
+    assert r.result.outcome is Outcome.DONE, r.result.message
+    assert len(site.posts) == 1
+
+
+def test_a_tab_opened_by_the_page_does_not_take_the_action(stack: Stack, agent: AgentSetup, site: Site) -> None:
+    session = _session(stack, agent, site, ["submit"])
+    ref = session.find("button", "Place order")
+    site.run_js("window.open('/form2', '_blank');")
+    deadline = time.monotonic() + 10
+    while True:
+        obs = session.observe()
+        if len(obs.tabs) == 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert [t.active for t in obs.tabs] == [True, False]
+    assert obs.active_tab == "t1"
+    ref = session.find("button", "Place order")
+    r = session.click(ref)
+    assert r.result.outcome is Outcome.DONE, r.result.message
+    assert [p["page"] for p in site.posts] == [["form"]]
+
+
+def test_a_dialog_is_seen_refused_and_handled(stack: Stack, agent: AgentSetup, site: Site) -> None:
+    session = _session(stack, agent, site, ["submit", "input"])
+    ref = session.find("button", "Place order")
+    site.run_js("setTimeout(function () { alert('Session expires soon'); }, 0);")
+    time.sleep(0.3)
+    message = _refused(session.click(ref), "STALE_OBSERVATION")
+    assert "alert dialog" in message
+    obs = session.observe()
+    assert [(d.type, d.message) for d in obs.dialogs] == [("alert", "Session expires soon")]
+    r = session.accept_dialog()
+    assert r.result.outcome is Outcome.DONE, r.result.message
+    assert r.observation is not None and r.observation.dialogs == ()
+    r = session.click(session.find("button", "Place order"))
+    assert r.result.outcome is Outcome.DONE
+    assert len(site.posts) == 1
+
+
+def test_lost_connection_after_submit_is_unknown_and_blocks_until_reconciled(
+    stack: Stack, agent: AgentSetup, site: Site
+) -> None:
+    session = _session(stack, agent, site, ["submit", "input", "navigate"])
+    assert session.fill(session.find("textbox", "Name"), "Ada").result.outcome is Outcome.DONE
+    site.drop_next_post()
+    before = session.latest
+    ref = session.find("button", "Place order")
+    first = session.click(ref, idempotency_key="order-1")
+    assert first.result.outcome is Outcome.UNKNOWN, first.result
+    assert first.result.execution_started
+    assert len(site.posts) == 1
+    # The same key: the recorded UNKNOWN, nothing dispatched.
+    again = session.click(ref, idempotency_key="order-1")
+    assert again.result.outcome is Outcome.UNKNOWN
+    assert again.result.action_id == first.result.action_id
+    # A "retry" with a fresh key: refused, whatever key the agent invents.
+    session.observe()
+    _refused(session.navigate(site.url + "/form"), "RECONCILE_REQUIRED")
+    _refused(session.navigate(site.url + "/form", idempotency_key="order-1-retry"), "RECONCILE_REQUIRED")
+    assert len(site.posts) == 1
+    # Observing still works; the agent reconciles from what the merchant shows.
+    result = session.reconcile(first.result.action_id, "HAPPENED", "the merchant counted one order")
+    assert result.outcome is Outcome.RECONCILED
+    repeat = session.click(ref, idempotency_key="order-1", observation=before)
+    assert repeat.result.outcome is Outcome.RECONCILED
+    assert len(site.posts) == 1
+
+
+def test_reconcile_rejects_bad_requests(stack: Stack, agent: AgentSetup, site: Site) -> None:
+    session = _session(stack, agent, site, ["submit"])
+    with pytest.raises(grpc.RpcError) as info:
+        session.reconcile("a_nope", "HAPPENED", "x")
+    assert info.value.code() == grpc.StatusCode.NOT_FOUND  # type: ignore[attr-defined]
+    r = session.click(session.find("button", "Poke"))
+    with pytest.raises(grpc.RpcError) as info:
+        session.reconcile(r.result.action_id, "HAPPENED", "x")
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+    with pytest.raises(grpc.RpcError) as info:
+        session.reconcile(r.result.action_id, "HAPPENED", "")
+    assert "evidence" in info.value.details()  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+def test_takeover_between_check_and_dispatch_is_not_dispatched(
+    stack: Stack, agent: AgentSetup, site: Site, tmp_path: Path
+) -> None:
+    # An executor that pauses 1.5 s after the intent of the action keyed "slow".
+    slow = start_executor(
+        tmp_path, stack.authz.address, stack.executor_principal.token, extra=["--fault", "after-intent:slow:sleep=1500"]
+    )
+    try:
+        with ExecutorClient(slow.address, agent.principal.token) as client:
+            session = _session(stack, agent, site, ["submit"], client)
+            ref = session.find("button", "Place order")
+            box: dict[str, object] = {}
+            worker = threading.Thread(target=lambda: box.update(r=session.click(ref, idempotency_key="slow")))
+            worker.start()
+            time.sleep(0.7)  # the action is allowed and its intent durable; dispatch waits
+            with stack.operator_client() as ops:
+                ops.take_over(agent.target)
+            worker.join(30)
+            r = box["r"].result  # type: ignore[attr-defined]
+            assert (r.outcome, r.reason) == (Outcome.REFUSED, "STALE_EPOCH"), r
+            assert not r.execution_started
+            assert site.posts == []
+    finally:
+        slow.stop()
+
+
+def test_batch_runs_in_order_and_stops_at_structural_change(stack: Stack, agent: AgentSetup, site: Site) -> None:
+    session = _session(stack, agent, site, ["submit", "input"])
+    name, terms, order, poke = (
+        session.find("textbox", "Name"),
+        session.find("checkbox", "I agree"),
+        session.find("button", "Place order"),
+        session.find("button", "Poke"),
+    )
+    batch = session.batch(
+        (ActionKind.FILL, {"ref": name, "text": "Grace"}),
+        (ActionKind.CHECK, {"ref": terms}),
+        (ActionKind.CLICK, {"ref": order}),
+        (ActionKind.CLICK, {"ref": poke}),
+    )
+    assert [r.outcome for r in batch.results] == [Outcome.DONE, Outcome.DONE, Outcome.DONE, Outcome.REFUSED]
+    assert batch.results[3].reason == "STALE_OBSERVATION"  # the form post navigated
+    assert batch.not_started == ()
+    assert "navigated" in batch.stop_reason
+    assert site.posts == [{"page": ["form"], "name": ["Grace"], "terms": ["on"]}]
+    assert batch.observation is not None and "Thank you" in batch.observation.snapshot
+
+
+def test_strict_client_raises_typed_errors(stack: Stack, agent: AgentSetup, site: Site) -> None:
+    with ExecutorClient(stack.executor.address, agent.principal.token, strict=True) as client:
+        session = _session(stack, agent, site, ["submit"], client)
+        ref = session.find("button", "Place order")
+        site.run_js("var b = document.querySelector('#box button'); b.replaceWith(b.cloneNode(true));")
+        with pytest.raises(StaleRefError) as info:
+            session.click(ref)
+        assert info.value.reason == "STALE_REF"
+        assert info.value.result.outcome is Outcome.REFUSED  # type: ignore[attr-defined]
+
+
+def test_async_client(stack: Stack, agent: AgentSetup, site: Site) -> None:
+    with stack.operator_client() as ops:
+        ops.grant(agent.principal.name, agent.target, ["submit", "input"], [site.url])
+
+    async def run() -> Outcome:
+        async with AsyncExecutorClient(stack.executor.address, agent.principal.token) as client:
+            session = await client.open_session(target=agent.target, start_url=site.url + "/form")
+            await session.observe()
+            await session.fill(session.find("textbox", "Name"), "Lin")
+            r = await session.click(session.find("button", "Place order"), expect_text="Order received")
+            await session.close()
+            return r.result.outcome
+
+    assert asyncio.run(run()) is Outcome.DONE
+    assert site.posts[0]["name"] == ["Lin"]
+
+
+def test_diff_and_size_controls(stack: Stack, agent: AgentSetup, site: Site) -> None:
+    session = _session(stack, agent, site, ["submit"])
+    full = session.observe()
+    session.click(session.find("button", "Poke"))
+    diff = session.observe(diff=True)
+    assert diff.is_diff and diff.snapshot == ""
+    assert "poked" in diff.diff
+    assert len(diff.diff) < 0.5 * len(full.snapshot)
+    # The SDK rebuilt the full snapshot: refs of the diff observation resolve.
+    assert session.find("button", "Place order")
+    shallow = session.observe(depth=1)
+    assert len(shallow.snapshot) < len(full.snapshot)
+    assert session.observe(screenshot=True, screenshot_scale=0.5).screenshot_scale == 0.5
+
+
+def test_password_field_is_told_to_authz(stack: Stack, agent: AgentSetup, site: Site) -> None:
+    session = _session(stack, agent, site, ["input"])
+    r = session.fill(session.find("textbox", "Name"), "Ada")
+    assert r.result.outcome is Outcome.DONE
+    r = session.fill(session.find("textbox", "Card"), "4242 4242 4242 4242")
+    assert (r.result.outcome, r.result.reason) == (Outcome.REFUSED, "POLICY_FORBID"), r.result
+
+
+def test_wait_for_is_bounded(stack: Stack, agent: AgentSetup, site: Site) -> None:
+    session = _session(stack, agent, site, ["submit"])
+    ok = session.wait_for(text="ready", timeout_ms=2000)
+    assert ok.result.outcome is Outcome.DONE
+    started = time.monotonic()
+    missing = session.wait_for(text="never shown", timeout_ms=300)
+    assert missing.result.outcome is Outcome.FAILED
+    assert time.monotonic() - started < 5
