@@ -66,6 +66,10 @@ _EXPECT_DEFAULT_MS = 2_000
 _VIEWPORT = {"width": 1280, "height": 800}
 
 
+class _NavigatedError(Exception):
+    """The page navigated while it was being observed."""
+
+
 def chromium_path(explicit: str | None = None) -> str:
     """The Chromium executable: the flag, else $HANDRAIL_CHROMIUM, else /usr/bin/chromium."""
     path = explicit or os.environ.get(CHROMIUM_ENV) or DEFAULT_CHROMIUM
@@ -199,6 +203,19 @@ class BrowserSurface:
     # -- observe ----------------------------------------------------------------------
 
     async def observe(self, options: ObserveOptions) -> RawObservation:
+        # A navigation can land while observing (a late redirect, an error page): the
+        # page's context is then gone mid-read. Read again once it has loaded.
+        for attempt in range(4):
+            try:
+                return await self._observe(options)
+            except _NavigatedError as exc:
+                if attempt == 3:
+                    raise BackendError(f"could not observe the page: it keeps navigating ({exc})") from exc
+                with contextlib.suppress(PlaywrightError):
+                    await self.active.page.wait_for_load_state("domcontentloaded", timeout=_SETTLE_MS)
+        raise AssertionError("unreachable")
+
+    async def _observe(self, options: ObserveOptions) -> RawObservation:
         tab = self.active
         page = tab.page
         dialogs = tuple(DialogInfo(d.type, d.message) for d in tab.dialogs)
@@ -224,6 +241,8 @@ class BrowserSurface:
                 if scale < 1.0:
                     png = _scale_png(png, scale)
         except PlaywrightError as exc:
+            if "context was destroyed" in exc.message or "navigat" in exc.message:
+                raise _NavigatedError(exc.message) from exc
             raise BackendError(f"could not observe the page: {exc.message}") from exc
         self._seen_navigations = tab.navigations
         self._seen_dialogs = tab.dialogs_opened
@@ -320,7 +339,10 @@ class BrowserSurface:
     async def dispatch(self, spec: ActionSpec, timeout_ms: int) -> DispatchResult:
         page = self.active.page
         failed: list[Request] = []
-        on_failed = failed.append
+
+        def on_failed(request: Request) -> None:
+            failed.append(request)
+
         page.on("requestfailed", on_failed)
         try:
             await self._dispatch(spec, timeout_ms)

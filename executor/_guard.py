@@ -263,7 +263,14 @@ class GuardedExecutor:
         async with session.write_lock:
             results: list[ActionResult] = []
             stop_reason = ""
-            for spec in specs:
+            for i, spec in enumerate(specs):
+                if i and session.latest is not None:
+                    # Did the last action change the page's structure (navigation, a
+                    # dialog, another tab)? Then nothing after it is tried.
+                    changed = await session.backend.check_fresh(session.latest, spec, None)
+                    if changed is not None:
+                        stop_reason = f"action {i - 1} changed the surface: {changed.message}"
+                        break
                 response = await self._act(session, spec, batch=True)
                 results.append(response.result)
                 if response.result.outcome is not Outcome.DONE:

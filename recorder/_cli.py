@@ -1,19 +1,35 @@
-"""``handrail ledger tail`` and ``handrail ledger verify``."""
+"""``handrail ledger``: tail, show, verify, export and timeline.
+
+Exit codes: 0 success; 1 the chain does not verify, or ``show`` found nothing; 2 the
+ledger cannot be found or read, or an argument is bad.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import Any, TextIO
 
 from ._errors import LedgerError
-from ._ledger import Ledger, timeline
+from ._ledger import Entry, Ledger, canonical_json
+from ._timeline import timeline
 
 DATA_DIR_ENV = "HANDRAIL_DATA_DIR"
 DEFAULT_DATA_DIR = "./handrail-data"
 LEDGER_FILE = "ledger.sqlite"
+FOLLOW_POLL_S = 0.2
+
+_DURATION = re.compile(r"^(\d+)(ms|s|m|h|d)$")
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
 def register(subparsers: Any) -> None:
@@ -22,18 +38,37 @@ def register(subparsers: Any) -> None:
     Args:
         subparsers: the object ``ArgumentParser.add_subparsers()`` returned.
     """
-    ledger = subparsers.add_parser("ledger", help="read and verify the action ledger")
+    ledger = subparsers.add_parser("ledger", help="read, verify and export the action ledger")
     commands = ledger.add_subparsers(dest="ledger_command", required=True, metavar="COMMAND")
 
     tail = commands.add_parser("tail", help="print the last entries as a timeline")
     _add_location(tail)
+    _add_filters(tail)
     tail.add_argument("-n", type=int, default=20, help="how many entries (default 20)")
-    tail.add_argument("--session", default=None, help="only this session's entries")
+    tail.add_argument("-f", "--follow", action="store_true", help="keep printing new entries (Ctrl-C stops)")
     tail.set_defaults(func=run_tail)
 
-    verify = commands.add_parser("verify", help="recompute the hash chain")
+    show = commands.add_parser("show", help="every entry of one action, with its session")
+    _add_location(show)
+    show.add_argument("action_id", metavar="ACTION_ID")
+    show.add_argument("--session", default=None, help="the action's session, if ids repeat")
+    show.set_defaults(func=run_show)
+
+    verify = commands.add_parser("verify", help="recompute the hash chain, check both heads")
     _add_location(verify)
     verify.set_defaults(func=run_verify)
+
+    export = commands.add_parser("export", help="write entries as JSON lines")
+    _add_location(export)
+    _add_filters(export)
+    export.add_argument("--format", choices=["jsonl"], default="jsonl", help="only jsonl")
+    export.add_argument("-o", "--output", default=None, help="file to write (default stdout)")
+    export.set_defaults(func=run_export)
+
+    line = commands.add_parser("timeline", help="print entries as a readable timeline")
+    _add_location(line)
+    _add_filters(line)
+    line.set_defaults(func=run_timeline)
 
 
 def _add_location(parser: argparse.ArgumentParser) -> None:
@@ -42,6 +77,18 @@ def _add_location(parser: argparse.ArgumentParser) -> None:
         "--data-dir",
         default=None,
         help=f"folder holding {LEDGER_FILE} (default ${DATA_DIR_ENV} or {DEFAULT_DATA_DIR})",
+    )
+
+
+def _add_filters(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--session", default=None, help="only this session's entries")
+    parser.add_argument("--principal", default=None, help="only entries by this principal")
+    parser.add_argument("--outcome", default=None, help="only entries stating this outcome (DONE, UNKNOWN, ...)")
+    parser.add_argument("--kind", default=None, help="only entries of this kind")
+    parser.add_argument(
+        "--since",
+        default=None,
+        help="only entries from this time on: ISO 8601 (naive means UTC) or an age such as 90s, 15m, 2h, 1d",
     )
 
 
@@ -56,6 +103,41 @@ def ledger_path(db: str | None = None, data_dir: str | None = None) -> Path:
     return Path(folder) / LEDGER_FILE
 
 
+def parse_since(text: str, *, now_ms: int | None = None) -> int:
+    """Turn ``--since`` into milliseconds since the epoch.
+
+    Args:
+        text: an ISO 8601 time (naive means UTC, like the timeline) or an age such as
+            ``"15m"`` (units ms, s, m, h, d).
+        now_ms: "now", for ages; the current time by default.
+
+    Raises:
+        ValueError: neither form.
+    """
+    match = _DURATION.match(text.strip())
+    if match:
+        now = now_ms if now_ms is not None else int(datetime.now(UTC).timestamp() * 1000)
+        return now - int(match[1]) * _UNIT_MS[match[2]]
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"--since {text!r}: expected an ISO 8601 time or an age like 15m, 2h, 1d") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return int(when.timestamp() * 1000)
+
+
+def _filters(args: argparse.Namespace) -> dict[str, Any]:
+    since = parse_since(args.since) if args.since else None
+    return {
+        "session_id": args.session,
+        "principal": args.principal,
+        "outcome": args.outcome,
+        "kind": args.kind,
+        "since_ms": since,
+    }
+
+
 def _open_existing(args: argparse.Namespace) -> Ledger | None:
     path = ledger_path(args.db, args.data_dir)
     if not path.is_file():
@@ -68,35 +150,177 @@ def _open_existing(args: argparse.Namespace) -> Ledger | None:
         return None
 
 
-def run_tail(args: argparse.Namespace) -> int:
-    """Print the last ``-n`` entries; exit 0, or 2 when the ledger cannot be read."""
+@contextmanager
+def _reading(args: argparse.Namespace) -> Iterator[Ledger | None]:
+    """Open the ledger; report a read error or a bad argument as exit code 2."""
     ledger = _open_existing(args)
     if ledger is None:
-        return 2
+        yield None
+        return
     with ledger:
+        yield ledger
+
+
+def run_tail(args: argparse.Namespace) -> int:
+    """Print the last ``-n`` entries; with ``-f`` keep printing new ones until stopped."""
+    with _reading(args) as ledger:
+        if ledger is None:
+            return 2
         try:
-            entries = ledger.tail(args.n, session_id=args.session)
+            filters = _filters(args)
+            entries = ledger.tail(args.n, **filters) if args.n > 0 else []
+            if entries:
+                print(timeline(entries), flush=True)
+            if args.follow:
+                last = entries[-1].seq if entries else ledger.head()[0]
+                _follow(ledger, last, filters)
+        except (LedgerError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    return 0
+
+
+def _follow(ledger: Ledger, last_seq: int, filters: dict[str, Any]) -> None:
+    """Poll for entries after ``last_seq`` until Ctrl-C or SIGTERM."""
+    stop = threading.Event()
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+
+        def on_term(signum: int, frame: FrameType | None) -> None:
+            stop.set()
+
+        previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        while not stop.is_set():
+            # The filters skip entries, so track the head, not the last entry printed.
+            head = ledger.head()[0]
+            if head > last_seq:
+                fresh = ledger.entries(since_seq=last_seq, **filters)
+                fresh = [entry for entry in fresh if entry.seq <= head]
+                if fresh:
+                    print(timeline(fresh), flush=True)
+                last_seq = head
+            stop.wait(FOLLOW_POLL_S)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def run_show(args: argparse.Namespace) -> int:
+    """Print every entry of one action with its session's context; 1 when none."""
+    with _reading(args) as ledger:
+        if ledger is None:
+            return 2
+        try:
+            entries = ledger.entries(action_id=args.action_id, session_id=args.session)
+            if not entries:
+                print(f"no entries for action {args.action_id}", file=sys.stderr)
+                return 1
+            sessions = sorted({entry.session_id for entry in entries})
+            context = [
+                entry
+                for sid in sessions
+                if sid
+                for entry in ledger.entries(session_id=sid, action_id="")
+                if entry.kind in ("session_open", "session_close", "lease_change")
+            ]
         except LedgerError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-    if entries:
-        print(timeline(entries))
+    print(f"action {args.action_id}: {_status(entries)}")
+    for sid in sessions:
+        opened = [e for e in context if e.session_id == sid and e.kind == "session_open"]
+        target = opened[0].body.get("target", "?") if opened else "?"
+        print(f"session {sid or '(none)'}: target {target}")
+    if context:
+        print("\nsession context:")
+        print(timeline(sorted(context, key=lambda entry: entry.seq)))
+    print("\nentries:")
+    for entry in entries:
+        print(timeline([entry]))
+        print(f"    body: {canonical_json(entry.body)}")
+        print(f"    hash: {entry.entry_hash}")
     return 0
+
+
+def _status(entries: list[Entry]) -> str:
+    """The action's standing, from its latest result or reconcile entry."""
+    final = [entry for entry in entries if entry.kind in ("result", "reconcile")]
+    if not final:
+        has_intent = any(entry.kind == "intent" for entry in entries)
+        return "intent without a result (in flight, or run recover)" if has_intent else "no intent"
+    last = final[-1]
+    if last.kind == "reconcile":
+        return f"RECONCILED ({last.body.get('verdict', '?')})"
+    outcome = str(last.body.get("outcome", "?"))
+    if outcome.upper() == "UNKNOWN":
+        return f"UNKNOWN ({last.body.get('reason', '')}): unresolved until reconciled"
+    return f"{outcome} ({last.body.get('reason', '')})"
 
 
 def run_verify(args: argparse.Namespace) -> int:
     """Verify the chain; exit 0 when it holds, 1 when it does not, 2 on a read error."""
-    ledger = _open_existing(args)
-    if ledger is None:
-        return 2
-    with ledger:
+    with _reading(args) as ledger:
+        if ledger is None:
+            return 2
         try:
             report = ledger.verify()
         except LedgerError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
     if report.ok:
-        print(f"ok: {report.count} entries, chain verified")
+        print(f"ok: {report.count} entries, chain verified; head file: {report.head_file}")
         return 0
-    print(f"BAD at entry #{report.first_bad_seq}: {report.message}")
+    where = f"entry #{report.first_bad_seq}" if report.first_bad_seq else "the head file"
+    print(f"BAD at {where}: {report.message}")
     return 1
+
+
+def run_export(args: argparse.Namespace) -> int:
+    """Write the (filtered) entries as JSON lines, one entry per line, in seq order."""
+    with _reading(args) as ledger:
+        if ledger is None:
+            return 2
+        try:
+            filters = _filters(args)
+            if args.output:
+                with open(args.output, "w", encoding="utf-8") as out:
+                    count = _write_jsonl(ledger, filters, out)
+                print(f"{count} entries written to {args.output}", file=sys.stderr)
+            else:
+                _write_jsonl(ledger, filters, sys.stdout)
+        except (LedgerError, ValueError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    return 0
+
+
+def _write_jsonl(ledger: Ledger, filters: dict[str, Any], out: TextIO) -> int:
+    count = 0
+    head = ledger.head()[0]  # a fixed end, even while others append
+    for entry in ledger.iter_entries(**filters):
+        if entry.seq > head:
+            break
+        out.write(canonical_json(entry.to_dict()) + "\n")
+        count += 1
+    return count
+
+
+def run_timeline(args: argparse.Namespace) -> int:
+    """Print the (filtered) entries as a readable timeline, then a one-line summary."""
+    with _reading(args) as ledger:
+        if ledger is None:
+            return 2
+        try:
+            entries = ledger.entries(**_filters(args))
+        except (LedgerError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    if entries:
+        print(timeline(entries))
+    actions = {(entry.session_id, entry.action_id) for entry in entries if entry.action_id}
+    sessions = {entry.session_id for entry in entries if entry.session_id}
+    print(f"-- {len(entries)} entries, {len(actions)} actions, {len(sessions)} sessions")
+    return 0

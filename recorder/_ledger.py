@@ -5,9 +5,20 @@ hashed entry is every column except the two hashes, and the first entry's ``prev
 64 zeros. SQL triggers refuse UPDATE and DELETE on ``entries``; :meth:`Ledger.verify`
 recomputes the chain so that edits made around the triggers are still found.
 
-The ``meta`` table records the head (last seq and hash) in the same transaction as each
-append, so that a truncated tail is found as well, and appends chain onto the recorded
-head rather than onto whatever row happens to be last.
+Two records of the head (last seq and hash) catch a truncated tail:
+
+- the ``meta`` table, updated in the same transaction as each append, so appends chain
+  onto the recorded head rather than onto whatever row happens to be last;
+- the head file ``<db>.head``, outside the database, rewritten atomically at most every
+  ``head_interval_s`` (or every ``head_every`` entries) and on close. It still holds when
+  the whole database file is replaced by an older copy. It cannot see the entries appended
+  after its last write: at most ``head_interval_s`` worth (default 100 ms), or everything
+  since the last write when the process died before its next one.
+
+Appends from several threads are *group-committed*: the first caller to find no commit in
+progress writes every entry queued so far in one transaction (one fsync under
+``synchronous=FULL``); the others wait. Every caller returns only once the transaction
+that holds its entry has committed.
 """
 
 from __future__ import annotations
@@ -20,25 +31,31 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from json.encoder import encode_basestring
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._errors import LedgerError, LedgerTamperedError
+
+if TYPE_CHECKING:
+    from ._recovery import HeadWriter, RecoveredAction, UnresolvedAction, VerifyReport
+
+# ``_recovery`` (verification, the head file, recovery) builds on this module, so the
+# Ledger methods that delegate to it import it when called.
 
 __all__ = [
     "GENESIS_HASH",
     "KINDS",
+    "LEASE_EVENTS",
     "REDACTED",
+    "VERDICTS",
     "Entry",
     "Ledger",
+    "NewEntry",
     "PrincipalKind",
-    "VerifyReport",
     "canonical_json",
     "entry_hash",
     "redact",
-    "timeline",
 ]
 
 GENESIS_HASH = "0" * 64
@@ -52,11 +69,18 @@ KINDS = (
     "session_close",
     "intent",
     "result",
+    "reconcile",
+    "refusal",
     "decision",
     "lease_change",
-    "reconcile",
 )
 """Entry kinds used across Handrail. Others are accepted; these are the known ones."""
+
+VERDICTS = ("HAPPENED", "DID_NOT_HAPPEN")
+"""What a ``reconcile`` entry may say about an UNKNOWN action."""
+
+LEASE_EVENTS = ("acquire", "renew", "takeover", "hand_back", "release", "expire", "revoke")
+"""Known ``lease_change`` events. Others are accepted."""
 
 PrincipalKind = Literal["agent", "human", "system"]
 _PRINCIPAL_KINDS = frozenset({"agent", "human", "system"})
@@ -68,6 +92,9 @@ _COLUMNS = (
     "seq, ts_ms, kind, session_id, action_id, idempotency_key, principal, "
     "principal_kind, epoch, body, prev_hash, entry_hash"
 )
+_INSERT = f"INSERT INTO entries ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_GET_HEAD = "SELECT key, value FROM meta WHERE key IN ('head_seq', 'head_hash')"
+_SET_HEAD = "UPDATE meta SET value = CASE key WHEN 'head_seq' THEN ? ELSE ? END WHERE key IN ('head_seq', 'head_hash')"
 
 # Each migration runs once, in order, and is recorded in ``migrations``.
 _MIGRATIONS: tuple[tuple[str, str], ...] = (
@@ -102,6 +129,13 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
         INSERT INTO meta (key, value) VALUES ('head_seq', '0');
         INSERT INTO meta (key, value) VALUES ('head_hash', '0000000000000000000000000000000000000000000000000000000000000000');
         """,  # noqa: E501
+    ),
+    (
+        # Recovery and the unresolved scan read only these (covering) indexes.
+        "index actions by kind",
+        """
+        CREATE INDEX entries_by_kind ON entries (kind, session_id, action_id);
+        """,
     ),
 )
 
@@ -150,9 +184,7 @@ def redact(body: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(listed, str):
         listed = (listed,)
     extra = frozenset(str(k) for k in listed)
-    return {
-        str(k): _redact_value(str(k), v, extra) for k, v in body.items() if k != _SECRET_KEYS_FIELD
-    }
+    return {str(k): _redact_value(str(k), v, extra) for k, v in body.items() if k != _SECRET_KEYS_FIELD}
 
 
 def _is_secret_key(key: str, extra: frozenset[str]) -> bool:
@@ -167,9 +199,7 @@ def _redact_value(key: str, value: Any, extra: frozenset[str]) -> Any:
         return {str(k): _redact_value(str(k), v, extra) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [
-            {str(k): _redact_value(str(k), v, extra) for k, v in item.items()}
-            if isinstance(item, Mapping)
-            else item
+            {str(k): _redact_value(str(k), v, extra) for k, v in item.items()} if isinstance(item, Mapping) else item
             for item in value
         ]
     return value
@@ -241,21 +271,48 @@ def entry_hash(prev_hash: str, fields: Mapping[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
-class VerifyReport:
-    """The outcome of :meth:`Ledger.verify`.
+class NewEntry:
+    """An entry to append with :meth:`Ledger.append_many`; the fields of :meth:`Ledger.append`."""
 
-    Attributes:
-        ok: whether the whole chain verified.
-        count: how many entries were read.
-        first_bad_seq: the first entry that does not verify (for a deleted entry, the
-            missing seq), or ``None`` when ``ok``.
-        message: a one-line explanation.
-    """
+    kind: str
+    session_id: str = ""
+    action_id: str = ""
+    idempotency_key: str = ""
+    principal: str = ""
+    principal_kind: PrincipalKind = "agent"
+    epoch: int = 0
+    body: Mapping[str, Any] | None = None
 
-    ok: bool
-    count: int
-    first_bad_seq: int | None
-    message: str
+
+# A validated entry waiting for its seq: kind, session, action, key, principal,
+# principal_kind, epoch, canonical body JSON.
+_Row = tuple[str, str, str, str, str, str, int, str]
+
+
+def _prepare(new: NewEntry) -> _Row:
+    if not new.kind:
+        raise LedgerError("kind must not be empty", reason="INVALID_ARGUMENT")
+    if new.principal_kind not in _PRINCIPAL_KINDS:
+        raise LedgerError(
+            f"principal_kind must be one of agent, human, system; got {new.principal_kind!r}",
+            reason="INVALID_ARGUMENT",
+        )
+    if isinstance(new.epoch, bool) or not isinstance(new.epoch, int):
+        raise LedgerError(f"epoch must be an int, got {new.epoch!r}", reason="INVALID_ARGUMENT")
+    try:
+        body_json = canonical_json(redact(new.body or {}))
+    except (TypeError, ValueError) as exc:
+        raise LedgerError(f"body is not JSON-serializable: {exc}", reason="INVALID_ARGUMENT") from exc
+    return (
+        new.kind,
+        new.session_id,
+        new.action_id,
+        new.idempotency_key,
+        new.principal,
+        new.principal_kind,
+        new.epoch,
+        body_json,
+    )
 
 
 def _row_to_entry(row: Sequence[Any]) -> Entry:
@@ -275,20 +332,67 @@ def _row_to_entry(row: Sequence[Any]) -> Entry:
     )
 
 
+def _insert(conn: sqlite3.Connection, rows: Sequence[_Row]) -> list[tuple[Any, ...]]:
+    """Chain ``rows`` onto the recorded head, inside the caller's write transaction."""
+    head_seq, prev = _read_head(conn)
+    ts_ms = _now_ms()
+    stored: list[tuple[Any, ...]] = []
+    for kind, sid, aid, key, who, who_kind, epoch, body_json in rows:
+        head_seq += 1
+        digest = _hash_columns(prev, head_seq, ts_ms, kind, sid, aid, key, who, who_kind, epoch, body_json)  # fmt: skip
+        stored.append((head_seq, ts_ms, kind, sid, aid, key, who, who_kind, epoch, body_json, prev, digest))  # fmt: skip # noqa: E501
+        prev = digest
+    if len(stored) == 1:
+        conn.execute(_INSERT, stored[0])
+    else:
+        conn.executemany(_INSERT, stored)
+    conn.execute(_SET_HEAD, (str(head_seq), prev))
+    return stored
+
+
+class _Waiter:
+    """One caller's rows in the group-commit queue."""
+
+    __slots__ = ("error", "rows", "stored")
+
+    def __init__(self, rows: Sequence[_Row]) -> None:
+        self.rows = rows
+        self.stored: list[tuple[Any, ...]] | None = None
+        self.error: BaseException | None = None
+
+
 class Ledger:
     """An append-only, hash-chained action ledger in one SQLite file.
 
-    Safe to share between threads: one connection, guarded by a lock. Several processes
-    may append to the same file; ``BEGIN IMMEDIATE`` serializes them.
+    Safe to share between threads: one connection, guarded by a lock; concurrent appends
+    are group-committed. Several processes may append to the same file; ``BEGIN
+    IMMEDIATE`` serializes them.
 
     Args:
         path: the SQLite file; created (with its parent folder) when missing.
         busy_timeout_s: how long to wait for another process's write lock.
+        head_interval_s: the longest time the head file lags behind an append.
+        head_every: write the head file at once when this many entries are waiting.
     """
 
-    def __init__(self, path: str | Path, *, busy_timeout_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        busy_timeout_s: float = 10.0,
+        head_interval_s: float = 0.1,
+        head_every: int = 1000,
+    ) -> None:
         self._path = Path(path)
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # guards the connection
+        self._queue_cv = threading.Condition()  # guards the group-commit queue
+        self._queue: list[_Waiter] = []
+        self._leading = False
+        self._closed = False
+        self._commits = 0  # transactions that appended entries (group commit folds many)
+        from ._recovery import HeadWriter, head_file_path
+
+        self._head: HeadWriter = HeadWriter(head_file_path(self._path), head_interval_s, head_every)
         try:
             self._path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(
@@ -303,6 +407,7 @@ class Ledger:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=FULL")
             self._migrate()
+            self._head.check(self._conn)
         except sqlite3.Error as exc:
             self._conn.close()
             raise LedgerError(f"cannot open ledger {self._path}: {exc}") from exc
@@ -314,10 +419,19 @@ class Ledger:
         """The SQLite file."""
         return self._path
 
+    @property
+    def head_path(self) -> Path:
+        """The head file, ``<path>.head``."""
+        return self._head.path
+
     def close(self) -> None:
-        """Close the connection. Appends already returned are durable."""
+        """Write the head file and close the connection. Appends already returned are durable."""
         with self._lock:
+            if self._closed:
+                return
+            self._closed = True
             self._conn.close()
+        self._head.close()
 
     def __enter__(self) -> Ledger:
         return self
@@ -328,13 +442,16 @@ class Ledger:
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
+            if self._closed:
+                raise LedgerError(f"ledger {self._path} is closed")
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
+                self._conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                if self._conn.in_transaction:  # also when COMMIT itself failed
+                    self._conn.execute("ROLLBACK")
                 raise
-            self._conn.execute("COMMIT")
 
     def _migrate(self) -> None:
         with self._write() as conn:
@@ -389,75 +506,69 @@ class Ledger:
         Raises:
             LedgerError: bad arguments, an unserializable body, or a database failure.
         """
-        if not kind:
-            raise LedgerError("kind must not be empty", reason="INVALID_ARGUMENT")
-        if principal_kind not in _PRINCIPAL_KINDS:
-            raise LedgerError(
-                f"principal_kind must be one of agent, human, system; got {principal_kind!r}",
-                reason="INVALID_ARGUMENT",
-            )
-        if isinstance(epoch, bool) or not isinstance(epoch, int):
-            raise LedgerError(f"epoch must be an int, got {epoch!r}", reason="INVALID_ARGUMENT")
-        clean = redact(body or {})
-        try:
-            body_json = canonical_json(clean)
-        except (TypeError, ValueError) as exc:
-            raise LedgerError(
-                f"body is not JSON-serializable: {exc}", reason="INVALID_ARGUMENT"
-            ) from exc
+        new = NewEntry(kind, session_id, action_id, idempotency_key, principal, principal_kind, epoch, body)
+        (entry,) = self.append_many([new])
+        return entry
+
+    def append_many(self, entries: Iterable[NewEntry]) -> list[Entry]:
+        """Append several entries in one transaction: all or none, with consecutive seqs.
+
+        Durable when this returns, like :meth:`append`. Concurrent callers share
+        transactions (group commit), so the entries may sit next to other threads'.
+
+        Raises:
+            LedgerError: any bad entry (then nothing is written), or a database failure.
+        """
+        rows = [_prepare(new) for new in entries]
+        if not rows:
+            return []
+        stored = self._commit(rows)
+        return [_row_to_entry(row) for row in stored]
+
+    def _commit(self, rows: Sequence[_Row]) -> list[tuple[Any, ...]]:
+        """Queue ``rows``; lead a group commit or wait for the leader that took them."""
+        mine = _Waiter(rows)
+        with self._queue_cv:
+            self._queue.append(mine)
+            while mine.stored is None and mine.error is None and self._leading:
+                self._queue_cv.wait()
+            if mine.stored is None and mine.error is None:
+                # No commit in progress and ours not written: lead, taking the whole queue.
+                self._leading = True
+                batch, self._queue = self._queue, []
+            else:
+                batch = []
+        if batch:
+            try:
+                self._write_batch(batch)
+            finally:
+                with self._queue_cv:
+                    self._leading = False
+                    self._queue_cv.notify_all()
+        if mine.error is not None:
+            raise mine.error
+        assert mine.stored is not None
+        return mine.stored
+
+    def _write_batch(self, batch: list[_Waiter]) -> None:
+        rows = [row for waiter in batch for row in waiter.rows]
         try:
             with self._write() as conn:
-                head_seq, prev_hash = _read_head(conn)
-                seq = head_seq + 1
-                ts_ms = _now_ms()
-                digest = _hash_columns(
-                    prev_hash,
-                    seq,
-                    ts_ms,
-                    kind,
-                    session_id,
-                    action_id,
-                    idempotency_key,
-                    principal,
-                    principal_kind,
-                    epoch,
-                    body_json,
-                )
-                conn.execute(
-                    f"INSERT INTO entries ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        seq,
-                        ts_ms,
-                        kind,
-                        session_id,
-                        action_id,
-                        idempotency_key,
-                        principal,
-                        principal_kind,
-                        epoch,
-                        body_json,
-                        prev_hash,
-                        digest,
-                    ),
-                )
-                conn.execute("UPDATE meta SET value = ? WHERE key = 'head_seq'", (str(seq),))
-                conn.execute("UPDATE meta SET value = ? WHERE key = 'head_hash'", (digest,))
-        except sqlite3.Error as exc:
-            raise LedgerError(f"cannot append to ledger {self._path}: {exc}") from exc
-        return Entry(
-            seq=seq,
-            ts_ms=ts_ms,
-            kind=kind,
-            session_id=session_id,
-            action_id=action_id,
-            idempotency_key=idempotency_key,
-            principal=principal,
-            principal_kind=principal_kind,
-            epoch=epoch,
-            body=json.loads(body_json),
-            prev_hash=prev_hash,
-            entry_hash=digest,
-        )
+                stored = _insert(conn, rows)
+        except sqlite3.Error as exc:  # nothing in the batch was written
+            for waiter in batch:
+                waiter.error = LedgerError(f"cannot append to ledger {self._path}: {exc}")
+            return
+        except BaseException as exc:  # nobody may wait forever for a batch that died
+            for waiter in batch:
+                waiter.error = LedgerError(f"the commit holding this entry failed: {exc!r}")
+            raise
+        self._commits += 1
+        at = 0
+        for waiter in batch:
+            waiter.stored = stored[at : at + len(waiter.rows)]
+            at += len(waiter.rows)
+        self._head.advance(stored[-1][0], stored[-1][11])
 
     def intent(
         self,
@@ -516,10 +627,10 @@ class Ledger:
             idempotency_key: the agent's idempotency key.
             principal: the agent (or person) that asked.
             epoch: the control-lease epoch in force.
-            outcome: e.g. ``"succeeded"``, ``"refused"``, ``"unknown"``.
+            outcome: ``"DONE"``, ``"FAILED"``, ``"UNKNOWN"``, ``"REFUSED"``, ...
             reason: a machine-readable reason code.
-            evidence: what proves the outcome (``"observed"``, ``"dispatch_returned"``, ...).
-            execution_started: whether anything reached the target.
+            evidence: what proves the outcome (``"OBSERVED"``, ``"DISPATCH_RETURNED"``, ...).
+            execution_started: whether anything may have reached the target.
             message: a human-readable explanation.
             extra: more details, stored as ``body["extra"]``.
             principal_kind: who ``principal`` is.
@@ -544,6 +655,173 @@ class Ledger:
             body=body,
         )
 
+    def reconcile(
+        self,
+        session_id: str,
+        action_id: str,
+        principal: str,
+        verdict: Literal["HAPPENED", "DID_NOT_HAPPEN"],
+        evidence: str,
+        *,
+        principal_kind: PrincipalKind = "agent",
+        observation_id: str = "",
+        message: str = "",
+    ) -> Entry:
+        """Append a ``reconcile`` entry: the real state says whether an action happened.
+
+        The idempotency key and epoch are copied from the action's intent. The body
+        holds ``outcome="RECONCILED"``, the ``verdict`` and the ``evidence``.
+
+        Args:
+            session_id: the action's session.
+            action_id: the action, usually one left ``UNKNOWN``.
+            principal: who looked at the real state.
+            verdict: ``"HAPPENED"`` or ``"DID_NOT_HAPPEN"``.
+            evidence: a readable account of what shows it.
+            principal_kind: who ``principal`` is.
+            observation_id: the observation the verdict rests on, if any.
+            message: a human-readable note.
+
+        Raises:
+            LedgerError: an unknown verdict (``INVALID_ARGUMENT``), or no intent for
+                that action in that session (``NOT_FOUND``).
+        """
+        if verdict not in VERDICTS:
+            raise LedgerError(
+                f"verdict must be HAPPENED or DID_NOT_HAPPEN, got {verdict!r}",
+                reason="INVALID_ARGUMENT",
+            )
+        found = self._select(
+            f"SELECT {_COLUMNS} FROM entries WHERE action_id = ? AND session_id = ? "
+            "AND kind = 'intent' ORDER BY seq DESC LIMIT 1",
+            [action_id, session_id],
+        )
+        if not found:
+            raise LedgerError(
+                f"no intent for action {action_id!r} in session {session_id!r}",
+                reason="NOT_FOUND",
+            )
+        intent = found[0]
+        body = {"outcome": "RECONCILED", "verdict": verdict, "evidence": evidence}
+        if observation_id:
+            body["observation_id"] = observation_id
+        if message:
+            body["message"] = message
+        return self.append(
+            "reconcile",
+            session_id=session_id,
+            action_id=action_id,
+            idempotency_key=intent.idempotency_key,
+            principal=principal,
+            principal_kind=principal_kind,
+            epoch=intent.epoch,
+            body=body,
+        )
+
+    def lease_change(
+        self,
+        target: str,
+        event: str,
+        principal: str,
+        principal_kind: PrincipalKind,
+        epoch: int,
+        session_id: str = "",
+        *,
+        detail: Mapping[str, Any] | None = None,
+    ) -> Entry:
+        """Append a ``lease_change`` entry: who got, kept or lost control of a target.
+
+        Args:
+            target: the controlled target (``"browser:alice"``, a window, ...).
+            event: ``"takeover"``, ``"hand_back"``, ... (see ``LEASE_EVENTS``).
+            principal: who now holds (or gave up) the lease.
+            principal_kind: ``"human"``, ``"agent"`` or ``"system"``.
+            epoch: the lease epoch after the change.
+            session_id: the executor session that saw it, if any.
+            detail: more details, stored as ``body["detail"]``.
+        """
+        if not event:
+            raise LedgerError("event must not be empty", reason="INVALID_ARGUMENT")
+        body: dict[str, Any] = {"target": target, "event": event}
+        if detail:
+            body["detail"] = dict(detail)
+        return self.append(
+            "lease_change",
+            session_id=session_id,
+            principal=principal,
+            principal_kind=principal_kind,
+            epoch=epoch,
+            body=body,
+        )
+
+    def _bulk_load(self, rows: Iterable[tuple[int, str, str, str, str, str, str, int, str]]) -> int:
+        """Append many pre-serialized rows in one transaction, chained as usual.
+
+        For benchmarks and tests that need a large ledger fast: each row is ``(ts_ms,
+        kind, session_id, action_id, idempotency_key, principal, principal_kind, epoch,
+        body_json)`` with ``body_json`` already canonical and redacted. No validation.
+        Returns the new head seq.
+        """
+        with self._write() as conn:
+            head_seq, prev = _read_head(conn)
+            hash_columns = _hash_columns
+
+            def chained() -> Iterator[tuple[Any, ...]]:
+                nonlocal head_seq, prev
+                for ts, kind, sid, aid, key, who, who_kind, epoch, body in rows:
+                    head_seq += 1
+                    digest = hash_columns(prev, head_seq, ts, kind, sid, aid, key, who, who_kind, epoch, body)  # fmt: skip # noqa: E501
+                    yield (head_seq, ts, kind, sid, aid, key, who, who_kind, epoch, body, prev, digest)  # fmt: skip
+                    prev = digest
+
+            conn.executemany(_INSERT, chained())
+            conn.execute(_SET_HEAD, (str(head_seq), prev))
+        self._head.advance(head_seq, prev)
+        return head_seq
+
+    # -- recovery ------------------------------------------------------------------
+
+    def recover(self) -> list[RecoveredAction]:
+        """Mark every intent that has neither a result nor a reconcile ``UNKNOWN``.
+
+        Run it on start, before serving: an intent left without a result means the
+        process stopped between the intent and its result, so the action may have
+        happened. Each gets a ``result`` entry with outcome ``UNKNOWN``, reason
+        ``RECOVERED`` and ``execution_started=True`` — it is never retried. The scan and
+        the appends happen in one transaction; a second call finds nothing new.
+
+        Returns:
+            The actions marked, oldest intent first, with their session's target.
+        """
+        from ._recovery import find_interrupted, recovered_result
+
+        try:
+            with self._write() as conn:
+                found = find_interrupted(conn)
+                if not found:
+                    return []
+                stored = _insert(conn, [_prepare(recovered_result(action)) for action in found])
+        except sqlite3.Error as exc:
+            raise LedgerError(f"cannot recover ledger {self._path}: {exc}") from exc
+        self._commits += 1
+        self._head.advance(stored[-1][0], stored[-1][11])
+        return [action.with_result(row[0]) for action, row in zip(found, stored, strict=True)]
+
+    def unresolved(self) -> list[UnresolvedAction]:
+        """Return actions whose latest word is ``UNKNOWN`` and that no reconcile followed.
+
+        The executor refuses new writes to their sessions and targets until each is
+        reconciled (:meth:`reconcile`). Intents still without any result are not listed:
+        they are in flight, or waiting for :meth:`recover`.
+        """
+        from ._recovery import find_unresolved
+
+        with self._lock:
+            try:
+                return find_unresolved(self._conn)
+            except sqlite3.Error as exc:
+                raise LedgerError(f"cannot read ledger {self._path}: {exc}") from exc
+
     # -- reading -------------------------------------------------------------------
 
     def entries(
@@ -554,6 +832,9 @@ class Ledger:
         kind: str | None = None,
         since_seq: int = 0,
         limit: int | None = None,
+        principal: str | None = None,
+        outcome: str | None = None,
+        since_ms: int | None = None,
     ) -> list[Entry]:
         """Return entries in seq order, filtered.
 
@@ -563,8 +844,12 @@ class Ledger:
             kind: only entries of this kind.
             since_seq: only entries with ``seq > since_seq``.
             limit: at most this many (the oldest first).
+            principal: only entries caused by this principal.
+            outcome: only entries stating this outcome (``body["outcome"]``, any case;
+                a ``refusal`` entry counts as ``REFUSED``).
+            since_ms: only entries appended at or after this time (ms since the epoch).
         """
-        where, params = _filters(session_id, action_id, kind)
+        where, params = _filters(session_id, action_id, kind, principal, outcome, since_ms)
         where.append("seq > ?")
         params.append(since_seq)
         sql = f"SELECT {_COLUMNS} FROM entries WHERE {' AND '.join(where)} ORDER BY seq"
@@ -573,9 +858,30 @@ class Ledger:
             params.append(limit)
         return self._select(sql, params)
 
-    def tail(self, n: int = 20, *, session_id: str | None = None) -> list[Entry]:
-        """Return the last ``n`` entries (optionally of one session), oldest first."""
-        where, params = _filters(session_id, None, None)
+    def iter_entries(self, *, batch_size: int = 5000, **filters: Any) -> Iterator[Entry]:
+        """Yield entries in seq order, a batch at a time; takes :meth:`entries`' filters.
+
+        Entries appended while iterating are yielded too.
+        """
+        since = int(filters.pop("since_seq", 0))
+        filters.pop("limit", None)
+        while batch := self.entries(since_seq=since, limit=batch_size, **filters):
+            yield from batch
+            since = batch[-1].seq
+
+    def tail(
+        self,
+        n: int = 20,
+        *,
+        session_id: str | None = None,
+        action_id: str | None = None,
+        kind: str | None = None,
+        principal: str | None = None,
+        outcome: str | None = None,
+        since_ms: int | None = None,
+    ) -> list[Entry]:
+        """Return the last ``n`` entries (filtered as in :meth:`entries`), oldest first."""
+        where, params = _filters(session_id, action_id, kind, principal, outcome, since_ms)
         clause = f"WHERE {' AND '.join(where)} " if where else ""
         sql = f"SELECT {_COLUMNS} FROM entries {clause}ORDER BY seq DESC LIMIT ?"
         params.append(n)
@@ -588,6 +894,10 @@ class Ledger:
     def find_intent_by_key(self, session_id: str, idempotency_key: str) -> Entry | None:
         """Return the latest ``intent`` recorded for an idempotency key, or ``None``."""
         return self._find_by_key(session_id, idempotency_key, "intent")
+
+    def find_reconcile_by_key(self, session_id: str, idempotency_key: str) -> Entry | None:
+        """Return the latest ``reconcile`` recorded for an idempotency key, or ``None``."""
+        return self._find_by_key(session_id, idempotency_key, "reconcile")
 
     def head(self) -> tuple[int, str]:
         """Return ``(seq, hash)`` of the last entry; ``(0, GENESIS_HASH)`` when empty."""
@@ -623,27 +933,20 @@ class Ledger:
     # -- verifying -----------------------------------------------------------------
 
     def verify(self, *, batch_size: int = 10_000) -> VerifyReport:
-        """Recompute the whole hash chain and report the first entry that does not verify.
+        """Recompute the whole hash chain and check it against both recorded heads.
 
         Reads through a separate connection (a WAL snapshot), so appends are not held up.
         Finds an edited entry (hash mismatch), a deleted entry (gap in seq, broken
-        ``prev_hash`` link, or a head that no longer matches ``meta``) and reordered
-        entries.
+        ``prev_hash`` link), reordered entries, and a truncated tail: entries missing
+        after the ``meta`` head, or after the head file's (see the module docs for the
+        window the head file cannot see).
 
         Args:
             batch_size: rows fetched per round trip.
         """
-        try:
-            conn = sqlite3.connect(self._path, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise LedgerError(f"cannot open ledger {self._path}: {exc}") from exc
-        try:
-            conn.execute("BEGIN")  # one snapshot for both the rows and the recorded head
-            return _verify_chain(conn, batch_size)
-        except sqlite3.Error as exc:
-            raise LedgerError(f"cannot read ledger {self._path}: {exc}") from exc
-        finally:
-            conn.close()
+        from ._recovery import verify_file
+
+        return verify_file(self._path, self._head.path, batch_size=batch_size)
 
     def check(self) -> VerifyReport:
         """Verify the chain and raise when it does not hold.
@@ -653,58 +956,12 @@ class Ledger:
         """
         report = self.verify()
         if not report.ok:
-            raise LedgerTamperedError(
-                f"ledger {self._path}: {report.message}", seq=report.first_bad_seq
-            )
+            raise LedgerTamperedError(f"ledger {self._path}: {report.message}", seq=report.first_bad_seq)
         return report
 
 
-def _verify_chain(conn: sqlite3.Connection, batch_size: int) -> VerifyReport:
-    head_seq, head_hash = _read_head(conn)
-    cursor = conn.execute(f"SELECT {_COLUMNS} FROM entries ORDER BY seq")
-    prev = GENESIS_HASH
-    expected = 1
-    count = 0
-    hash_columns = _hash_columns
-    while rows := cursor.fetchmany(batch_size):
-        for seq, ts, kind, sid, aid, key, who, who_kind, epoch, body, prev_hash, digest in rows:
-            if seq != expected:
-                return VerifyReport(
-                    False,
-                    count,
-                    expected,
-                    f"entry #{expected} is missing (next stored entry is #{seq})",
-                )
-            if prev_hash != prev:
-                return VerifyReport(
-                    False,
-                    count,
-                    seq,
-                    f"entry #{seq} does not link to entry #{seq - 1} (prev_hash mismatch)",
-                )
-            if hash_columns(prev, seq, ts, kind, sid, aid, key, who, who_kind, epoch, body) != (
-                digest
-            ):
-                return VerifyReport(False, count, seq, f"entry #{seq} was altered (hash mismatch)")
-            prev = digest
-            expected += 1
-            count += 1
-    last = expected - 1
-    if last != head_seq:
-        if last < head_seq:
-            message = f"entries #{last + 1}..#{head_seq} are missing (the tail was truncated)"
-            return VerifyReport(False, count, last + 1, message)
-        message = f"entry #{head_seq + 1} was added outside the ledger (recorded head #{head_seq})"
-        return VerifyReport(False, count, head_seq + 1, message)
-    if prev != head_hash:
-        return VerifyReport(
-            False, count, last, f"entry #{last} does not match the recorded head hash"
-        )
-    return VerifyReport(True, count, None, f"{count} entries, chain verified")
-
-
 def _read_head(conn: sqlite3.Connection) -> tuple[int, str]:
-    values = dict(conn.execute("SELECT key, value FROM meta WHERE key LIKE 'head_%'").fetchall())
+    values = dict(conn.execute(_GET_HEAD).fetchall())
     try:
         return int(values["head_seq"]), str(values["head_hash"])
     except (KeyError, ValueError) as exc:
@@ -712,14 +969,30 @@ def _read_head(conn: sqlite3.Connection) -> tuple[int, str]:
 
 
 def _filters(
-    session_id: str | None, action_id: str | None, kind: str | None
+    session_id: str | None = None,
+    action_id: str | None = None,
+    kind: str | None = None,
+    principal: str | None = None,
+    outcome: str | None = None,
+    since_ms: int | None = None,
 ) -> tuple[list[str], list[Any]]:
     where: list[str] = []
     params: list[Any] = []
-    for column, value in (("session_id", session_id), ("action_id", action_id), ("kind", kind)):
+    for column, value in (
+        ("session_id", session_id),
+        ("action_id", action_id),
+        ("kind", kind),
+        ("principal", principal),
+    ):
         if value is not None:
             where.append(f"{column} = ?")
             params.append(value)
+    if outcome is not None:
+        where.append("(upper(json_extract(body, '$.outcome')) = ? OR (kind = 'refusal' AND ? = 'REFUSED'))")
+        params += [outcome.upper(), outcome.upper()]
+    if since_ms is not None:
+        where.append("ts_ms >= ?")
+        params.append(since_ms)
     return where, params
 
 
@@ -741,103 +1014,3 @@ def _split_sql(script: str) -> list[str]:
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-# -- timeline ----------------------------------------------------------------------
-
-_VERB_KEYS = ("action", "verb", "op", "type")
-_TARGET_KEYS = ("ref", "target", "element", "selector")
-_QUOTED_KEYS = ("name", "label", "text", "value", "url")
-_MAX_SUMMARY = 120
-
-
-# Bookkeeping that makes a timeline line long without telling a reader anything.
-_HIDDEN_KEYS = frozenset({"fingerprint", "decision_id", "observation_id"})
-
-
-def timeline(entries: Iterable[Entry]) -> str:
-    """Render entries as readable lines, one per entry.
-
-    Example line::
-
-        12:03:04.123  #17 intent   s=abc act=a1 key=k1 agent:demo-agent e=3  click e12 "Turn off auto-renew"
-
-    Times are UTC. Results are summarized by outcome, reason and evidence.
-
-    Args:
-        entries: entries in the order to print them.
-    """  # noqa: E501
-    return "\n".join(_timeline_line(entry) for entry in entries)
-
-
-def _timeline_line(entry: Entry) -> str:
-    when = datetime.fromtimestamp(entry.ts_ms / 1000, tz=UTC)
-    parts = [f"{when:%H:%M:%S}.{entry.ts_ms % 1000:03d} ", f"#{entry.seq}", f"{entry.kind:<8}"]
-    if entry.session_id:
-        parts.append(f"s={entry.session_id}")
-    if entry.action_id:
-        parts.append(f"act={entry.action_id}")
-    if entry.idempotency_key:
-        parts.append(f"key={entry.idempotency_key}")
-    if entry.principal:
-        parts.append(f"{entry.principal_kind}:{entry.principal}")
-    parts.append(f"e={entry.epoch}")
-    summary = _summarize(entry)
-    line = " ".join(parts)
-    return f"{line}  {summary}" if summary else line
-
-
-def _summarize(entry: Entry) -> str:
-    body = entry.body
-    if entry.kind == "intent" and isinstance(body.get("params"), Mapping):
-        text = _summarize_params(body["params"])
-    elif entry.kind == "result":
-        text = _summarize_result(body)
-    elif entry.kind == "refusal":
-        words = [str(body.get(k, "")) for k in ("kind", "ref") if body.get(k)]
-        if body.get("name"):
-            words.append(json.dumps(body["name"], ensure_ascii=False))
-        if body.get("url"):
-            words.append(str(body["url"]))
-        text = f"REFUSED {body.get('reason', '')} " + " ".join(words)
-        text += f": {body.get('message', '')}"
-    else:
-        text = _summarize_params(body)
-    if len(text) > _MAX_SUMMARY:
-        text = text[: _MAX_SUMMARY - 1] + "…"
-    return text
-
-
-def _summarize_params(params: Mapping[str, Any]) -> str:
-    words: list[str] = []
-    used: set[str] = set()
-    for keys, quoted in ((_VERB_KEYS, False), (_TARGET_KEYS, False), (_QUOTED_KEYS, True)):
-        for key in keys:
-            value = params.get(key)
-            if isinstance(value, str | int | float) and not isinstance(value, bool):
-                words.append(json.dumps(value, ensure_ascii=False) if quoted else str(value))
-                used.add(key)
-                break
-    for key, value in params.items():
-        if key not in used and key not in _HIDDEN_KEYS:
-            words.append(f"{key}={_short(value)}")
-    return " ".join(words)
-
-
-def _summarize_result(body: Mapping[str, Any]) -> str:
-    words = [str(body.get("outcome", "?"))]
-    if body.get("reason"):
-        words.append(str(body["reason"]))
-    if body.get("evidence"):
-        words.append(f"evidence={body['evidence']}")
-    if "execution_started" in body:
-        words.append(f"started={'yes' if body['execution_started'] else 'no'}")
-    if body.get("message"):
-        words.append(json.dumps(body["message"], ensure_ascii=False))
-    return " ".join(words)
-
-
-def _short(value: Any) -> str:
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False) if " " in value or not value else value
-    return canonical_json(value)

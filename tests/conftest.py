@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from handrail._procs import ServerProcess, start_authz, start_executor
 from handrail.authz import AuthzClient, Store
 from handrail.executor import ExecutorClient
 from handrail.scenarios import SubscriptionApp
-
-from handrail._procs import ServerProcess, start_authz, start_executor
 
 _counter = itertools.count(1)
 

@@ -5,6 +5,7 @@ import threading
 from pathlib import Path
 
 import pytest
+
 from handrail.recorder import (
     GENESIS_HASH,
     REDACTED,
@@ -147,9 +148,7 @@ def test_deleted_and_renumbered_entries_are_detected(ledger: Ledger, ledger_path
     assert report.first_bad_seq == 3
 
 
-def test_truncated_tail_is_detected_even_after_more_appends(
-    ledger: Ledger, ledger_path: Path
-) -> None:
+def test_truncated_tail_is_detected_even_after_more_appends(ledger: Ledger, ledger_path: Path) -> None:
     _fill(ledger, 5)
     with _raw(ledger_path) as conn:
         conn.execute("DELETE FROM entries WHERE seq = 5")
@@ -165,10 +164,7 @@ def test_truncated_tail_is_detected_even_after_more_appends(
 def test_reordered_pair_is_detected(ledger: Ledger, ledger_path: Path) -> None:
     _fill(ledger, 10)
     with _raw(ledger_path) as conn:
-        b4, b5 = (
-            conn.execute("SELECT body FROM entries WHERE seq = ?", (seq,)).fetchone()[0]
-            for seq in (4, 5)
-        )
+        b4, b5 = (conn.execute("SELECT body FROM entries WHERE seq = ?", (seq,)).fetchone()[0] for seq in (4, 5))
         conn.execute("UPDATE entries SET body = ? WHERE seq = 4", (b5,))
         conn.execute("UPDATE entries SET body = ? WHERE seq = 5", (b4,))
 
@@ -197,9 +193,7 @@ def test_swapped_whole_rows_are_detected(ledger: Ledger, ledger_path: Path) -> N
         "DELETE FROM entries",
     ],
 )
-def test_triggers_refuse_update_and_delete(
-    ledger: Ledger, ledger_path: Path, statement: str
-) -> None:
+def test_triggers_refuse_update_and_delete(ledger: Ledger, ledger_path: Path, statement: str) -> None:
     _fill(ledger, 2)
     with sqlite3.connect(ledger_path) as conn, pytest.raises(sqlite3.DatabaseError) as caught:
         conn.execute(statement)
@@ -313,7 +307,8 @@ def test_migrations_are_recorded_once(ledger_path: Path) -> None:
     Ledger(ledger_path).close()
     with sqlite3.connect(ledger_path) as conn:
         assert conn.execute("SELECT version, name FROM migrations").fetchall() == [
-            (1, "create entries")
+            (1, "create entries"),
+            (2, "index actions by kind"),
         ]
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
@@ -332,9 +327,7 @@ def test_timeline(ledger: Ledger) -> None:
 
     lines = timeline(ledger.entries()).splitlines()
     assert len(lines) == 3
-    assert lines[0].endswith(
-        '  #1 intent   s=abc act=a1 key=k1 agent:demo-agent e=3  click e12 "Turn off auto-renew"'
-    )
+    assert lines[0].endswith('  #1 intent   s=abc act=a1 key=k1 agent:demo-agent e=3  click e12 "Turn off auto-renew"')
     assert lines[0][:13].count(":") == 2
     assert lines[0][8] == "."
     assert "#2 result" in lines[1]

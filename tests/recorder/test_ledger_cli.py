@@ -1,12 +1,17 @@
 from __future__ import annotations
 
 import argparse
+import json
+import signal
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from handrail.recorder import Ledger
+
+from handrail.recorder import Entry, Ledger
 from handrail.recorder import _cli as recorder_cli
 
 
@@ -35,7 +40,7 @@ def data_dir(tmp_path: Path) -> Path:
 
 def test_verify_ok(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli(["ledger", "verify", "--data-dir", str(data_dir)]) == 0
-    assert capsys.readouterr().out.strip() == "ok: 6 entries, chain verified"
+    assert capsys.readouterr().out.strip() == ("ok: 6 entries, chain verified; head file: seq 6 matches")
 
 
 def test_verify_bad(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -76,3 +81,150 @@ def test_default_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HANDRAIL_DATA_DIR", raising=False)
     assert recorder_cli.ledger_path() == Path("handrail-data/ledger.sqlite")
     assert recorder_cli.ledger_path("x.db", "ignored") == Path("x.db")
+
+
+@pytest.fixture
+def story(tmp_path: Path) -> Path:
+    """A ledger with two sessions, a done action, an UNKNOWN one and a reconcile."""
+    db = tmp_path / "ledger.sqlite"
+    with Ledger(db) as ledger:
+        ledger.append(
+            "session_open", session_id="s1", principal="agent-1", epoch=1,
+            body={"target": "browser:shop"},
+        )  # fmt: skip
+        ledger.intent("s1", "a1", "k1", "agent-1", 1, {"action": "click", "ref": "e1"})
+        ledger.result("s1", "a1", "k1", "agent-1", 1, "DONE", "ALLOW", "OBSERVED", True)
+        ledger.intent("s1", "a2", "k2", "agent-1", 1, {"action": "click", "ref": "e2"})
+        ledger.recover()
+        ledger.lease_change("browser:shop", "takeover", "alice", "human", 2, session_id="s1")
+        ledger.reconcile("s1", "a2", "alice", "DID_NOT_HAPPEN", "no order", principal_kind="human")
+        ledger.intent("s2", "b1", "kb", "agent-2", 1, {"action": "type"})
+    return db
+
+
+def test_show_prints_the_action_and_its_session(story: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(["ledger", "show", "a2", "--db", str(story)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("action a2: RECONCILED (DID_NOT_HAPPEN)\nsession s1: target browser:shop")
+    assert "#1 session_open" in out
+    assert "takeover browser:shop" in out
+    assert "#4 intent" in out and "#5 result" in out and "#7 reconcile" in out
+    assert '"reason":"RECOVERED"' in out
+    assert "#2 intent" not in out  # another action
+
+    assert run_cli(["ledger", "show", "a1", "--db", str(story)]) == 0
+    assert capsys.readouterr().out.startswith("action a1: DONE (ALLOW)")
+    assert run_cli(["ledger", "show", "b1", "--db", str(story)]) == 0
+    assert "intent without a result" in capsys.readouterr().out
+    assert run_cli(["ledger", "show", "zzz", "--db", str(story)]) == 1
+    assert "no entries for action zzz" in capsys.readouterr().err
+
+
+def test_export_jsonl(story: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(["ledger", "export", "--format", "jsonl", "--db", str(story)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = [json.loads(line) for line in lines]
+    assert [row["seq"] for row in rows] == list(range(1, 9))
+    with Ledger(story) as ledger:
+        assert [Entry(**row) for row in rows] == ledger.entries()
+
+    out = tmp_path / "out.jsonl"
+    argv = ["ledger", "export", "--db", str(story), "-o", str(out), "--session", "s2"]
+    assert run_cli(argv) == 0
+    assert "1 entries written" in capsys.readouterr().err
+    assert [json.loads(line)["action_id"] for line in out.read_text().splitlines()] == ["b1"]
+
+
+@pytest.mark.parametrize(
+    ("filters", "seqs"),
+    [
+        (["--session", "s1"], [1, 2, 3, 4, 5, 6, 7]),
+        (["--principal", "alice"], [6, 7]),
+        (["--outcome", "unknown"], [5]),
+        (["--outcome", "DONE"], [3]),
+        (["--kind", "intent"], [2, 4, 8]),
+        (["--kind", "intent", "--principal", "agent-2"], [8]),
+        (["--since", "1h"], [1, 2, 3, 4, 5, 6, 7, 8]),
+        (["--since", "2999-01-01T00:00:00"], []),
+    ],
+)
+def test_timeline_filters(story: Path, capsys: pytest.CaptureFixture[str], filters: list[str], seqs: list[int]) -> None:
+    assert run_cli(["ledger", "timeline", "--db", str(story), *filters]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [int(line.split()[1][1:]) for line in lines[:-1]] == seqs
+    assert lines[-1].startswith(f"-- {len(seqs)} entries")
+
+
+def test_bad_since_is_an_error(story: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(["ledger", "tail", "--db", str(story), "--since", "yesterday"]) == 2
+    assert "--since 'yesterday'" in capsys.readouterr().err
+
+
+def test_parse_since() -> None:
+    assert recorder_cli.parse_since("90s", now_ms=100_000) == 10_000
+    assert recorder_cli.parse_since("2m", now_ms=120_000) == 0
+    assert recorder_cli.parse_since("1970-01-01T00:00:01") == 1000
+    assert recorder_cli.parse_since("1970-01-01T01:00:01+01:00") == 1000
+
+
+def test_verify_reports_a_truncated_tail(story: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with sqlite3.connect(story) as conn:
+        conn.execute("DROP TRIGGER entries_no_delete")
+        conn.execute("DELETE FROM entries WHERE seq > 6")
+        conn.execute("UPDATE meta SET value = '6' WHERE key = 'head_seq'")
+        (digest,) = conn.execute("SELECT entry_hash FROM entries WHERE seq = 6").fetchone()
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'head_hash'", (digest,))
+    assert run_cli(["ledger", "verify", "--db", str(story)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("BAD at entry #7: truncated: head file says seq 8 hash ")
+    assert out.strip().endswith("database ends at seq 6")
+
+
+def test_tail_follow_prints_new_entries_and_stops_on_sigterm(story: Path) -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-m", "handrail", "ledger", "tail", "-f", "-n", "2", "--db", str(story)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        assert "#7 reconcile" in child.stdout.readline()
+        assert "#8 intent" in child.stdout.readline()
+        with Ledger(story) as ledger:
+            ledger.intent("s2", "b2", "kb2", "agent-2", 1, {"action": "click"})
+            ledger.result("s2", "b2", "kb2", "agent-2", 1, "DONE", "ALLOW", "OBSERVED", True)
+        assert "#9 intent" in child.stdout.readline()
+        assert "#10 result" in child.stdout.readline()
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=10) == 0
+        assert child.stdout.read() == ""
+        assert child.stderr is not None
+        assert child.stderr.read() == ""
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        for stream in (child.stdout, child.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def test_tail_follow_with_a_filter_stops_on_ctrl_c(story: Path) -> None:
+    argv = ["ledger", "tail", "-f", "-n", "1", "--kind", "result", "--db", str(story)]
+    child = subprocess.Popen([sys.executable, "-m", "handrail", *argv], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        assert "#5 result" in child.stdout.readline()  # it is following now
+        with Ledger(story) as ledger:
+            ledger.intent("s2", "b2", "kb2", "agent-2", 1, {"action": "click"})
+            ledger.result("s2", "b2", "kb2", "agent-2", 1, "FAILED", "X", "NONE", False)
+        assert "#10 result" in child.stdout.readline()
+        child.send_signal(signal.SIGINT)
+        assert child.wait(timeout=10) == 0
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        if child.stdout is not None:
+            child.stdout.close()
