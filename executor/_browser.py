@@ -7,6 +7,7 @@ round trips and never waits on Playwright's 30-second default timeout.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import os
@@ -56,12 +57,10 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--disable-dev-shm-usage",
 ]
-_CHECK_TIMEOUT_MS = 1_000
 _SETTLE_MS = 3_000
+_CHECK_TIMEOUT_MS = 1_000
 # Actions that start no request of the page's own.
-_NO_REQUESTS = frozenset(
-    {ActionKind.WAIT_FOR, ActionKind.TAB_SWITCH, ActionKind.TAB_CLOSE, ActionKind.HOVER}
-)
+_NO_REQUESTS = frozenset({ActionKind.WAIT_FOR, ActionKind.TAB_SWITCH, ActionKind.TAB_CLOSE, ActionKind.HOVER})
 _EXPECT_DEFAULT_MS = 2_000
 _VIEWPORT = {"width": 1280, "height": 800}
 
@@ -222,18 +221,18 @@ class BrowserSurface:
         try:
             if tab.dialogs:
                 # A JS dialog blocks the page's scripts: no snapshot until it is handled.
-                snapshot, mutations, clock = "", 0, self._seen_clock
+                snapshot, mutations, clock, title = "", 0, self._seen_clock, ""
             else:
-                mutations, clock = await page.evaluate(READ_CLOCK)
-                snapshot = await page.aria_snapshot(
-                    mode="ai",
-                    depth=options.depth or None,
-                    boxes=options.viewport_only or None,
-                    timeout=5_000,
+                # Both go out at once; the page runs them in order, so the clock is read
+                # before the snapshot is taken (a change in between counts as a change).
+                (mutations, clock, title), snapshot = await asyncio.gather(
+                    page.evaluate(READ_CLOCK),
+                    page.aria_snapshot(
+                        mode="ai", depth=options.depth or None, boxes=options.viewport_only or None, timeout=5_000
+                    ),
                 )
                 if options.viewport_only:
                     snapshot = viewport_filter(snapshot, _VIEWPORT["width"], _VIEWPORT["height"])
-            title = "" if tab.dialogs else await page.title()
             png = b""
             scale = options.screenshot_scale or 1.0
             if options.screenshot and not tab.dialogs:
@@ -253,15 +252,11 @@ class BrowserSurface:
         )
         tabs = []
         for t in list(self._tabs.values()):
-            with contextlib.suppress(PlaywrightError):
-                tabs.append(
-                    TabInfo(
-                        t.tab_id,
-                        t.page.url,
-                        await t.page.title() if not t.dialogs else "",
-                        t.tab_id == tab.tab_id,
-                    )
-                )
+            other_title = title if t is tab else ""
+            if t is not tab and not t.dialogs:
+                with contextlib.suppress(PlaywrightError):
+                    other_title = await t.page.title()
+            tabs.append(TabInfo(t.tab_id, t.page.url, other_title, t is tab))
         return RawObservation(
             url=page.url,
             title=title,
@@ -300,22 +295,16 @@ class BrowserSurface:
         return await self._check_element(tab.page, target)
 
     async def _check_element(self, page: Page, info: RefInfo) -> Refusal | None:
-        # The happy path is two round trips: the ref's element still has the role and
-        # accessible name the observation gave it (get_by_role computes the name as the
-        # snapshot does; a locator's own aria_snapshot() would renumber the refs), and the
-        # page script finds it attached, unchanged since the observation, visible,
-        # enabled and not covered.
+        # Two round trips, both cheap on any page size: the ref still resolves (a lookup
+        # in the snapshot's ref map: the very element object the observation named), and
+        # the page script finds it attached, unchanged since the observation — nor its
+        # ancestors, its labels or its content, so its role and accessible name are the
+        # ones observed — visible, enabled and not covered.
         ref = page.locator(f"aria-ref={info.ref}")
-        same = ref.and_(page.get_by_role(info.role, name=info.name, exact=True))  # type: ignore[arg-type]
         try:
-            if await same.count() != 1:
-                if await ref.count() != 1:
-                    return Refusal(
-                        STALE_REF,
-                        f"ref {info.ref} no longer resolves ({info.role} {info.name!r} is gone)",
-                    )
-                return Refusal(STALE_REF, f"ref {info.ref} is no longer {info.role} {info.name!r}")
-            facts = await same.evaluate(CHECK_ELEMENT, self._seen_clock, timeout=_CHECK_TIMEOUT_MS)
+            if await ref.count() != 1:
+                return Refusal(STALE_REF, f"ref {info.ref} no longer resolves ({info.role} {info.name!r} is gone)")
+            facts = await ref.evaluate(CHECK_ELEMENT, self._seen_clock, timeout=_CHECK_TIMEOUT_MS)
         except PlaywrightError as exc:
             return Refusal(STALE_REF, f"ref {info.ref} could not be checked: {_first_line(exc)}")
         if facts.get("problem"):
@@ -361,10 +350,12 @@ class BrowserSurface:
             page.remove_listener("requestfailed", on_failed)
         lost = [r for r in failed if r.method != "GET" or r.resource_type == "document"]
         if lost or page.url.startswith("chrome-error:"):
-            what = f"{lost[0].method} {lost[0].url} failed ({lost[0].failure})" if lost else "the page ended on an error page"
-            return DispatchResult(
-                DispatchStatus.MAYBE_STARTED, f"{what}: the server may have processed it"
+            what = (
+                f"{lost[0].method} {lost[0].url} failed ({lost[0].failure})"
+                if lost
+                else "the page ended on an error page"
             )
+            return DispatchResult(DispatchStatus.MAYBE_STARTED, f"{what}: the server may have processed it")
         return DispatchResult(DispatchStatus.DONE)
 
     async def _dispatch(self, spec: ActionSpec, timeout_ms: int) -> None:

@@ -60,6 +60,15 @@ CHECK_ELEMENT = r"""
                                    : `an ancestor (${describe(n)}) was moved in the page` };
     }
     if ((h.subtree.get(el) || 0) > since) return { problem: "the element's content changed" };
+    // Its accessible name may come from elsewhere: its <label>s and aria-labelledby.
+    const namers = [...(el.labels || [])];
+    for (const id of (el.getAttribute("aria-labelledby") || "").split(/\s+/).filter(Boolean)) {
+      const n = el.ownerDocument.getElementById(id);
+      if (n) namers.push(n);
+    }
+    for (const n of namers)
+      if ((h.subtree.get(n) || 0) > since || (h.attr.get(n) || 0) > since)
+        return { problem: `its label (${describe(n)}) changed` };
   }
   if (el.checkVisibility && !el.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true }))
     return { problem: "the element is not visible" };
@@ -82,8 +91,8 @@ CHECK_ELEMENT = r"""
 }
 """
 
-# The main frame's mutation count and clock, read at observation time.
+# The main frame's mutation count, clock and title, read at observation time.
 READ_CLOCK = (
-    "() => window.__handrail ? [window.__handrail.mutations, window.__handrail.now()]"
-    " : [0, performance.timeOrigin + performance.now()]"
+    "() => [window.__handrail ? window.__handrail.mutations : 0,"
+    " performance.timeOrigin + performance.now(), document.title]"
 )
