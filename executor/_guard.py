@@ -24,6 +24,7 @@ from handrail.executor._errors import InvalidArgumentError, NotFoundError, Sessi
 from handrail.executor._faults import Fault, NoFault
 from handrail.executor._models import (
     ALLOW,
+    APPROVAL_REQUIRED,
     AUTHZ_UNAVAILABLE,
     IDEMPOTENCY_CONFLICT,
     RECONCILE_REQUIRED,
@@ -318,21 +319,20 @@ class GuardedExecutor:
         obs = session.latest
         assert obs is not None  # _check_fresh refused otherwise
 
-        resource = await session.backend.describe(spec, target_info)
         try:
-            decision = await self._authz.check(
-                session.agent,
-                session.target,
-                obs.lease_epoch,
-                spec.kind.verb,
-                url=resource.url,
-                element_role=resource.element_role,
-                element_name=resource.element_name,
-                password_field=resource.password_field,
-                window_class=resource.window_class,
-                window_title=resource.window_title,
-                action_id=action_id,
-            )
+            decision = await self._decide(session, spec, action_id, target_info, fingerprint)
+            # Hold an action that needs approval until an operator decides, boundedly; then
+            # check it all again: the page may have changed while the operator looked.
+            if (
+                decision.reason == APPROVAL_REQUIRED
+                and decision.approval_id
+                and spec.approval_wait_ms
+                and await self._await_approval(decision.approval_id, spec.approval_wait_ms) == "APPROVED"
+            ):
+                refusal = await self._check_fresh(session, spec, target_info)
+                if refusal is not None:
+                    return self._refuse(session, spec, action_id, target_info, *refusal)
+                decision = await self._decide(session, spec, action_id, target_info, fingerprint)
         except AuthzError as exc:
             return self._refuse(session, spec, action_id, target_info, AUTHZ_UNAVAILABLE, f"authz: {exc}")
         session.fence.saw(decision.lease_epoch)
@@ -435,6 +435,45 @@ class GuardedExecutor:
         )
         await self._fault.hit("after-result", spec.idempotency_key)
         return ActResponse(response.result, new_obs)
+
+    async def _decide(
+        self, session: Session, spec: ActionSpec, action_id: str, target: RefInfo | None, fingerprint: str
+    ) -> Decision:
+        """Ask the sidecar about this exact action, under the cited observation's epoch.
+
+        An approval binds to the action's fingerprint together with the target and the
+        cited observation: approved once, it allows this action and no other.
+        """
+        obs = session.latest
+        assert obs is not None
+        resource = await session.backend.describe(spec, target)
+        approval_fp = hashlib.sha256(f"{session.target}\x00{obs.observation_id}\x00{fingerprint}".encode()).hexdigest()
+        return await self._authz.check(
+            session.agent,
+            session.target,
+            obs.lease_epoch,
+            spec.kind.verb,
+            url=resource.url,
+            element_role=resource.element_role,
+            element_name=resource.element_name,
+            password_field=resource.password_field,
+            window_class=resource.window_class,
+            window_title=resource.window_title,
+            action_id=action_id,
+            fingerprint=approval_fp,
+            observation_id=obs.observation_id,
+        )
+
+    async def _await_approval(self, approval_id: str, wait_ms: int) -> str:
+        """Poll the approval until it is decided or ``wait_ms`` passes; return its status."""
+        deadline = time.monotonic() + wait_ms / 1000
+        status = "PENDING"
+        while time.monotonic() < deadline:
+            status = (await self._authz.get_approval(approval_id)).status
+            if status != "PENDING":
+                return status
+            await asyncio.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+        return status
 
     async def _refresh_fence(self, session: Session) -> None:
         """Learn of any lease change right before dispatch.
@@ -638,7 +677,7 @@ class GuardedExecutor:
                 idempotency_key=spec.idempotency_key,
                 decision_id=decision.decision_id if decision else "",
                 policies=tuple(policies),
-                approval_id=getattr(decision, "approval_id", "") if decision else "",
+                approval_id=decision.approval_id if decision else "",
             )
         )
 

@@ -287,3 +287,72 @@ def test_wait_for_is_bounded(stack: Stack, agent: AgentSetup, site: Site) -> Non
     missing = session.wait_for(text="never shown", timeout_ms=300)
     assert missing.result.outcome is Outcome.FAILED
     assert time.monotonic() - started < 5
+
+
+def test_approval_is_bound_to_the_exact_action(stack: Stack, agent: AgentSetup, site: Site) -> None:
+    with stack.operator_client() as ops:
+        ops.grant(
+            agent.principal.name, agent.target, ["submit", "input"], [site.url], require_approval_verbs=["submit"]
+        )
+    session = agent.client.open_session(target=agent.target, start_url=site.url + "/form")
+    obs = session.observe()
+    order = session.find("button", "Place order")
+    first = session.click(order)
+    assert (first.result.outcome, first.result.reason) == (Outcome.REFUSED, "APPROVAL_REQUIRED")
+    assert first.result.approval_id
+    with stack.operator_client() as ops:
+        ops.approve(first.result.approval_id, note="looks right")
+    # Another action does not ride on that approval.
+    other = session.click(session.find("button", "Poke"))
+    assert (other.result.outcome, other.result.reason) == (Outcome.REFUSED, "APPROVAL_REQUIRED")
+    assert other.result.approval_id != first.result.approval_id
+    # The approved action, citing the same observation, goes through once.
+    done = session.click(order, observation=obs)
+    assert done.result.outcome is Outcome.DONE, done.result
+    assert len(site.posts) == 1
+
+
+def test_waiting_for_an_approval_that_is_denied_or_times_out(stack: Stack, agent: AgentSetup, site: Site) -> None:
+    with stack.operator_client() as ops:
+        ops.grant(agent.principal.name, agent.target, ["submit"], [site.url], require_approval_verbs=["submit"])
+    session = agent.client.open_session(target=agent.target, start_url=site.url + "/form")
+    session.observe()
+    order = session.find("button", "Place order")
+    started = time.monotonic()
+    timed_out = session.click(order, approval_wait_ms=600)
+    assert (timed_out.result.outcome, timed_out.result.reason) == (Outcome.REFUSED, "APPROVAL_REQUIRED")
+    assert time.monotonic() - started >= 0.5
+
+    def deny_soon() -> None:
+        time.sleep(0.4)
+        with stack.operator_client() as ops:
+            pending = [a for a in ops.list_approvals(status="PENDING") if a.principal == agent.principal.name]
+            for approval in pending:
+                ops.deny(approval.approval_id, note="no")
+
+    threading.Thread(target=deny_soon).start()
+    denied = session.click(order, approval_wait_ms=10_000)
+    assert denied.result.outcome is Outcome.REFUSED
+    assert site.posts == []
+
+
+def test_waiting_for_an_approval_that_is_granted(stack: Stack, agent: AgentSetup, site: Site) -> None:
+    with stack.operator_client() as ops:
+        ops.grant(agent.principal.name, agent.target, ["submit"], [site.url], require_approval_verbs=["submit"])
+    session = agent.client.open_session(target=agent.target, start_url=site.url + "/form")
+    session.observe()
+
+    def approve_soon() -> None:
+        deadline = time.monotonic() + 10
+        with stack.operator_client() as ops:
+            while time.monotonic() < deadline:
+                pending = [a for a in ops.list_approvals(status="PENDING") if a.principal == agent.principal.name]
+                if pending:
+                    ops.approve(pending[0].approval_id)
+                    return
+                time.sleep(0.05)
+
+    threading.Thread(target=approve_soon).start()
+    r = session.click(session.find("button", "Place order"), approval_wait_ms=10_000)
+    assert r.result.outcome is Outcome.DONE, r.result
+    assert len(site.posts) == 1

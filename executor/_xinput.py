@@ -1,0 +1,168 @@
+"""Telling a person's input from the executor's: the X RECORD extension.
+
+A thread records, from every client, the device events the server processes (key,
+button, motion) and the XTEST ``FakeInput`` requests that cause synthetic ones. Each
+``FakeInput`` from one of the executor's own connections produces (at most) one device
+event, recorded right after the request; so a device event not preceded by a pending
+``FakeInput`` of ours was caused by somebody else: a keyboard or mouse at the desk, a
+remote-desktop viewer, or another program driving XTEST (``xdotool``). That is what the
+backend reports as a person at the desk.
+
+This works on Xvfb (which has RECORD), needs no input device of its own, and costs one
+thread and two connections per session. Our own requests are recognised by the
+connection's resource id base; every connection of this process that sends input is
+registered in ``own_clients`` (pyautogui's and each session's keyboard connection), so
+that two sessions on one display do not report each other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import struct
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+
+from Xlib import X
+from Xlib import error as xerror
+from Xlib.display import Display
+from Xlib.ext import record
+
+log = logging.getLogger(__name__)
+
+# A FakeInput request waits at most this long for its device event; a request that made
+# no event (the server dropped it) must not excuse a person's later input.
+_PENDING_S = 0.5
+_XTEST_FAKE_INPUT = 2
+_KINDS = {
+    X.KeyPress: "used the keyboard",
+    X.KeyRelease: "used the keyboard",
+    X.ButtonPress: "pressed pointer button {detail} at ({x}, {y})",
+    X.ButtonRelease: "released pointer button {detail} at ({x}, {y})",
+    X.MotionNotify: "moved the pointer to ({x}, {y})",
+}
+
+# display name -> resource id bases of this process's connections that send input
+own_clients: dict[str, set[int]] = {}
+
+
+def describe_event(data: bytes) -> tuple[int, str]:
+    """The type of a recorded core device event and what a person did, in words.
+
+    Which key was pressed is never said: it may be part of a password.
+    """
+    kind = data[0] & 0x7F
+    detail = data[1]
+    x, y = struct.unpack_from("=hh", data, 20)
+    return kind, _KINDS.get(kind, "used an input device").format(detail=detail, x=x, y=y)
+
+
+class InputWatcher:
+    """Calls ``on_foreign(description)`` (from its thread) for input not sent by us.
+
+    Args:
+        display: the display name.
+        on_foreign: called with a description of each foreign device event.
+    """
+
+    def __init__(self, display: str, on_foreign: Callable[[str], None]) -> None:
+        self._name = display
+        self._on_foreign = on_foreign
+        self._ctl: Display | None = None
+        self._data: Display | None = None
+        self._ctx = 0
+        self._thread: threading.Thread | None = None
+        self._pending: deque[float] = deque()
+        self.foreign_events = 0
+
+    def start(self) -> None:
+        """Start recording; returns once the server records (errors if RECORD is missing)."""
+        self._ctl = Display(self._name)
+        self._data = Display(self._name)
+        xtest = self._ctl.query_extension("XTEST")
+        if xtest is None or not self._ctl.has_extension("RECORD"):
+            self._close_displays()
+            raise RuntimeError(f"X display {self._name} lacks RECORD or XTEST")
+        major = xtest.major_opcode
+        self._ctx = self._ctl.record_create_context(
+            0,
+            [record.AllClients],
+            [
+                {
+                    "core_requests": (0, 0),
+                    "core_replies": (0, 0),
+                    "ext_requests": (major, major, _XTEST_FAKE_INPUT, _XTEST_FAKE_INPUT),
+                    "ext_replies": (0, 0, 0, 0),
+                    "delivered_events": (0, 0),
+                    "device_events": (X.KeyPress, X.MotionNotify),
+                    "errors": (0, 0),
+                    "client_started": False,
+                    "client_died": False,
+                }
+            ],
+        )
+        self._ctl.sync()  # the context must exist before the other connection enables it
+        started = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(started,), name="handrail-xrecord", daemon=True)
+        self._thread.start()
+        started.wait(5)
+
+    def _run(self, started: threading.Event) -> None:
+        assert self._data is not None
+
+        def callback(reply: record.EnableContext) -> None:
+            if reply.category == record.StartOfData:
+                started.set()
+            elif reply.category == record.FromClient:
+                if reply.id_base in own_clients.get(self._name, ()):
+                    self._pending.append(time.monotonic())
+            elif reply.category == record.FromServer and not reply.client_swapped:
+                data = bytes(reply.data)
+                for i in range(0, len(data) - 31, 32):
+                    self._event(data[i : i + 32])
+
+        try:
+            self._data.record_enable_context(self._ctx, callback)
+        except (xerror.XError, xerror.ConnectionClosedError, OSError) as exc:
+            log.warning("input recording on %s stopped: %s", self._name, exc)
+        finally:
+            started.set()
+
+    def _event(self, data: bytes) -> None:
+        now = time.monotonic()
+        while self._pending and now - self._pending[0] > _PENDING_S:
+            self._pending.popleft()
+        if self._pending:
+            self._pending.popleft()
+            return
+        self.foreign_events += 1
+        _, what = describe_event(data)
+        self._on_foreign(what)
+
+    def stop(self) -> None:
+        if self._ctl is not None and self._ctx:
+            try:
+                self._ctl.record_disable_context(self._ctx)
+                self._ctl.sync()
+            except (xerror.XError, xerror.ConnectionClosedError, OSError):
+                pass
+        if self._thread is not None:
+            self._thread.join(5)
+            self._thread = None
+        if self._ctl is not None and self._ctx:
+            try:
+                self._ctl.record_free_context(self._ctx)
+                self._ctl.sync()
+            except (xerror.XError, xerror.ConnectionClosedError, OSError):
+                pass
+            self._ctx = 0
+        self._close_displays()
+
+    def _close_displays(self) -> None:
+        for d in (self._ctl, self._data):
+            if d is not None:
+                with contextlib.suppress(xerror.XError, xerror.ConnectionClosedError, OSError):
+                    d.close()
+        self._ctl = self._data = None
