@@ -1,45 +1,65 @@
-"""The authorization sidecar: scope grants, control leases, Cedar policies and decisions.
+"""The authorization sidecar: scope grants, control leases, approvals, Cedar policies, decisions.
 
 Run it with ``handrail authz serve``; talk to it with :class:`AuthzClient` or
-:class:`AsyncAuthzClient`.
+:class:`AsyncAuthzClient`. The operator's guide is ``docs/authz.md``.
 """
 
 from __future__ import annotations
 
+from handrail.authz._authorizer import Authorizer
 from handrail.authz._client import AsyncAuthzClient, AuthzClient
-from handrail.authz._core import VERBS, Decision, GrantInfo, LeaseInfo, Reason
+from handrail.authz._core import (
+    VERBS,
+    ApprovalInfo,
+    ApprovalStatus,
+    Decision,
+    DecisionRecord,
+    GrantInfo,
+    LeaseInfo,
+    Reason,
+    WatchEventInfo,
+)
 from handrail.authz._errors import (
     AuthzError,
     AuthzRpcError,
     AuthzUnavailableError,
     InvalidArgumentError,
     LeaseConflictError,
+    NotFoundError,
     PermissionDeniedError,
     PolicyError,
     UnauthenticatedError,
 )
 from handrail.authz._policies import PolicyEngine
 from handrail.authz._service import AuthzServer, serve
-from handrail.authz._store import Store
+from handrail.authz._store import AuthzStore, SqliteStore, Store
 
 __all__ = [
     "VERBS",
+    "ApprovalInfo",
+    "ApprovalStatus",
     "AsyncAuthzClient",
+    "Authorizer",
     "AuthzClient",
     "AuthzError",
     "AuthzRpcError",
     "AuthzServer",
+    "AuthzStore",
     "AuthzUnavailableError",
     "Decision",
+    "DecisionRecord",
     "GrantInfo",
     "InvalidArgumentError",
     "LeaseConflictError",
     "LeaseInfo",
+    "NotFoundError",
     "PermissionDeniedError",
     "PolicyEngine",
     "PolicyError",
     "Reason",
+    "SqliteStore",
     "Store",
     "UnauthenticatedError",
+    "WatchEventInfo",
     "serve",
 ]

@@ -1,15 +1,15 @@
-"""The pure core of the sidecar: plain types, request validation and the decision function.
+"""The pure core of the sidecar: plain types, request validation, roles and lease transitions.
 
-Nothing here does I/O. :func:`decide` is a function of (request, lease, grants, policy result,
-clock reading) to a :class:`Decision`; the store supplies its inputs and records its output,
-and the gRPC servicer only translates.
+Nothing here does I/O. The decision function lives in :mod:`._decide`; lease transitions
+here take the current row and the store's clock and return the next row (or raise), and the
+store writes them with a compare-and-set on the epoch.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -37,6 +37,18 @@ ROLES: tuple[str, ...] = ("agent", "operator", "executor", "admin")
 #: Longest accepted string field, in characters.
 MAX_FIELD_CHARS = 4096
 
+#: Pattern fields of a grant, each a tuple of fnmatch patterns.
+_PATTERN_FIELDS = (
+    "path_globs",
+    "role_patterns",
+    "name_patterns",
+    "window_class_patterns",
+    "window_title_patterns",
+)
+
+DEFAULT_APPROVAL_TIMEOUT_MS = 5 * 60_000
+MAX_APPROVAL_TIMEOUT_MS = 24 * 60 * 60_000
+
 DEFAULT_AGENT_TTL_MS = 30_000
 DEFAULT_HUMAN_TTL_MS = 10 * 60_000
 MAX_TTL_MS = 60 * 60_000
@@ -59,6 +71,18 @@ class Reason(enum.StrEnum):
     POLICY_FORBID = "POLICY_FORBID"
     APPROVAL_REQUIRED = "APPROVAL_REQUIRED"
     AUTHZ_UNAVAILABLE = "AUTHZ_UNAVAILABLE"
+    APPROVAL_DENIED = "APPROVAL_DENIED"
+    APPROVAL_EXPIRED = "APPROVAL_EXPIRED"
+
+
+class ApprovalStatus(enum.StrEnum):
+    """The life of an approval: PENDING → APPROVED → USED, or PENDING → DENIED | EXPIRED."""
+
+    PENDING = "PENDING"
+    APPROVED = "APPROVED"
+    DENIED = "DENIED"
+    EXPIRED = "EXPIRED"
+    USED = "USED"
 
 
 class HolderKind(enum.StrEnum):
@@ -92,6 +116,8 @@ class CheckInput:
     window_title: str = ""
     password_field: bool = False
     action_id: str = ""
+    fingerprint: str = ""
+    observation_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -106,6 +132,9 @@ class Decision:
         policies: ``@id`` of the Cedar policies that decided (forbids).
         grant_id: the grant an allow rests on.
         lease_epoch: the target's current lease epoch (0 when there is no lease).
+        approval_id: the pending approval (APPROVAL_REQUIRED), or the approval an allow used.
+        shadow_policies: shadow (dry-run) policies that would have denied; never enforced.
+        grant_consumed: the allow used up a single-use grant.
     """
 
     allow: bool
@@ -115,6 +144,9 @@ class Decision:
     policies: tuple[str, ...] = ()
     grant_id: str = ""
     lease_epoch: int = 0
+    approval_id: str = ""
+    shadow_policies: tuple[str, ...] = ()
+    grant_consumed: bool = False
 
 
 @dataclass(frozen=True)
@@ -163,6 +195,17 @@ class GrantInfo:
         note: why it was granted.
         created_at_ms: when it was made.
         revoked: whether it was revoked.
+        path_globs: URL path globs (fnmatch, case-sensitive); empty means any path.
+        role_patterns: element role patterns (case-insensitive); empty means any.
+        name_patterns: element accessible-name patterns (case-insensitive); empty means any.
+        window_class_patterns: desktop WM_CLASS patterns; empty means any.
+        window_title_patterns: desktop window title patterns; empty means any.
+        allow_password_input: may type into password fields (the shipped policy needs it).
+        single_use: consumed by the first check it allows; later checks get GRANT_EXHAUSTED.
+        task_id: the task it is bound to; ``CloseTask`` ends it.
+        require_approval_verbs: verbs that need an operator's approval even when granted.
+        approval_timeout_ms: deadline of the approvals it asks for (0: server default).
+        revoked_at_ms, used_at_ms, closed_at_ms: set by the server (0 when not).
     """
 
     grant_id: str
@@ -175,19 +218,183 @@ class GrantInfo:
     note: str = ""
     created_at_ms: int = 0
     revoked: bool = False
+    path_globs: tuple[str, ...] = ()
+    role_patterns: tuple[str, ...] = ()
+    name_patterns: tuple[str, ...] = ()
+    window_class_patterns: tuple[str, ...] = ()
+    window_title_patterns: tuple[str, ...] = ()
+    allow_password_input: bool = False
+    single_use: bool = False
+    task_id: str = ""
+    require_approval_verbs: tuple[str, ...] = ()
+    approval_timeout_ms: int = 0
+    revoked_at_ms: int = 0
+    used_at_ms: int = 0
+    closed_at_ms: int = 0
+
+    def state(self, now_ms: int) -> str:
+        """``active``, ``revoked``, ``exhausted``, ``closed`` or ``expired`` at ``now_ms``."""
+        if self.revoked:
+            return "revoked"
+        if self.used_at_ms:
+            return "exhausted"
+        if self.closed_at_ms:
+            return "closed"
+        if self.expires_at_ms and self.expires_at_ms <= now_ms:
+            return "expired"
+        return "active"
 
     def is_active(self, now_ms: int) -> bool:
-        """Not revoked and not expired at ``now_ms``."""
-        return not self.revoked and (self.expires_at_ms == 0 or self.expires_at_ms > now_ms)
+        """Not revoked, used up, closed or expired at ``now_ms``."""
+        return self.state(now_ms) == "active"
+
+    def state_at(self, at_ms: int) -> str:
+        """The state the grant had at ``at_ms`` (for explaining past decisions)."""
+        if at_ms < self.created_at_ms:
+            return "not yet granted"
+        if self.revoked_at_ms and self.revoked_at_ms <= at_ms:
+            return "revoked"
+        if self.used_at_ms and self.used_at_ms < at_ms:
+            return "exhausted"
+        if self.closed_at_ms and self.closed_at_ms <= at_ms:
+            return "closed"
+        if self.expires_at_ms and self.expires_at_ms <= at_ms:
+            return "expired"
+        return "active"
+
+    @property
+    def is_pattern(self) -> bool:
+        """Whether ``target`` is an fnmatch pattern rather than one target."""
+        return is_pattern(self.target)
+
+
+@dataclass(frozen=True)
+class ApprovalInfo:
+    """An operator's approval of one exact action.
+
+    Attributes:
+        approval_id: set by the server.
+        principal, target, fingerprint, lease_epoch: what it is bound to.
+        status: an :class:`ApprovalStatus` value as stored (see :meth:`effective_status`).
+        deadline_ms: unix ms; a pending approval past it is EXPIRED (a deny).
+        decided_by, note, decided_at_ms: the operator's decision.
+        verb, url, element_role, element_name, window_class, window_title: the action.
+        observation_id, action_id: the executor's ids, for the record.
+        grant_id: the grant the action rests on.
+        policies: the Cedar policies that asked for approval (empty: the grant asked).
+        created_at_ms, used_at_ms: set by the server.
+        decision_id: the check that asked; used_by_decision_id: the check that used it.
+    """
+
+    approval_id: str
+    principal: str
+    target: str
+    fingerprint: str
+    status: str
+    deadline_ms: int
+    lease_epoch: int = 0
+    verb: str = ""
+    url: str = ""
+    element_role: str = ""
+    element_name: str = ""
+    window_class: str = ""
+    window_title: str = ""
+    observation_id: str = ""
+    action_id: str = ""
+    grant_id: str = ""
+    policies: tuple[str, ...] = ()
+    decided_by: str = ""
+    note: str = ""
+    created_at_ms: int = 0
+    decided_at_ms: int = 0
+    used_at_ms: int = 0
+    decision_id: str = ""
+    used_by_decision_id: str = ""
+
+    def effective_status(self, now_ms: int) -> str:
+        """The status at ``now_ms``: a pending approval past its deadline is EXPIRED."""
+        if self.status == ApprovalStatus.PENDING and now_ms >= self.deadline_ms:
+            return ApprovalStatus.EXPIRED.value
+        return self.status
+
+    def effective(self, now_ms: int) -> ApprovalInfo:
+        """This approval with :meth:`effective_status` as its status."""
+        status = self.effective_status(now_ms)
+        return self if status == self.status else dataclasses.replace(self, status=status)
 
 
 @dataclass(frozen=True)
 class PolicyResult:
-    """What the Cedar policies said: whether a ``forbid`` fired, and which ones."""
+    """What the Cedar policies said: whether a ``forbid`` fired, and which ones.
+
+    Attributes:
+        forbidden: a forbid fired (or failed to evaluate).
+        policies: ``@id`` of the forbids that fired.
+        message: a readable summary.
+        approval_only: every forbid that fired is annotated ``@approval("required")``: the
+            action may go ahead once an operator approves it.
+        approval_timeout_ms: the shortest ``@approval_timeout_s`` among them (0: default).
+    """
 
     forbidden: bool = False
     policies: tuple[str, ...] = ()
     message: str = ""
+    approval_only: bool = False
+    approval_timeout_ms: int = 0
+
+
+@dataclass(frozen=True)
+class DecisionRecord:
+    """One logged decision: the request (secrets redacted), what the sidecar saw, the result.
+
+    Attributes:
+        decision_id: the id the caller got.
+        at_ms: the store's clock when it was decided.
+        caller: the authenticated caller (an executor, or the agent itself; ``""`` when the
+            token was unknown).
+        request: the check as asked (``principal`` is the agent the caller asserted).
+        decision: the answer.
+        lease: the target's lease row as the decision saw it (None: never leased).
+        grants_considered: ids of the grants of (principal, target) that were looked at.
+    """
+
+    decision_id: str
+    at_ms: int
+    caller: str
+    request: CheckInput
+    decision: Decision
+    lease: LeaseInfo | None = None
+    grants_considered: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class WatchEventInfo:
+    """One change pushed by ``Watch``.
+
+    Attributes:
+        seq: grows by one per event of the server process.
+        kind: ``"lease"``, ``"grant"``, ``"approval"`` or ``"policy"``.
+        target: the target it concerns (empty for policy reloads).
+        change: what happened (``"takeover"``, ``"revoke"``, ``"approve"`` ...).
+        lease: the lease after the change (lease events).
+        grant_id: the grant (grant events).
+        approval_id, approval_status: the approval (approval events).
+        at_ms: the store's clock.
+        grant: the grant after the change (grant events).
+        approval: the approval after the change (approval events).
+    """
+
+    seq: int
+    kind: str
+    target: str
+    change: str = ""
+    lease: LeaseInfo | None = None
+    grant_id: str = ""
+    approval_id: str = ""
+    approval_status: str = ""
+    at_ms: int = 0
+    grant: GrantInfo | None = None
+    approval: ApprovalInfo | None = None
 
 
 # --- validation -------------------------------------------------------------------------------
@@ -263,9 +470,7 @@ def normalize_origin(field: str, origin: str) -> str:
     if not parts.scheme or not parts.hostname:
         raise InvalidArgumentError(field, f"origin {origin!r} must look like scheme://host[:port]")
     if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username:
-        raise InvalidArgumentError(
-            field, f"origin {origin!r} must be scheme://host[:port] without path or query"
-        )
+        raise InvalidArgumentError(field, f"origin {origin!r} must be scheme://host[:port] without path or query")
     return url_origin(field, origin)
 
 
@@ -285,6 +490,8 @@ def validate_check(request: CheckInput) -> str:
     check_text("resource.window_class", request.window_class)
     check_text("resource.window_title", request.window_title)
     check_text("action_id", request.action_id)
+    check_text("fingerprint", request.fingerprint)
+    check_text("observation_id", request.observation_id)
     return url_origin("resource.url", request.url)
 
 
@@ -298,132 +505,44 @@ def validate_grant(grant: GrantInfo, now_ms: int) -> GrantInfo:
     check_text("grant.target", grant.target, required=True)
     if not grant.verbs:
         raise InvalidArgumentError("grant.verbs", "must name at least one verb")
-    verbs = tuple(
-        dict.fromkeys(check_verb(f"grant.verbs[{i}]", v) for i, v in enumerate(grant.verbs))
-    )
-    origins = tuple(
-        dict.fromkeys(
-            normalize_origin(f"grant.origins[{i}]", o) for i, o in enumerate(grant.origins)
-        )
-    )
+    verbs = tuple(dict.fromkeys(check_verb(f"grant.verbs[{i}]", v) for i, v in enumerate(grant.verbs)))
+    origins = tuple(dict.fromkeys(normalize_origin(f"grant.origins[{i}]", o) for i, o in enumerate(grant.origins)))
     if grant.expires_at_ms < 0:
         raise InvalidArgumentError("grant.expires_at_ms", "must not be negative")
     if 0 < grant.expires_at_ms <= now_ms:
         raise InvalidArgumentError("grant.expires_at_ms", "is in the past")
     check_text("grant.note", grant.note)
-    return dataclasses.replace(grant, verbs=verbs, origins=origins)
-
-
-# --- the decision -----------------------------------------------------------------------------
-
-
-def _deny(reason: Reason, message: str, lease: LeaseInfo | None, **kw: object) -> Decision:
-    epoch = lease.epoch if lease is not None else 0
-    return Decision(False, reason.value, message, lease_epoch=epoch, **kw)  # type: ignore[arg-type]
-
-
-def decide(
-    request: CheckInput,
-    origin: str,
-    lease: LeaseInfo | None,
-    grants: Iterable[GrantInfo],
-    policy: PolicyResult,
-    now_ms: int,
-    *,
-    decision_id: str = "",
-) -> Decision:
-    """Decide one action: lease first, then grants, then Cedar forbids.
-
-    Args:
-        request: the validated check.
-        origin: the origin of ``request.url`` (see :func:`validate_check`).
-        lease: the target's lease row, or None when it never had one.
-        grants: every grant of (principal, target), active or not.
-        policy: the Cedar evaluation of this action.
-        now_ms: the store's clock.
-        decision_id: the id to stamp on the decision.
-
-    Returns:
-        The decision; ``lease_epoch`` is the target's current epoch.
-    """
-    kw: dict[str, object] = {"decision_id": decision_id}
-    if lease is None or not lease.is_live(now_ms):
-        return _deny(Reason.NO_LEASE, f"no live control lease on {request.target!r}", lease, **kw)
-    if lease.holder_kind == HolderKind.HUMAN:
-        return _deny(
-            Reason.HELD_BY_HUMAN,
-            f"{request.target!r} is under human control by {lease.holder!r}",
-            lease,
-            **kw,
+    patterns: dict[str, tuple[str, ...]] = {}
+    for name in _PATTERN_FIELDS:
+        values = getattr(grant, name)
+        patterns[name] = tuple(
+            dict.fromkeys(check_text(f"grant.{name}[{i}]", v, required=True) for i, v in enumerate(values))
         )
-    if lease.holder != request.principal:
-        return _deny(
-            Reason.NO_LEASE,
-            f"the lease on {request.target!r} is held by another agent, not {request.principal!r}",
-            lease,
-            **kw,
+    for i, glob in enumerate(patterns["path_globs"]):
+        if not glob.startswith(("/", "*")):
+            raise InvalidArgumentError(f"grant.path_globs[{i}]", f"{glob!r} must start with / or *")
+    check_text("grant.task_id", grant.task_id)
+    approval_verbs = tuple(
+        dict.fromkeys(
+            check_verb(f"grant.require_approval_verbs[{i}]", v) for i, v in enumerate(grant.require_approval_verbs)
         )
-    if request.lease_epoch != lease.epoch:
-        return _deny(
-            Reason.STALE_EPOCH,
-            f"lease epoch {request.lease_epoch} is stale; the current epoch is {lease.epoch}",
-            lease,
-            **kw,
-        )
-
-    matching = [
-        g
-        for g in grants
-        if g.principal == request.principal
-        and g.target == request.target
-        and request.verb in g.verbs
-        and (not g.origins or origin in g.origins)
-    ]
-    active = [g for g in matching if g.is_active(now_ms)]
-    what = f"{request.verb} on {origin or 'this target'}"
-    if not active:
-        if not matching:
-            return _deny(
-                Reason.OUT_OF_SCOPE,
-                f"no grant allows {what} for {request.principal!r}",
-                lease,
-                **kw,
-            )
-        revoked = [g for g in matching if g.revoked]
-        if revoked:
-            return _deny(
-                Reason.GRANT_REVOKED,
-                f"the grant for {what} was revoked",
-                lease,
-                grant_id=revoked[-1].grant_id,
-                **kw,
-            )
-        return _deny(
-            Reason.GRANT_EXPIRED,
-            f"the grant for {what} has expired",
-            lease,
-            grant_id=matching[-1].grant_id,
-            **kw,
-        )
-    grant = active[0]
-    if policy.forbidden:
-        names = ", ".join(policy.policies) or "(unnamed)"
-        return _deny(
-            Reason.POLICY_FORBID,
-            policy.message or f"forbidden by policy {names}",
-            lease,
-            policies=policy.policies,
-            grant_id=grant.grant_id,
-            **kw,
-        )
-    return Decision(
-        True,
-        Reason.ALLOW.value,
-        f"allowed by grant {grant.grant_id}",
-        decision_id=decision_id,
-        grant_id=grant.grant_id,
-        lease_epoch=lease.epoch,
     )
+    if not 0 <= grant.approval_timeout_ms <= MAX_APPROVAL_TIMEOUT_MS:
+        raise InvalidArgumentError(
+            "grant.approval_timeout_ms", f"must be within 0..{MAX_APPROVAL_TIMEOUT_MS} (one day)"
+        )
+    return dataclasses.replace(
+        grant,
+        verbs=verbs,
+        origins=origins,
+        require_approval_verbs=approval_verbs,
+        **patterns,  # type: ignore[arg-type]
+    )
+
+
+def is_pattern(target: str) -> bool:
+    """Whether a grant target is an fnmatch pattern (``browser:*``) rather than one target."""
+    return any(ch in target for ch in "*?[")
 
 
 # --- who may do what --------------------------------------------------------------------------
@@ -431,6 +550,11 @@ def decide(
 _GRANTERS = frozenset({"operator", "admin"})
 _CHECKERS = frozenset({"agent", "executor", "admin"})
 _LEASE_USERS = frozenset({"agent", "executor", "operator", "admin"})
+WATCHERS = frozenset({"executor", "operator", "admin"})
+DESK_REPORTERS = frozenset({"executor", "admin"})
+ADMINS = frozenset({"admin"})
+MANAGERS = _GRANTERS
+READERS = frozenset({"executor", "operator", "admin"})
 
 
 def require_role(caller: Principal, allowed: frozenset[str] | Sequence[str], what: str) -> None:
@@ -443,9 +567,7 @@ def authorize_check(caller: Principal, principal: str) -> None:
     """Executors and admins check for anyone, an agent only for itself."""
     require_role(caller, _CHECKERS, "call Check")
     if caller.role == "agent" and principal != caller.name:
-        raise PermissionDeniedError(
-            f"role agent may only check for itself ({caller.name!r}), not {principal!r}"
-        )
+        raise PermissionDeniedError(f"role agent may only check for itself ({caller.name!r}), not {principal!r}")
 
 
 def authorize_manage(caller: Principal, what: str) -> None:
@@ -462,9 +584,7 @@ def resolve_holder(caller: Principal, holder: str, what: str) -> str:
     require_role(caller, _LEASE_USERS, what)
     if caller.role == "agent":
         if holder and holder != caller.name:
-            raise PermissionDeniedError(
-                f"role agent may only {what} for itself ({caller.name!r}), not {holder!r}"
-            )
+            raise PermissionDeniedError(f"role agent may only {what} for itself ({caller.name!r}), not {holder!r}")
         return caller.name
     check_text("holder", holder, required=True)
     return holder
@@ -489,8 +609,7 @@ def lease_acquire(lease: LeaseInfo, holder: str, ttl_ms: int, now_ms: int) -> Le
         raise LeaseConflictError(f"the lease on {lease.target!r} is held by {_describe(lease)}")
     if lease.next_holder and lease.next_holder != holder:
         raise LeaseConflictError(
-            f"the lease on {lease.target!r} was handed back to {lease.next_holder!r}; "
-            f"{holder!r} may not acquire it"
+            f"the lease on {lease.target!r} was handed back to {lease.next_holder!r}; {holder!r} may not acquire it"
         )
     return LeaseInfo(lease.target, HolderKind.AGENT.value, holder, lease.epoch + 1, now_ms + ttl)
 
@@ -498,13 +617,10 @@ def lease_acquire(lease: LeaseInfo, holder: str, ttl_ms: int, now_ms: int) -> Le
 def _require_holder(lease: LeaseInfo, holder: str, epoch: int, what: str) -> None:
     if lease.holder_kind != HolderKind.AGENT or lease.holder != holder:
         held = _describe(lease) if lease.holder_kind else "nobody"
-        raise LeaseConflictError(
-            f"cannot {what} the lease on {lease.target!r}: it is held by {held}, not {holder!r}"
-        )
+        raise LeaseConflictError(f"cannot {what} the lease on {lease.target!r}: it is held by {held}, not {holder!r}")
     if epoch != lease.epoch:
         raise LeaseConflictError(
-            f"cannot {what} the lease on {lease.target!r}: epoch {epoch} is stale "
-            f"(current {lease.epoch})"
+            f"cannot {what} the lease on {lease.target!r}: epoch {epoch} is stale (current {lease.epoch})"
         )
 
 
@@ -522,9 +638,29 @@ def lease_release(lease: LeaseInfo, holder: str, epoch: int, now_ms: int) -> Lea
 
 
 def lease_take_over(lease: LeaseInfo, operator: str, ttl_ms: int, now_ms: int) -> LeaseInfo:
-    """A person takes control: always succeeds, always bumps the epoch."""
+    """A person takes control: always succeeds, and bumps the epoch unless that very person
+    already holds the live lease (then only the expiry moves: the holder did not change)."""
     ttl = check_ttl("ttl_ms", ttl_ms, DEFAULT_HUMAN_TTL_MS)
+    if lease.is_live(now_ms) and lease.holder_kind == HolderKind.HUMAN and lease.holder == operator:
+        return dataclasses.replace(lease, expires_at_ms=now_ms + ttl, next_holder="")
     return LeaseInfo(lease.target, HolderKind.HUMAN.value, operator, lease.epoch + 1, now_ms + ttl)
+
+
+def desk_holder(target: str) -> str:
+    """The human holder named for a person seen at the desk of ``target``."""
+    return f"desk:{target}"
+
+
+def lease_report_activity(lease: LeaseInfo, ttl_ms: int, now_ms: int) -> LeaseInfo:
+    """A person is at the desk: a takeover for the human holder ``desk:<target>``."""
+    return lease_take_over(lease, desk_holder(lease.target), ttl_ms, now_ms)
+
+
+def lease_expire(lease: LeaseInfo, now_ms: int) -> LeaseInfo:
+    """Make a live lease lapse now (the epoch stays until someone acquires)."""
+    if not lease.is_live(now_ms):
+        return lease
+    return dataclasses.replace(lease, expires_at_ms=now_ms)
 
 
 def lease_hand_back(lease: LeaseInfo, epoch: int, next_holder: str, now_ms: int) -> LeaseInfo:
@@ -532,7 +668,6 @@ def lease_hand_back(lease: LeaseInfo, epoch: int, next_holder: str, now_ms: int)
     check_text("next_holder", next_holder)
     if epoch != lease.epoch:
         raise LeaseConflictError(
-            f"cannot hand back the lease on {lease.target!r}: epoch {epoch} is stale "
-            f"(current {lease.epoch})"
+            f"cannot hand back the lease on {lease.target!r}: epoch {epoch} is stale (current {lease.epoch})"
         )
     return LeaseInfo(lease.target, "", "", lease.epoch + 1, 0, next_holder)

@@ -2,7 +2,18 @@
 
 Grants decide what is permitted; Cedar is consulted only for ``forbid`` rules. The engine
 adds one internal permit-all policy, so a Cedar *Deny* means a ``forbid`` fired, and the
-decision names the ``@id`` of each forbid that did.
+decision names the ``@id`` of each forbid that did. A forbid annotated
+``@approval("required")`` does not refuse outright: the action needs an operator's approval
+(optionally within ``@approval_timeout_s("120")`` seconds).
+
+Cedar is asked once per candidate grant, with the grant's facts in the context
+(``grant_verbs``, ``grant_allows_password``, ``origin_granted`` ...), so a policy can say
+"not unless the grant says so".
+
+cedarpy's evaluation cost grows with the size of the policy set, not with how many policies
+apply, so the engine hands Cedar only the policies that can fire for the request (see
+:mod:`._policy_index`: action and principal scopes, leading ``when`` guards) and caches the
+policy sets it builds. The result is the same as evaluating the whole set.
 
 Every ``*.cedar`` file of the policies directory is loaded, each policy must carry an
 ``@id("...")`` annotation, and all are validated against ``schema.cedarschema`` (the shipped
@@ -13,14 +24,19 @@ error is that of the statement it belongs to: files are split into statements at
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
+from typing import Any
 
 import cedarpy
-from handrail.authz._core import CheckInput, PolicyResult
+
+from handrail.authz._core import VERBS, CheckInput, GrantInfo, PolicyResult
+from handrail.authz._decide import url_path
 from handrail.authz._errors import PolicyError
+from handrail.authz._policy_index import Guard, Indexed, SetCache, VerbIndex, guards_of
 
 #: The policies shipped with the package.
 DEFAULT_POLICIES_DIR = Path(__file__).resolve().parent / "policies"
@@ -85,8 +101,65 @@ def _load_schema(directory: Path) -> cedarpy.Schema:
         raise PolicyError(str(path), 1, f"schema does not parse: {exc}") from None
 
 
-def _check_file(path: Path, schema: cedarpy.Schema, seen: dict[str, str]) -> str:
-    """Parse and validate one policy file; record its ``@id``s in ``seen``; return its text."""
+@dataclass(frozen=True)
+class PolicyInfo:
+    """One loaded policy: where it is, which verbs its scope can match, its annotations.
+
+    Attributes:
+        policy_id: its ``@id``.
+        file: the file it is in.
+        line: the line its statement starts on.
+        text: its source text.
+        verbs: the verbs its action scope can match.
+        approval: it is annotated ``@approval("required")``.
+        approval_timeout_ms: from ``@approval_timeout_s``; 0 when not set.
+    """
+
+    policy_id: str
+    file: str
+    line: int
+    text: str
+    verbs: frozenset[str]
+    approval: bool = False
+    approval_timeout_ms: int = 0
+    principal: str | None = None
+    guards: tuple[Guard, ...] = ()
+
+
+def _scope_verbs(action: Any) -> frozenset[str]:
+    """The verbs a policy's action scope can match (all of them when unsure)."""
+    kind = type(action).__name__
+    if kind == "ActionEq":
+        ids = {action.entity.id}
+    elif kind == "ActionIn":
+        ids = {e.id for e in action.entities}
+    else:
+        return frozenset(VERBS)
+    if not ids <= set(VERBS):  # an action group: it may contain anything
+        return frozenset(VERBS)
+    return frozenset(ids)
+
+
+def _annotations(path: Path, line: int, notes: Mapping[str, str]) -> tuple[bool, int]:
+    approval = notes.get("approval")
+    if approval is not None and approval != "required":
+        raise PolicyError(str(path), line, f'@approval must be "required", not {approval!r}')
+    timeout = notes.get("approval_timeout_s")
+    timeout_ms = 0
+    if timeout is not None:
+        if approval is None:
+            raise PolicyError(str(path), line, "@approval_timeout_s needs @approval")
+        try:
+            timeout_ms = int(float(timeout) * 1000)
+        except ValueError:
+            timeout_ms = -1
+        if timeout_ms <= 0:
+            raise PolicyError(str(path), line, f"@approval_timeout_s must be a positive number, not {timeout!r}")
+    return approval is not None, timeout_ms
+
+
+def _check_file(path: Path, schema: cedarpy.Schema, seen: dict[str, str], infos: list[PolicyInfo]) -> str:
+    """Parse and validate one policy file; record its policies in ``seen`` and ``infos``."""
     text = path.read_text(encoding="utf-8")
     statements = split_statements(text)
     for stmt in statements:
@@ -100,10 +173,23 @@ def _check_file(path: Path, schema: cedarpy.Schema, seen: dict[str, str]) -> str
                 raise PolicyError(str(path), stmt.line, 'policy has no @id("...") annotation')
             where = f"{path}:{stmt.line}"
             if pid in seen or pid == _PERMIT_ALL_ID:
-                raise PolicyError(
-                    str(path), stmt.line, f"@id {pid!r} is used twice (also at {seen.get(pid)})"
-                )
+                raise PolicyError(str(path), stmt.line, f"@id {pid!r} is used twice (also at {seen.get(pid)})")
             seen[pid] = where
+            approval, timeout_ms = _annotations(path, stmt.line, policy.annotations)
+            principal, guards = guards_of(policy)
+            infos.append(
+                PolicyInfo(
+                    pid,
+                    str(path),
+                    stmt.line,
+                    stmt.text.strip(),
+                    _scope_verbs(policy.action),
+                    approval,
+                    timeout_ms,
+                    principal,
+                    guards,
+                )
+            )
     result = cedarpy.validate_policies(text, schema)
     if not result.validation_passed:
         error = result.errors[0]
@@ -119,38 +205,110 @@ class PolicyEngine:
     """A parsed, validated Cedar policy set, reused across checks.
 
     Build it with :meth:`load`. :meth:`evaluate` is thread-safe (the handles are immutable).
+
+    Attributes:
+        directory: where it was loaded from.
+        policies: every loaded policy, in load order.
+        policy_ids: the ``@id`` of every loaded policy, in load order.
     """
 
-    def __init__(self, policy_set: cedarpy.PolicySet, policy_ids: tuple[str, ...]) -> None:
-        self._policies = policy_set
+    def __init__(self, directory: Path, policies: tuple[PolicyInfo, ...]) -> None:
+        self.directory = directory
+        self.policies = policies
+        self.policy_ids = tuple(p.policy_id for p in policies)
+        self._by_id = {p.policy_id: p for p in policies}
         self._entities = cedarpy.Entities.from_json_str("[]")
-        self.policy_ids = policy_ids
-        """The ``@id`` of every loaded policy, in load order."""
+        self._index: dict[str, VerbIndex] = {}
+        self._sizes: dict[str, int] = {}
+        for verb in VERBS:
+            mine = [Indexed(i, p.principal, p.guards) for i, p in enumerate(policies) if verb in p.verbs]
+            self._index[verb] = VerbIndex(mine)
+            self._sizes[verb] = len(mine)
+        self._sets = SetCache()
+        self.last_evaluated = 0
+        """How many policies the latest :meth:`evaluate` handed to Cedar (for tests)."""
+
+    def _policy_set(self, key: tuple[int, ...]) -> cedarpy.PolicySet:
+        found = self._sets.get(key)
+        if found is None:
+            texts = [self.policies[i].text for i in key]
+            found = cedarpy.PolicySet.from_str("\n".join([*texts, _PERMIT_ALL]))
+            self._sets.put(key, found)
+        return found
 
     @classmethod
     def load(cls, directory: str | Path | None = None) -> PolicyEngine:
         """Load and validate every ``*.cedar`` file of ``directory`` (default: the shipped one).
 
         Raises:
-            PolicyError: a file does not parse or validate, or a policy lacks an ``@id``;
-                ``str(error)`` reads ``FILE:LINE: message``.
+            PolicyError: a file does not parse or validate, a policy lacks an ``@id`` or has a
+                bad annotation; ``str(error)`` reads ``FILE:LINE: message``.
         """
         path = Path(directory) if directory is not None else DEFAULT_POLICIES_DIR
         if not path.is_dir():
             raise PolicyError(str(path), 1, "policies directory does not exist")
         schema = _load_schema(path)
         seen: dict[str, str] = {}
-        texts = [_check_file(f, schema, seen) for f in sorted(path.glob("*.cedar"))]
-        # Each file ends with ';' once parsed per statement, so plain concatenation is sound.
-        policy_set = cedarpy.PolicySet.from_str("\n".join([*texts, _PERMIT_ALL]))
-        return cls(policy_set, tuple(seen))
+        infos: list[PolicyInfo] = []
+        for file in sorted(path.glob("*.cedar")):
+            _check_file(file, schema, seen, infos)
+        return cls(path, tuple(infos))
 
-    def evaluate(self, request: CheckInput, origin: str) -> PolicyResult:
-        """Evaluate the forbid rules for one action (``origin`` is that of ``request.url``).
+    def info(self, policy_id: str) -> PolicyInfo | None:
+        """The loaded policy with that ``@id``, if any."""
+        return self._by_id.get(policy_id)
 
-        A forbid that fails to evaluate counts as firing (fail closed).
+    def size_for(self, verb: str) -> int:
+        """How many policies are evaluated for ``verb``."""
+        return self._sizes.get(verb, 0)
+
+    @staticmethod
+    def base_context(request: CheckInput, origin: str, path: str) -> dict[str, Any]:
+        """The part of the Cedar context that does not depend on the grant."""
+        return {
+            "target": request.target,
+            "url": request.url,
+            "origin": origin,
+            "path": path,
+            "element_role": request.element_role,
+            "element_name": request.element_name,
+            "element_name_lower": request.element_name.lower(),
+            "password_field": request.password_field,
+            "window_class": request.window_class,
+            "window_title": request.window_title,
+        }
+
+    def evaluate(
+        self,
+        request: CheckInput,
+        origin: str,
+        grant: GrantInfo | None = None,
+        *,
+        base: dict[str, Any] | None = None,
+    ) -> PolicyResult:
+        """Evaluate the forbid rules for one action under ``grant`` (None: no grant).
+
+        ``origin`` is that of ``request.url``; ``base`` is :meth:`base_context` when the
+        caller already built it. A forbid that fails to evaluate counts as firing (fail
+        closed), never as an approval.
         """
-        path = urlsplit(request.url).path if request.url else ""
+        if base is None:
+            base = self.base_context(request, origin, url_path(request.url))
+        context = dict(base)
+        context["has_grant"] = grant is not None
+        if grant is not None:
+            context["grant_verbs"] = list(grant.verbs)
+            context["grant_origins"] = list(grant.origins)
+            context["origin_granted"] = bool(origin) and origin in grant.origins
+            context["grant_allows_password"] = grant.allow_password_input
+            context["grant_single_use"] = grant.single_use
+            context["grant_task"] = grant.task_id
+        else:
+            context.update(_NO_GRANT)
+        key = self._index[request.verb].candidates(request.principal, context, request.verb)
+        self.last_evaluated = len(key)
+        if not key:
+            return PolicyResult()  # no policy can fire: nothing to ask Cedar
         result = cedarpy.is_authorized(
             {
                 "principal": {"type": "Agent", "id": request.principal},
@@ -159,26 +317,15 @@ class PolicyEngine:
                     "type": "Element",
                     "id": f"{request.element_role}:{request.element_name}",
                 },
-                "context": {
-                    "url": request.url,
-                    "origin": origin,
-                    "path": path,
-                    "element_role": request.element_role,
-                    "element_name": request.element_name,
-                    "password_field": request.password_field,
-                    "window_class": request.window_class,
-                    "window_title": request.window_title,
-                },
+                "context": json.dumps(context),
             },
-            self._policies,
+            self._policy_set(key),
             self._entities,
         )
         diagnostics = result.diagnostics
         names: dict[str, str] = diagnostics.id_annotations_by_reason
         if diagnostics.errors:
-            failed = [
-                names.get(ref, ref) for e in diagnostics.errors for ref in _POLICY_REF.findall(e)
-            ]
+            failed = [names.get(ref, ref) for e in diagnostics.errors for ref in _POLICY_REF.findall(e)]
             return PolicyResult(
                 True,
                 tuple(dict.fromkeys(failed)) or ("cedar-evaluation-error",),
@@ -187,4 +334,21 @@ class PolicyEngine:
         if result.allowed:
             return PolicyResult()
         ids = tuple(names.get(r, r) for r in diagnostics.reasons)
-        return PolicyResult(True, ids, f"forbidden by policy {', '.join(ids)}")
+        infos = [self._by_id.get(i) for i in ids]
+        approval_only = bool(infos) and all(i is not None and i.approval for i in infos)
+        timeouts = [i.approval_timeout_ms for i in infos if i is not None and i.approval_timeout_ms]
+        if approval_only:
+            message = f"approval required by policy {', '.join(ids)}"
+        else:
+            message = f"forbidden by policy {', '.join(ids)}"
+        return PolicyResult(True, ids, message, approval_only, min(timeouts) if timeouts else 0)
+
+
+_NO_GRANT: dict[str, Any] = {
+    "grant_verbs": [],
+    "grant_origins": [],
+    "origin_granted": False,
+    "grant_allows_password": False,
+    "grant_single_use": False,
+    "grant_task": "",
+}

@@ -1,17 +1,19 @@
-"""The gRPC face of the sidecar: a thin servicer over the store, the policies and the core.
+"""The gRPC face of the sidecar: a thin servicer over the :class:`Authorizer`.
 
 Each handler authenticates the bearer token, decodes the request (:mod:`._wire`), calls the
-store and the core, and encodes the answer; :class:`AuthzError` subclasses become status
-codes. :func:`serve` runs the servicer with health checking and reflection.
+authorizer and encodes the answer; :class:`AuthzError` subclasses become status codes.
+:func:`serve` runs the servicer with health checking, reflection and optional TLS.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import logging
+import os
 import threading
-import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,8 +21,10 @@ from typing import Any, TypeVar
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from handrail.authz import _core, _wire
-from handrail.authz._core import Decision, Principal, Reason
+
+from handrail.authz import _wire
+from handrail.authz._authorizer import Authorizer
+from handrail.authz._core import DEFAULT_APPROVAL_TIMEOUT_MS, Principal
 from handrail.authz._errors import (
     AlreadyExistsError,
     AuthzError,
@@ -28,10 +32,13 @@ from handrail.authz._errors import (
     LeaseConflictError,
     NotFoundError,
     PermissionDeniedError,
+    PolicyError,
     UnauthenticatedError,
 )
+from handrail.authz._explain import when
 from handrail.authz._policies import PolicyEngine
-from handrail.authz._store import Store
+from handrail.authz._store import SqliteStore
+from handrail.authz._watch import SubscriptionClosed
 from handrail.proto.authz.v1 import authz_pb2 as pb
 from handrail.proto.authz.v1 import authz_pb2_grpc
 
@@ -47,7 +54,11 @@ _STATUS: dict[type[AuthzError], grpc.StatusCode] = {
     NotFoundError: grpc.StatusCode.NOT_FOUND,
     AlreadyExistsError: grpc.StatusCode.ALREADY_EXISTS,
     LeaseConflictError: grpc.StatusCode.FAILED_PRECONDITION,
+    PolicyError: grpc.StatusCode.FAILED_PRECONDITION,
 }
+
+#: How long a Watch handler waits for an event before looking whether the call is still on.
+_WATCH_POLL_S = 1.0
 
 _Req = TypeVar("_Req")
 _Resp = TypeVar("_Resp")
@@ -71,6 +82,25 @@ def _rpc(method: _Handler[_Req, _Resp]) -> _Handler[_Req, _Resp]:
     return wrapper
 
 
+def _stream_rpc(
+    method: _Handler[_Req, Iterator[_Resp]],
+) -> _Handler[_Req, Iterator[_Resp]]:
+    """:func:`_rpc` for a server-streaming handler (a generator)."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, request: _Req, context: grpc.ServicerContext) -> Iterator[_Resp]:
+        try:
+            yield from method(self, request, context)
+        except AuthzError as exc:
+            code = _STATUS.get(type(exc), grpc.StatusCode.INTERNAL)
+            context.abort(code, str(exc))
+        except Exception:
+            log.exception("authz: %s failed", method.__name__)
+            context.abort(grpc.StatusCode.INTERNAL, f"internal error in {method.__name__}")
+
+    return wrapper
+
+
 def bearer_token(metadata: Sequence[tuple[str, str | bytes]] | None) -> str:
     """The token of an ``authorization: Bearer <token>`` metadata entry, or ``""``."""
     for key, value in metadata or ():
@@ -82,20 +112,14 @@ def bearer_token(metadata: Sequence[tuple[str, str | bytes]] | None) -> str:
 
 
 class AuthzServicer(authz_pb2_grpc.AuthzServicer):
-    """The ``handrail.authz.v1.Authz`` service over one store and one policy engine."""
+    """The ``handrail.authz.v1.Authz`` service over one :class:`Authorizer`."""
 
-    def __init__(self, store: Store, policies: PolicyEngine) -> None:
-        self.store = store
-        self.policies = policies
+    def __init__(self, authorizer: Authorizer) -> None:
+        self.authz = authorizer
+        self.store = authorizer.store
 
     def _caller(self, context: grpc.ServicerContext) -> Principal:
-        token = bearer_token(context.invocation_metadata())
-        caller = self.store.authenticate(token) if token else None
-        if caller is None:
-            raise UnauthenticatedError(
-                "missing or unknown bearer token" if token else "missing bearer token"
-            )
-        return caller
+        return self.authz.authenticate(bearer_token(context.invocation_metadata()))
 
     # --- checks -------------------------------------------------------------------------------
 
@@ -104,164 +128,228 @@ class AuthzServicer(authz_pb2_grpc.AuthzServicer):
         token = bearer_token(context.invocation_metadata())
         if not token:
             raise UnauthenticatedError("missing bearer token")
-        # One read transaction for the caller, the lease and the grants.
-        caller, lease, grants, now = self.store.check_snapshot(
-            token, request.principal, request.target
-        )
+        caller = self.store.authenticate(token)
         if caller is None:
-            self._log_unauthenticated(request, now)
+            with contextlib.suppress(InvalidArgumentError):
+                self.authz.log_unauthenticated(_wire.check_request_from_pb(request))
             raise UnauthenticatedError("unknown bearer token")
         check = _wire.check_request_from_pb(request)
-        origin = _core.validate_check(check)
-        _core.authorize_check(caller, check.principal)
-        policy = self.policies.evaluate(check, origin)
-        decision = _core.decide(
-            check, origin, lease, grants, policy, now, decision_id=uuid.uuid4().hex
-        )
-        self.store.record_decision(caller.name, check, decision, now)
-        return _wire.decision_to_pb(decision)
-
-    def _log_unauthenticated(self, request: pb.CheckRequest, now: int) -> None:
-        """Log a check with an unknown token as an UNAUTHENTICATED decision, if it is valid."""
-        try:
-            check = _wire.check_request_from_pb(request)
-            _core.validate_check(check)
-        except InvalidArgumentError:
-            return
-        decision = Decision(
-            False, Reason.UNAUTHENTICATED.value, "unknown bearer token", uuid.uuid4().hex
-        )
-        self.store.record_decision("", check, decision, now)
+        return _wire.decision_to_pb(self.authz.check(caller, check))
 
     # --- grants -------------------------------------------------------------------------------
 
     @_rpc
     def Grant(self, request: pb.GrantRequest, context: grpc.ServicerContext) -> pb.GrantResponse:
         caller = self._caller(context)
-        _core.authorize_manage(caller, "grant")
-        grant = self.store.add_grant(_wire.grant_from_pb(request.grant), caller.name)
-        log.info("grant %s by %s: %s", grant.grant_id, caller.name, grant)
-        return pb.GrantResponse(grant=_wire.grant_to_pb(grant))
+        grant = self.authz.grant(caller, _wire.grant_from_pb(request.grant))
+        return pb.GrantResponse(grant=_wire.grant_to_pb(grant, self.store.now_ms()))
 
     @_rpc
     def Revoke(self, request: pb.RevokeRequest, context: grpc.ServicerContext) -> pb.RevokeResponse:
         caller = self._caller(context)
-        _core.authorize_manage(caller, "revoke")
-        grant = self.store.revoke_grant(request.grant_id)
-        log.info("revoke %s by %s", grant.grant_id, caller.name)
-        return pb.RevokeResponse(grant=_wire.grant_to_pb(grant))
+        grant = self.authz.revoke(caller, request.grant_id)
+        return pb.RevokeResponse(grant=_wire.grant_to_pb(grant, self.store.now_ms()))
 
     @_rpc
-    def ListGrants(
-        self, request: pb.ListGrantsRequest, context: grpc.ServicerContext
-    ) -> pb.ListGrantsResponse:
+    def ListGrants(self, request: pb.ListGrantsRequest, context: grpc.ServicerContext) -> pb.ListGrantsResponse:
         caller = self._caller(context)
-        principal = request.principal
-        if caller.role == "agent":  # an agent sees its own grants only
-            if principal and principal != caller.name:
-                raise PermissionDeniedError("role agent may only list its own grants")
-            principal = caller.name
-        grants = self.store.list_grants(principal, request.target, request.include_inactive)
-        return pb.ListGrantsResponse(grants=[_wire.grant_to_pb(g) for g in grants])
+        grants = self.authz.list_grants(caller, request.principal, request.target, request.include_inactive)
+        now = self.store.now_ms()
+        return pb.ListGrantsResponse(grants=[_wire.grant_to_pb(g, now) for g in grants])
+
+    @_rpc
+    def CloseTask(self, request: pb.CloseTaskRequest, context: grpc.ServicerContext) -> pb.CloseTaskResponse:
+        caller = self._caller(context)
+        grants = self.authz.close_task(caller, request.task_id)
+        now = self.store.now_ms()
+        return pb.CloseTaskResponse(grants=[_wire.grant_to_pb(g, now) for g in grants])
 
     # --- leases -------------------------------------------------------------------------------
 
     @_rpc
-    def Acquire(
-        self, request: pb.AcquireRequest, context: grpc.ServicerContext
-    ) -> pb.LeaseResponse:
+    def Acquire(self, request: pb.AcquireRequest, context: grpc.ServicerContext) -> pb.LeaseResponse:
         caller = self._caller(context)
-        holder = _core.resolve_holder(caller, request.holder, "acquire a lease")
-        lease = self.store.change_lease(
-            request.target, lambda cur, now: _core.lease_acquire(cur, holder, request.ttl_ms, now)
-        )
+        lease = self.authz.acquire(caller, request.target, request.holder, request.ttl_ms)
         return _wire.lease_to_pb(lease)
 
     @_rpc
     def Renew(self, request: pb.RenewRequest, context: grpc.ServicerContext) -> pb.LeaseResponse:
         caller = self._caller(context)
-        holder = _core.resolve_holder(caller, request.holder, "renew a lease")
-        lease = self.store.change_lease(
-            request.target,
-            lambda cur, now: _core.lease_renew(cur, holder, request.epoch, request.ttl_ms, now),
-        )
+        lease = self.authz.renew(caller, request.target, request.holder, request.epoch, request.ttl_ms)
         return _wire.lease_to_pb(lease)
 
     @_rpc
-    def Release(
-        self, request: pb.ReleaseRequest, context: grpc.ServicerContext
-    ) -> pb.LeaseResponse:
+    def Release(self, request: pb.ReleaseRequest, context: grpc.ServicerContext) -> pb.LeaseResponse:
         caller = self._caller(context)
-        holder = _core.resolve_holder(caller, request.holder, "release a lease")
-        lease = self.store.change_lease(
-            request.target, lambda cur, now: _core.lease_release(cur, holder, request.epoch, now)
-        )
+        lease = self.authz.release(caller, request.target, request.holder, request.epoch)
         return _wire.lease_to_pb(lease)
 
     @_rpc
-    def TakeOver(
-        self, request: pb.TakeOverRequest, context: grpc.ServicerContext
-    ) -> pb.LeaseResponse:
+    def TakeOver(self, request: pb.TakeOverRequest, context: grpc.ServicerContext) -> pb.LeaseResponse:
         caller = self._caller(context)
-        _core.authorize_manage(caller, "take over")
-        _core.check_text("note", request.note)
-        lease = self.store.change_lease(
-            request.target,
-            lambda cur, now: _core.lease_take_over(cur, caller.name, request.ttl_ms, now),
-        )
-        log.info(
-            "takeover of %s by %s (epoch %d): %s",
-            lease.target,
-            caller.name,
-            lease.epoch,
-            request.note,
-        )
+        lease = self.authz.take_over(caller, request.target, request.ttl_ms, request.note)
         return _wire.lease_to_pb(lease)
 
     @_rpc
-    def HandBack(
-        self, request: pb.HandBackRequest, context: grpc.ServicerContext
-    ) -> pb.LeaseResponse:
+    def HandBack(self, request: pb.HandBackRequest, context: grpc.ServicerContext) -> pb.LeaseResponse:
         caller = self._caller(context)
-        _core.authorize_manage(caller, "hand back")
-        lease = self.store.change_lease(
-            request.target,
-            lambda cur, now: _core.lease_hand_back(cur, request.epoch, request.next_holder, now),
-        )
-        log.info("hand-back of %s by %s (epoch %d)", lease.target, caller.name, lease.epoch)
+        lease = self.authz.hand_back(caller, request.target, request.epoch, request.next_holder)
         return _wire.lease_to_pb(lease)
 
     @_rpc
-    def GetLease(
-        self, request: pb.GetLeaseRequest, context: grpc.ServicerContext
-    ) -> pb.LeaseResponse:
-        self._caller(context)
-        return _wire.lease_to_pb(self.store.get_lease(request.target))
+    def GetLease(self, request: pb.GetLeaseRequest, context: grpc.ServicerContext) -> pb.LeaseResponse:
+        caller = self._caller(context)
+        return _wire.lease_to_pb(self.authz.get_lease(caller, request.target))
+
+    @_rpc
+    def ReportActivity(self, request: pb.ReportActivityRequest, context: grpc.ServicerContext) -> pb.LeaseResponse:
+        caller = self._caller(context)
+        lease = self.authz.report_activity(caller, request.target, request.note, request.ttl_ms)
+        return _wire.lease_to_pb(lease)
+
+    @_rpc
+    def ExpireLease(self, request: pb.ExpireLeaseRequest, context: grpc.ServicerContext) -> pb.LeaseResponse:
+        caller = self._caller(context)
+        return _wire.lease_to_pb(self.authz.expire_lease(caller, request.target))
 
     @_rpc
     def WhoAmI(self, request: pb.WhoAmIRequest, context: grpc.ServicerContext) -> pb.WhoAmIResponse:
         caller = self._caller(context)
         return pb.WhoAmIResponse(principal=caller.name, role=_wire.role_to_pb(caller.role))
 
+    # --- approvals ----------------------------------------------------------------------------
+
+    @_rpc
+    def Approve(self, request: pb.ApproveRequest, context: grpc.ServicerContext) -> pb.ApprovalResponse:
+        caller = self._caller(context)
+        approval = self.authz.approve(caller, request.approval_id, request.note)
+        return pb.ApprovalResponse(approval=_wire.approval_to_pb(approval))
+
+    @_rpc
+    def Deny(self, request: pb.DenyRequest, context: grpc.ServicerContext) -> pb.ApprovalResponse:
+        caller = self._caller(context)
+        approval = self.authz.deny(caller, request.approval_id, request.note)
+        return pb.ApprovalResponse(approval=_wire.approval_to_pb(approval))
+
+    @_rpc
+    def GetApproval(self, request: pb.GetApprovalRequest, context: grpc.ServicerContext) -> pb.ApprovalResponse:
+        caller = self._caller(context)
+        approval = self.authz.get_approval(caller, request.approval_id)
+        return pb.ApprovalResponse(approval=_wire.approval_to_pb(approval))
+
+    @_rpc
+    def ListApprovals(
+        self, request: pb.ListApprovalsRequest, context: grpc.ServicerContext
+    ) -> pb.ListApprovalsResponse:
+        caller = self._caller(context)
+        approvals = self.authz.list_approvals(
+            caller,
+            _wire.status_from_pb(request.status),
+            request.principal,
+            request.target,
+            request.limit,
+        )
+        return pb.ListApprovalsResponse(approvals=[_wire.approval_to_pb(a) for a in approvals])
+
+    # --- policies and the decision log --------------------------------------------------------
+
+    @_rpc
+    def ReloadPolicies(
+        self, request: pb.ReloadPoliciesRequest, context: grpc.ServicerContext
+    ) -> pb.ReloadPoliciesResponse:
+        caller = self._caller(context)
+        engines = self.authz.reload_policies(caller)
+        return pb.ReloadPoliciesResponse(
+            policy_ids=list(engines[0].policy_ids),
+            shadow_policy_ids=list(engines[1].policy_ids) if len(engines) > 1 else [],
+            loaded_at_ms=self.store.now_ms(),
+        )
+
+    @_rpc
+    def ExplainDecision(
+        self, request: pb.ExplainDecisionRequest, context: grpc.ServicerContext
+    ) -> pb.ExplainDecisionResponse:
+        caller = self._caller(context)
+        record, text = self.authz.explain(caller, request.decision_id)
+        return pb.ExplainDecisionResponse(decision=_wire.record_to_pb(record), text=text)
+
+    @_rpc
+    def ListDecisions(
+        self, request: pb.ListDecisionsRequest, context: grpc.ServicerContext
+    ) -> pb.ListDecisionsResponse:
+        caller = self._caller(context)
+        records = self.authz.list_decisions(
+            caller,
+            request.principal,
+            request.target,
+            _wire.reason_from_pb(request.reason),
+            request.since_ms,
+            request.limit,
+        )
+        return pb.ListDecisionsResponse(decisions=[_wire.record_to_pb(r) for r in records])
+
+    # --- Watch --------------------------------------------------------------------------------
+
+    @_stream_rpc
+    def Watch(self, request: pb.WatchRequest, context: grpc.ServicerContext) -> Iterator[pb.WatchEvent]:
+        caller = self._caller(context)
+        first, sub = self.authz.watch(caller, list(request.targets), request.since_seq)
+        context.add_callback(sub.close)
+        # Tell the watcher at once that it is subscribed (an executor stops polling then).
+        context.send_initial_metadata(())
+        try:
+            for event in first:
+                yield _wire.event_to_pb(event)
+            while context.is_active():
+                try:
+                    got = sub.get(_WATCH_POLL_S)
+                except SubscriptionClosed as exc:
+                    if exc.overflowed:
+                        context.abort(
+                            grpc.StatusCode.RESOURCE_EXHAUSTED,
+                            "watcher fell too far behind; watch again with since_seq",
+                        )
+                    return
+                if got is not None:
+                    yield _wire.event_to_pb(got)
+        finally:
+            sub.close()
+
 
 class AuthzServer(grpc.Server):
-    """A started gRPC server that also owns the store and the worker pool.
+    """A started gRPC server that also owns the authorizer, the store and the worker pool.
 
-    It behaves as the :class:`grpc.Server` it wraps; :meth:`stop` also closes the store once
-    the server has terminated.
+    It behaves as the :class:`grpc.Server` it wraps; :meth:`stop` also ends every Watch and
+    closes the store once the server has terminated.
 
     Attributes:
+        authorizer: the sidecar's behaviour (tests drive it directly).
         store: the store the servicer uses (tests read the decision log through it).
         port: the bound port.
     """
 
     def __init__(
-        self, server: grpc.Server, store: Store, executor: ThreadPoolExecutor, port: int
+        self,
+        server: grpc.Server,
+        authorizer: Authorizer,
+        executor: ThreadPoolExecutor,
+        port: int,
+        lock_fd: int | None = None,
     ) -> None:
         self._server = server
         self._executor = executor
-        self.store = store
+        self._lock_fd = lock_fd
+        self.authorizer = authorizer
+        self.store = authorizer.store
         self.port = port
+
+    def reload_policies(self) -> bool:
+        """Re-read the policies (SIGHUP); False, with the old set kept, when they are broken."""
+        try:
+            self.authorizer.reload_policies()
+        except PolicyError:
+            return False
+        return True
 
     def add_generic_rpc_handlers(self, generic_rpc_handlers: Any) -> None:
         self._server.add_generic_rpc_handlers(generic_rpc_handlers)
@@ -277,12 +365,16 @@ class AuthzServer(grpc.Server):
 
     def stop(self, grace: float | None = None) -> threading.Event:
         """Stop serving (see :meth:`grpc.Server.stop`); close the store once terminated."""
+        self.authorizer.close()  # ends every Watch stream first
         event = self._server.stop(grace)
 
         def close() -> None:
             event.wait()
             self._executor.shutdown(wait=True)
             self.store.close()
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)
+                self._lock_fd = None
 
         if grace is None:
             close()
@@ -294,53 +386,110 @@ class AuthzServer(grpc.Server):
         return self._server.wait_for_termination(timeout)
 
 
+def _lock_data_dir(data_dir: Path) -> int:
+    """Hold ``authz.lock`` so that one sidecar at a time serves a data directory."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(data_dir / "authz.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise RuntimeError(
+            f"another authz sidecar is serving {data_dir} (it holds {data_dir / 'authz.lock'})"
+        ) from None
+    return fd
+
+
+def _read(value: str | Path | bytes) -> bytes:
+    return value if isinstance(value, bytes) else Path(value).read_bytes()
+
+
 def serve(
     data_dir: str | Path,
     listen: str = "127.0.0.1:7700",
     policies_dir: str | Path | None = None,
     *,
     clock: Callable[[], int] | None = None,
-    max_workers: int = 16,
+    max_workers: int = 32,
     durable_decisions: bool = False,
+    shadow_policies_dir: str | Path | None = None,
+    approval_timeout_ms: int = DEFAULT_APPROVAL_TIMEOUT_MS,
+    tls_cert: str | Path | bytes | None = None,
+    tls_key: str | Path | bytes | None = None,
 ) -> tuple[AuthzServer, int]:
     """Load the policies, open the store and start the sidecar's gRPC server.
 
     Args:
-        data_dir: the directory of ``authz.sqlite`` (created if missing).
+        data_dir: the directory of ``authz.sqlite`` (created if missing). One sidecar at a
+            time may serve it (``authz.lock``).
         listen: ``HOST:PORT`` to bind; port 0 picks a free one.
         policies_dir: the Cedar policies directory (default: the shipped policies).
         clock: the store's clock in unix ms (tests pass a fake); default the wall clock.
-        max_workers: handler threads.
-        durable_decisions: fsync every decision-log insert (see :class:`Store`).
+        max_workers: handler threads. Each open ``Watch`` holds one.
+        durable_decisions: fsync every decision-log insert (see :class:`SqliteStore`).
+        shadow_policies_dir: a second policy set evaluated on every check and logged as
+            "would deny", never enforced.
+        approval_timeout_ms: the deadline of an approval when neither grant nor policy sets one.
+        tls_cert, tls_key: PEM certificate chain and private key (paths or bytes): serve TLS
+            instead of plaintext.
 
     Returns:
         The started server (a :class:`grpc.Server`) and the port it bound.
 
     Raises:
         PolicyError: a policy file is broken (``FILE:LINE: message``).
-        RuntimeError: the address cannot be bound.
+        RuntimeError: the address cannot be bound, or the data directory is served already.
     """
+    if (tls_cert is None) != (tls_key is None):
+        raise ValueError("tls_cert and tls_key go together")
     engine = PolicyEngine.load(policies_dir)
-    store = Store.in_dir(data_dir, clock=clock, durable_decisions=durable_decisions)
+    shadow = PolicyEngine.load(shadow_policies_dir) if shadow_policies_dir else None
+    lock_fd = _lock_data_dir(Path(data_dir))
+    try:
+        store = SqliteStore.in_dir(data_dir, clock=clock, durable_decisions=durable_decisions, journal=True)
+    except BaseException:
+        os.close(lock_fd)
+        raise
+    authorizer = Authorizer(
+        store,
+        engine,
+        shadow=shadow,
+        policies_dir=policies_dir,
+        shadow_dir=shadow_policies_dir,
+        approval_timeout_ms=approval_timeout_ms,
+    )
     executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="authz")
     # No SO_REUSEPORT: a second sidecar on the same port must fail, not share it.
     server = grpc.server(executor, options=[("grpc.so_reuseport", 0)])
     authz_pb2_grpc.add_AuthzServicer_to_server(  # type: ignore[no-untyped-call]
-        AuthzServicer(store, engine), server
+        AuthzServicer(authorizer), server
     )
 
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     for name in (SERVICE_NAME, ""):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    reflection.enable_server_reflection(
-        (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
-    )
+    reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
     try:
-        port = server.add_insecure_port(listen)
-    except RuntimeError as exc:
+        if tls_cert is not None and tls_key is not None:
+            credentials = grpc.ssl_server_credentials([(_read(tls_key), _read(tls_cert))])
+            port = server.add_secure_port(listen, credentials)
+        else:
+            port = server.add_insecure_port(listen)
+    except (RuntimeError, OSError) as exc:
         executor.shutdown(wait=False)
         store.close()
+        os.close(lock_fd)
         raise RuntimeError(f"cannot listen on {listen}: {exc}") from None
     server.start()
-    return AuthzServer(server, store, executor, port), port
+    authorizer.start()
+    store.start_checkpointer()
+    log.info(
+        "authz serving %s on port %d since %s (%d policies%s)",
+        data_dir,
+        port,
+        when(store.now_ms()),
+        len(engine.policy_ids),
+        f", {len(shadow.policy_ids)} shadow" if shadow else "",
+    )
+    return AuthzServer(server, authorizer, executor, port, lock_fd), port

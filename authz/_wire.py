@@ -6,7 +6,15 @@ strings everywhere else.
 
 from __future__ import annotations
 
-from handrail.authz._core import CheckInput, Decision, GrantInfo, LeaseInfo
+from handrail.authz._core import (
+    ApprovalInfo,
+    CheckInput,
+    Decision,
+    DecisionRecord,
+    GrantInfo,
+    LeaseInfo,
+    WatchEventInfo,
+)
 from handrail.authz._errors import InvalidArgumentError
 from handrail.proto.authz.v1 import authz_pb2 as pb
 
@@ -29,6 +37,16 @@ _ROLE_TO_PB = {
     "admin": pb.ROLE_ADMIN,
 }
 _PB_TO_ROLE = {v: k for k, v in _ROLE_TO_PB.items()}
+
+_STATUS_TO_PB = {
+    "": pb.APPROVAL_STATUS_UNSPECIFIED,
+    "PENDING": pb.APPROVAL_STATUS_PENDING,
+    "APPROVED": pb.APPROVAL_STATUS_APPROVED,
+    "DENIED": pb.APPROVAL_STATUS_DENIED,
+    "EXPIRED": pb.APPROVAL_STATUS_EXPIRED,
+    "USED": pb.APPROVAL_STATUS_USED,
+}
+_PB_TO_STATUS = {v: k for k, v in _STATUS_TO_PB.items()}
 
 _KIND_TO_PB = {"": pb.HOLDER_KIND_UNSPECIFIED, "agent": pb.HOLDER_AGENT, "human": pb.HOLDER_HUMAN}
 _PB_TO_KIND = {v: k for k, v in _KIND_TO_PB.items()}
@@ -63,6 +81,44 @@ def role_from_pb(value: int) -> str:
     return _PB_TO_ROLE.get(value, "")  # type: ignore[call-overload, no-any-return]
 
 
+def status_to_pb(status: str) -> pb.ApprovalStatus:
+    """``"PENDING"`` → ``APPROVAL_STATUS_PENDING`` (case-insensitive)."""
+    try:
+        return _STATUS_TO_PB[status.upper()]
+    except KeyError:
+        known = ", ".join(k.lower() for k in _STATUS_TO_PB if k)
+        raise InvalidArgumentError("status", f"unknown approval status {status!r} (known: {known})") from None
+
+
+def status_from_pb(value: int) -> str:
+    """``APPROVAL_STATUS_PENDING`` → ``"PENDING"`` (``""`` when unspecified)."""
+    return _PB_TO_STATUS.get(value, "")  # type: ignore[call-overload, no-any-return]
+
+
+def reason_to_pb(reason: str) -> pb.Reason:
+    """``"ALLOW"`` → ``ALLOW``; raises InvalidArgumentError for an unknown reason."""
+    try:
+        return pb.Reason.Value(reason.upper())  # type: ignore[return-value]
+    except ValueError:
+        raise InvalidArgumentError("reason", f"unknown reason {reason!r}") from None
+
+
+def reason_from_pb(value: int) -> str:
+    """``ALLOW`` → ``"ALLOW"`` (``""`` when unspecified)."""
+    return "" if value == pb.REASON_UNSPECIFIED else pb.Reason.Name(value)
+
+
+def _resource(request: CheckInput) -> pb.Resource:
+    return pb.Resource(
+        url=request.url,
+        element_role=request.element_role,
+        element_name=request.element_name,
+        window_class=request.window_class,
+        window_title=request.window_title,
+        password_field=request.password_field,
+    )
+
+
 def check_request_to_pb(request: CheckInput) -> pb.CheckRequest:
     """Encode a check (the verb must be known)."""
     return pb.CheckRequest(
@@ -70,15 +126,10 @@ def check_request_to_pb(request: CheckInput) -> pb.CheckRequest:
         target=request.target,
         lease_epoch=request.lease_epoch,
         verb=verb_to_pb("verb", request.verb),
-        resource=pb.Resource(
-            url=request.url,
-            element_role=request.element_role,
-            element_name=request.element_name,
-            window_class=request.window_class,
-            window_title=request.window_title,
-            password_field=request.password_field,
-        ),
+        resource=_resource(request),
         action_id=request.action_id,
+        fingerprint=request.fingerprint,
+        observation_id=request.observation_id,
     )
 
 
@@ -97,6 +148,8 @@ def check_request_from_pb(msg: pb.CheckRequest) -> CheckInput:
         window_title=res.window_title,
         password_field=res.password_field,
         action_id=msg.action_id,
+        fingerprint=msg.fingerprint,
+        observation_id=msg.observation_id,
     )
 
 
@@ -110,6 +163,9 @@ def decision_to_pb(decision: Decision) -> pb.CheckResponse:
         policies=list(decision.policies),
         grant_id=decision.grant_id,
         lease_epoch=decision.lease_epoch,
+        approval_id=decision.approval_id,
+        shadow_policies=list(decision.shadow_policies),
+        grant_consumed=decision.grant_consumed,
     )
 
 
@@ -123,12 +179,31 @@ def decision_from_pb(msg: pb.CheckResponse) -> Decision:
         policies=tuple(msg.policies),
         grant_id=msg.grant_id,
         lease_epoch=msg.lease_epoch,
+        approval_id=msg.approval_id,
+        shadow_policies=tuple(msg.shadow_policies),
+        grant_consumed=msg.grant_consumed,
     )
 
 
-def grant_to_pb(grant: GrantInfo) -> pb.Grant:
-    """Encode a grant (verbs must be known)."""
+def grant_to_pb(grant: GrantInfo, now_ms: int = 0) -> pb.Grant:
+    """Encode a grant (verbs must be known); with ``now_ms``, its state then."""
     return pb.Grant(
+        path_globs=list(grant.path_globs),
+        role_patterns=list(grant.role_patterns),
+        name_patterns=list(grant.name_patterns),
+        window_class_patterns=list(grant.window_class_patterns),
+        window_title_patterns=list(grant.window_title_patterns),
+        allow_password_input=grant.allow_password_input,
+        single_use=grant.single_use,
+        task_id=grant.task_id,
+        require_approval_verbs=[
+            verb_to_pb(f"grant.require_approval_verbs[{i}]", v) for i, v in enumerate(grant.require_approval_verbs)
+        ],
+        approval_timeout_ms=grant.approval_timeout_ms,
+        revoked_at_ms=grant.revoked_at_ms,
+        used_at_ms=grant.used_at_ms,
+        closed_at_ms=grant.closed_at_ms,
+        state=grant.state(now_ms) if now_ms else "",
         grant_id=grant.grant_id,
         principal=grant.principal,
         target=grant.target,
@@ -155,26 +230,48 @@ def grant_from_pb(msg: pb.Grant) -> GrantInfo:
         note=msg.note,
         created_at_ms=msg.created_at_ms,
         revoked=msg.revoked,
+        path_globs=tuple(msg.path_globs),
+        role_patterns=tuple(msg.role_patterns),
+        name_patterns=tuple(msg.name_patterns),
+        window_class_patterns=tuple(msg.window_class_patterns),
+        window_title_patterns=tuple(msg.window_title_patterns),
+        allow_password_input=msg.allow_password_input,
+        single_use=msg.single_use,
+        task_id=msg.task_id,
+        require_approval_verbs=tuple(
+            verb_from_pb(f"grant.require_approval_verbs[{i}]", v) for i, v in enumerate(msg.require_approval_verbs)
+        ),
+        approval_timeout_ms=msg.approval_timeout_ms,
+        revoked_at_ms=msg.revoked_at_ms,
+        used_at_ms=msg.used_at_ms,
+        closed_at_ms=msg.closed_at_ms,
+    )
+
+
+def lease_msg(lease: LeaseInfo) -> pb.Lease:
+    """Encode a lease."""
+    return pb.Lease(
+        target=lease.target,
+        holder_kind=_KIND_TO_PB[lease.holder_kind],
+        holder=lease.holder,
+        epoch=lease.epoch,
+        expires_at_ms=lease.expires_at_ms,
+        next_holder=lease.next_holder,
     )
 
 
 def lease_to_pb(lease: LeaseInfo) -> pb.LeaseResponse:
     """Encode a lease as the response all lease calls share."""
-    return pb.LeaseResponse(
-        lease=pb.Lease(
-            target=lease.target,
-            holder_kind=_KIND_TO_PB[lease.holder_kind],
-            holder=lease.holder,
-            epoch=lease.epoch,
-            expires_at_ms=lease.expires_at_ms,
-            next_holder=lease.next_holder,
-        )
-    )
+    return pb.LeaseResponse(lease=lease_msg(lease))
 
 
 def lease_from_pb(msg: pb.LeaseResponse) -> LeaseInfo:
     """Decode a lease response."""
-    lease = msg.lease
+    return lease_from_msg(msg.lease)
+
+
+def lease_from_msg(lease: pb.Lease) -> LeaseInfo:
+    """Decode a lease."""
     return LeaseInfo(
         target=lease.target,
         holder_kind=_PB_TO_KIND.get(lease.holder_kind, ""),
@@ -182,4 +279,176 @@ def lease_from_pb(msg: pb.LeaseResponse) -> LeaseInfo:
         epoch=lease.epoch,
         expires_at_ms=lease.expires_at_ms,
         next_holder=lease.next_holder,
+    )
+
+
+def approval_to_pb(a: ApprovalInfo) -> pb.Approval:
+    """Encode an approval."""
+    return pb.Approval(
+        approval_id=a.approval_id,
+        principal=a.principal,
+        target=a.target,
+        fingerprint=a.fingerprint,
+        status=status_to_pb(a.status),
+        deadline_ms=a.deadline_ms,
+        decided_by=a.decided_by,
+        note=a.note,
+        verb=_VERB_TO_PB.get(a.verb, pb.VERB_UNSPECIFIED),
+        resource=pb.Resource(
+            url=a.url,
+            element_role=a.element_role,
+            element_name=a.element_name,
+            window_class=a.window_class,
+            window_title=a.window_title,
+        ),
+        lease_epoch=a.lease_epoch,
+        observation_id=a.observation_id,
+        action_id=a.action_id,
+        grant_id=a.grant_id,
+        policies=list(a.policies),
+        created_at_ms=a.created_at_ms,
+        decided_at_ms=a.decided_at_ms,
+        used_at_ms=a.used_at_ms,
+        decision_id=a.decision_id,
+        used_by_decision_id=a.used_by_decision_id,
+    )
+
+
+def approval_from_pb(msg: pb.Approval) -> ApprovalInfo:
+    """Decode an approval."""
+    res = msg.resource
+    return ApprovalInfo(
+        approval_id=msg.approval_id,
+        principal=msg.principal,
+        target=msg.target,
+        fingerprint=msg.fingerprint,
+        status=status_from_pb(msg.status),
+        deadline_ms=msg.deadline_ms,
+        lease_epoch=msg.lease_epoch,
+        verb=_PB_TO_VERB.get(msg.verb, ""),
+        url=res.url,
+        element_role=res.element_role,
+        element_name=res.element_name,
+        window_class=res.window_class,
+        window_title=res.window_title,
+        observation_id=msg.observation_id,
+        action_id=msg.action_id,
+        grant_id=msg.grant_id,
+        policies=tuple(msg.policies),
+        decided_by=msg.decided_by,
+        note=msg.note,
+        created_at_ms=msg.created_at_ms,
+        decided_at_ms=msg.decided_at_ms,
+        used_at_ms=msg.used_at_ms,
+        decision_id=msg.decision_id,
+        used_by_decision_id=msg.used_by_decision_id,
+    )
+
+
+def record_to_pb(record: DecisionRecord) -> pb.DecisionRecord:
+    """Encode a logged decision."""
+    r, d = record.request, record.decision
+    msg = pb.DecisionRecord(
+        decision_id=record.decision_id,
+        at_ms=record.at_ms,
+        caller=record.caller,
+        principal=r.principal,
+        target=r.target,
+        lease_epoch=r.lease_epoch,
+        verb=_VERB_TO_PB.get(r.verb, pb.VERB_UNSPECIFIED),
+        resource=_resource(r),
+        action_id=r.action_id,
+        fingerprint=r.fingerprint,
+        observation_id=r.observation_id,
+        allow=d.allow,
+        reason=d.reason,
+        message=d.message,
+        policies=list(d.policies),
+        grant_id=d.grant_id,
+        grant_consumed=d.grant_consumed,
+        approval_id=d.approval_id,
+        current_epoch=d.lease_epoch,
+        shadow_policies=list(d.shadow_policies),
+        grants_considered=list(record.grants_considered),
+    )
+    if record.lease is not None:
+        msg.lease.CopyFrom(lease_msg(record.lease))
+    return msg
+
+
+def record_from_pb(msg: pb.DecisionRecord) -> DecisionRecord:
+    """Decode a logged decision."""
+    res = msg.resource
+    request = CheckInput(
+        principal=msg.principal,
+        target=msg.target,
+        lease_epoch=msg.lease_epoch,
+        verb=_PB_TO_VERB.get(msg.verb, ""),
+        url=res.url,
+        element_role=res.element_role,
+        element_name=res.element_name,
+        window_class=res.window_class,
+        window_title=res.window_title,
+        password_field=res.password_field,
+        action_id=msg.action_id,
+        fingerprint=msg.fingerprint,
+        observation_id=msg.observation_id,
+    )
+    decision = Decision(
+        allow=msg.allow,
+        reason=reason_from_pb(msg.reason),
+        message=msg.message,
+        decision_id=msg.decision_id,
+        policies=tuple(msg.policies),
+        grant_id=msg.grant_id,
+        lease_epoch=msg.current_epoch,
+        approval_id=msg.approval_id,
+        shadow_policies=tuple(msg.shadow_policies),
+        grant_consumed=msg.grant_consumed,
+    )
+    return DecisionRecord(
+        decision_id=msg.decision_id,
+        at_ms=msg.at_ms,
+        caller=msg.caller,
+        request=request,
+        decision=decision,
+        lease=lease_from_msg(msg.lease) if msg.HasField("lease") else None,
+        grants_considered=tuple(msg.grants_considered),
+    )
+
+
+def event_to_pb(event: WatchEventInfo) -> pb.WatchEvent:
+    """Encode a Watch event."""
+    msg = pb.WatchEvent(
+        seq=event.seq,
+        kind=event.kind,
+        target=event.target,
+        at_ms=event.at_ms,
+        change=event.change,
+    )
+    if event.lease is not None:
+        msg.lease.CopyFrom(lease_msg(event.lease))
+    if event.grant is not None:
+        msg.grant.CopyFrom(grant_to_pb(event.grant, event.at_ms))
+    if event.approval is not None:
+        msg.approval.CopyFrom(approval_to_pb(event.approval))
+    return msg
+
+
+def event_from_pb(msg: pb.WatchEvent) -> WatchEventInfo:
+    """Decode a Watch event."""
+    grant = grant_from_pb(msg.grant) if msg.HasField("grant") else None
+    approval = approval_from_pb(msg.approval) if msg.HasField("approval") else None
+    return WatchEventInfo(
+        seq=msg.seq,
+        kind=msg.kind,
+        target=msg.target,
+        change=msg.change,
+        lease=lease_from_msg(msg.lease) if msg.HasField("lease") else None,
+        grant_id=grant.grant_id if grant is not None else "",
+        approval_id=approval.approval_id if approval is not None else "",
+        approval_status=approval.status if approval is not None else "",
+        at_ms=msg.at_ms,
+        grant=grant,
+        approval=approval,
     )

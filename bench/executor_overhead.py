@@ -23,12 +23,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import emit, serve_pages, summary  # noqa: E402
+from _common import emit, serve_pages, summary
 
-from handrail._procs import start_authz, start_executor  # noqa: E402
-from handrail.authz import AuthzClient, Store  # noqa: E402
-from handrail.executor import ExecutorClient, Outcome  # noqa: E402
-from handrail.executor._browser import CHROMIUM_ARGS, chromium_path  # noqa: E402
+from handrail._procs import start_authz, start_executor
+from handrail.authz import AuthzClient, Store
+from handrail.executor import ExecutorClient, Outcome
+from handrail.executor._browser import CHROMIUM_ARGS, chromium_path
 
 SMALL = """<!doctype html><title>small</title><main><h1>Counter</h1><p id=n>0</p>
 <button onclick="document.getElementById('n').textContent++">Tap</button></main>"""
@@ -117,7 +117,9 @@ def main() -> None:
                 figures.update(summary(f"{name}_raw_snapshot", raw_snaps))
                 figures.update(summary(f"{name}_observe", g_observes))
                 figures[f"{name}_click_ratio"] = round(statistics.median(g_clicks) / statistics.median(raw_clicks), 3)
-                figures[f"{name}_observe_ratio"] = round(statistics.median(g_observes) / statistics.median(raw_snaps), 3)
+                figures[f"{name}_observe_ratio"] = round(
+                    statistics.median(g_observes) / statistics.median(raw_snaps), 3
+                )
                 figures[f"{name}_diff_bytes_ratio"] = round(diff_ratio, 4)
                 print(
                     f"{name:5}  click raw {figures[f'{name}_raw_click_p50_ms']:.2f} ms  guarded "
@@ -130,9 +132,7 @@ def main() -> None:
             executor.stop()
             authz.stop()
     targets = {"click_ratio": 1.15, "observe_ratio": 1.10, "diff_bytes_ratio": 0.10}
-    met = all(
-        figures[f"{name}_{key}"] <= limit for name in ("small", "large") for key, limit in targets.items()
-    )
+    met = all(figures[f"{name}_{key}"] <= limit for name in ("small", "large") for key, limit in targets.items())
     emit("executor_overhead", figures, targets, met)
 
 

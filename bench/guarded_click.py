@@ -111,19 +111,13 @@ def main() -> None:
         **summary("guarded_click", guarded),
         **summary("check", check),
     }
-    figures["guarded_over_raw_p50"] = round(
-        figures["guarded_click_p50_ms"] / figures["raw_click_p50_ms"], 3
-    )
-    print(
-        f"raw Playwright click    p50 {figures['raw_click_p50_ms']:.2f} ms  p99 {figures['raw_click_p99_ms']:.2f} ms"
-    )
+    figures["guarded_over_raw_p50"] = round(figures["guarded_click_p50_ms"] / figures["raw_click_p50_ms"], 3)
+    print(f"raw Playwright click    p50 {figures['raw_click_p50_ms']:.2f} ms  p99 {figures['raw_click_p99_ms']:.2f} ms")
     print(
         f"guarded click (Act)     p50 {figures['guarded_click_p50_ms']:.2f} ms  p99 {figures['guarded_click_p99_ms']:.2f} ms"
         f"  ratio {figures['guarded_over_raw_p50']:.2f}x (includes the re-observation)"
     )
-    print(
-        f"authz Check round trip  p50 {figures['check_p50_ms']:.3f} ms  p99 {figures['check_p99_ms']:.3f} ms"
-    )
+    print(f"authz Check round trip  p50 {figures['check_p50_ms']:.3f} ms  p99 {figures['check_p99_ms']:.3f} ms")
     # The foundation sets no target: it records the figures the later issues improve on.
     emit("guarded_click", figures, {}, True)
 

@@ -111,6 +111,10 @@ PolicyForbidError = _refusal("PolicyForbidError", "POLICY_FORBID", "A standing p
 ApprovalRequiredError = _refusal(
     "ApprovalRequiredError", "APPROVAL_REQUIRED", "An operator must approve it (see approval_id)."
 )
+ApprovalDeniedError = _refusal("ApprovalDeniedError", "APPROVAL_DENIED", "An operator denied this action.")
+ApprovalExpiredError = _refusal(
+    "ApprovalExpiredError", "APPROVAL_EXPIRED", "No operator decided before the deadline: a deny."
+)
 AuthzUnavailableRefusalError = _refusal(
     "AuthzUnavailableRefusalError", "AUTHZ_UNAVAILABLE", "The authz sidecar did not answer."
 )
@@ -133,6 +137,8 @@ REFUSAL_ERRORS: dict[str, type[ActionRefusedError]] = {
         GrantExhaustedError,
         PolicyForbidError,
         ApprovalRequiredError,
+        ApprovalDeniedError,
+        ApprovalExpiredError,
         AuthzUnavailableRefusalError,
     )
 }

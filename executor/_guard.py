@@ -18,7 +18,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
-from handrail.authz import AsyncAuthzClient, AuthzError, AuthzUnavailableError, Decision
+from handrail.authz import AsyncAuthzClient, AuthzError, AuthzUnavailableError, Decision, WatchEventInfo
 from handrail.executor._backend import Backend, DispatchStatus, ObserveOptions, RawObservation
 from handrail.executor._errors import InvalidArgumentError, NotFoundError, SessionClosedError
 from handrail.executor._faults import Fault, NoFault
@@ -26,6 +26,7 @@ from handrail.executor._models import (
     ALLOW,
     APPROVAL_REQUIRED,
     AUTHZ_UNAVAILABLE,
+    HELD_BY_HUMAN,
     IDEMPOTENCY_CONFLICT,
     RECONCILE_REQUIRED,
     STALE_EPOCH,
@@ -59,6 +60,7 @@ class OpenSpec:
     """What a backend factory needs to open a session's surface."""
 
     backend: BackendKind
+    target: str = ""  # the lease target the session controls
     start_url: str = ""
     desktop: DesktopTarget | None = None
 
@@ -117,6 +119,10 @@ class GuardedExecutor:
         self.sessions = Sessions()
         # target -> action id -> the UNKNOWN action blocking it
         self._unknown: dict[str, dict[str, UnknownAction]] = {}
+        # The sidecar's Watch stream: while it is up, lease changes are pushed to the
+        # fences at once; while it is down, each write asks for the lease instead.
+        self._watch_live = False
+        self._watcher: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         """Recover the ledger: intents without results become UNKNOWN, never retried."""
@@ -127,6 +133,49 @@ class GuardedExecutor:
                 open_.target,
                 UnknownAction(open_.action_id, open_.session_id, open_.principal, open_.idempotency_key),
             )
+        self._watcher = asyncio.create_task(self._watch_forever())
+
+    async def _watch_forever(self) -> None:
+        delay = 0.2
+        while True:
+            try:
+                async for event in self._authz.watch((), on_established=self._watch_up):
+                    delay = 0.2
+                    self._on_event(event)
+            except AuthzError as exc:
+                log.info("watch on the sidecar ended: %s", exc)
+            finally:
+                self._watch_live = False
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+    def _watch_up(self) -> None:
+        self._watch_live = True
+
+    def _on_event(self, event: WatchEventInfo) -> None:
+        """A lease change: fence it at once, and record it for the targets we drive."""
+        lease = event.lease
+        if event.kind != "lease" or lease is None:
+            return
+        open_here = [s for s in self.sessions.all() if s.target == event.target]
+        if not open_here:
+            return
+        fence = open_here[0].fence  # one fence per target: held epochs end here
+        fence.saw(lease.epoch)
+        if lease.epoch >= fence.highest_epoch:
+            fence.human_holds = lease.holder_kind == "human"
+        if event.change in ("renew", "resync"):
+            return
+        kind = {"human": "human", "agent": "agent"}.get(lease.holder_kind, "system")
+        self._ledger.lease_change(
+            event.target,
+            event.change,
+            lease.holder or "-",
+            kind,  # type: ignore[arg-type]
+            lease.epoch,
+            session_id=open_here[0].session_id,
+            detail={"holder_kind": lease.holder_kind, "next_holder": lease.next_holder},
+        )
 
     def _block(self, target: str, action: UnknownAction) -> None:
         self._unknown.setdefault(target, {})[action.action_id] = action
@@ -181,6 +230,10 @@ class GuardedExecutor:
         self._ledger.append("session_close", session_id=session.session_id, principal=session.agent)
 
     async def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
         for session in self.sessions.all():
             await self.close_session(session)
 
@@ -323,19 +376,18 @@ class GuardedExecutor:
             decision = await self._decide(session, spec, action_id, target_info, fingerprint)
             # Hold an action that needs approval until an operator decides, boundedly; then
             # check it all again: the page may have changed while the operator looked.
-            if (
-                decision.reason == APPROVAL_REQUIRED
-                and decision.approval_id
-                and spec.approval_wait_ms
-                and await self._await_approval(decision.approval_id, spec.approval_wait_ms) == "APPROVED"
-            ):
-                refusal = await self._check_fresh(session, spec, target_info)
-                if refusal is not None:
-                    return self._refuse(session, spec, action_id, target_info, *refusal)
-                decision = await self._decide(session, spec, action_id, target_info, fingerprint)
+            if decision.reason == APPROVAL_REQUIRED and decision.approval_id and spec.approval_wait_ms:
+                approval = await self._await_approval(decision.approval_id, spec.approval_wait_ms)
+                if approval == "APPROVED":
+                    refusal = await self._check_fresh(session, spec, target_info)
+                    if refusal is not None:
+                        return self._refuse(session, spec, action_id, target_info, *refusal)
+                if approval != "PENDING":  # the sidecar's answer now: allow, denied or expired
+                    decision = await self._decide(session, spec, action_id, target_info, fingerprint)
         except AuthzError as exc:
             return self._refuse(session, spec, action_id, target_info, AUTHZ_UNAVAILABLE, f"authz: {exc}")
         session.fence.saw(decision.lease_epoch)
+        session.fence.human_holds = decision.reason == HELD_BY_HUMAN
         if not decision.allow:
             if decision.reason in ("STALE_EPOCH", "HELD_BY_HUMAN", "NO_LEASE"):
                 session.fence.lose()
@@ -493,7 +545,7 @@ class GuardedExecutor:
             session.fence.lose()
 
     def _watching(self, target: str) -> bool:
-        return False
+        return self._watch_live
 
     async def _wait(self, session: Session, spec: ActionSpec, action_id: str, batch: bool) -> ActResponse:
         """A bounded wait: a read, so no authz check and no ledger intent."""
@@ -532,6 +584,8 @@ class GuardedExecutor:
             latest = obs.observation_id if obs else "none"
             return STALE_OBSERVATION, (f"observation {spec.observation_id} is not the latest ({latest}); observe again")
         if obs.lease_epoch != session.fence.epoch or obs.lease_epoch < session.fence.highest_epoch:
+            if session.fence.human_holds:
+                return HELD_BY_HUMAN, f"a person has taken control of {session.target} since the observation"
             return STALE_OBSERVATION, (
                 f"observation {obs.observation_id} was taken under lease epoch {obs.lease_epoch}; "
                 f"the lease has changed since (epoch {session.fence.highest_epoch}); observe again"

@@ -75,10 +75,16 @@ CHECK_ELEMENT = r"""
   if (el.disabled || el.getAttribute("aria-disabled") === "true")
     return { problem: "the element is disabled" };
   if (el.closest("[inert]")) return { problem: "the element is inert" };
+  // The page behind the topmost open modal is inert: highest z-index, then last in the
+  // document (a survey drawn over a retention dialog is the one that counts).
   const modals = [...document.querySelectorAll('dialog[open], [aria-modal="true"]')]
     .filter((m) => m.checkVisibility ? m.checkVisibility() : true);
-  const blocking = modals.find((m) => !m.contains(el));
-  if (blocking) return { problem: `a modal (${describe(blocking)}) covers the page` };
+  let top = null, topZ = -Infinity;
+  for (const m of modals) {
+    const z = parseInt(getComputedStyle(m).zIndex, 10) || 0;
+    if (z >= topZ) { top = m; topZ = z; }
+  }
+  if (top && !top.contains(el)) return { problem: `a modal (${describe(top)}) covers the page` };
   const r = el.getBoundingClientRect();
   const cx = r.left + r.width / 2, cy = r.top + r.height / 2;
   if (r.width > 0 && r.height > 0 && cx >= 0 && cy >= 0 &&

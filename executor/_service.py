@@ -14,7 +14,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from handrail._errors import HandrailError
-from handrail.authz import AsyncAuthzClient, AuthzRpcError, AuthzUnavailableError
+from handrail.authz import AsyncAuthzClient, AuthzError, AuthzRpcError, AuthzUnavailableError
 from handrail.executor import _convert
 from handrail.executor._backend import Backend
 from handrail.executor._browser import BrowserHost
@@ -87,7 +87,7 @@ class ExecutorServicer(pb_grpc.ExecutorServicer):
                 token=bearer_token(context),
                 agent=agent,
                 target=target,
-                spec=OpenSpec(backend, start_url, desktop),
+                spec=OpenSpec(backend, target, start_url, desktop),
             )
             return _convert.session_pb(info)
 
@@ -182,7 +182,17 @@ async def start_server(
             from handrail.executor._desktop import open_desktop
 
             assert spec.desktop is not None  # validated by _convert
-            return await open_desktop(spec.desktop)
+            target = spec.target
+
+            async def person_at_desk(description: str) -> None:
+                # Input the executor did not cause: a person took the desk. The sidecar
+                # hands the lease to a human holder; the agent's queued writes are refused.
+                try:
+                    await authz.report_activity(target, note=description)
+                except AuthzError as exc:
+                    log.warning("could not report human activity on %s: %s", target, exc)
+
+            return await open_desktop(spec.desktop, on_human_activity=person_at_desk)
         return await host.open_page(spec.start_url)
 
     core = GuardedExecutor(authz, ledger, open_backend, lease_ttl_ms=lease_ttl_ms, fault=fault)

@@ -28,6 +28,7 @@ class LeaseFence:
     target: str
     highest_epoch: int = 0
     held_epoch: int | None = None  # the epoch our agent holds, None when it holds none
+    human_holds: bool = False  # the newest lease seen is a person's
 
     def saw(self, epoch: int) -> None:
         """Record an epoch seen in any answer from the sidecar; epochs never go back."""

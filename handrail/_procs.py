@@ -117,6 +117,7 @@ def start_executor(
     *,
     chromium: str | None = None,
     extra: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
 ) -> ServerProcess:
     args = [
         "executor",
@@ -135,5 +136,5 @@ def start_executor(
         "executor",
         args,
         ready_prefix="handrail-executor listening on ",
-        env={"HANDRAIL_TOKEN": token},
+        env={**(env or {}), "HANDRAIL_TOKEN": token},
     )

@@ -13,6 +13,7 @@ def build_parser() -> argparse.ArgumentParser:
     from handrail.authz import _cli as authz_cli
     from handrail.executor import _cli as executor_cli
     from handrail.recorder import _cli as recorder_cli
+    from handrail.recorder import _scenario_cli
 
     parser = argparse.ArgumentParser(
         prog="handrail",
@@ -23,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     authz_cli.register(sub)
     executor_cli.register(sub)
     recorder_cli.register(sub)
+    _scenario_cli.register(sub)
     return parser
 
 

@@ -7,9 +7,25 @@ the app's real state rather than the agent's account of it.
 
 from __future__ import annotations
 
+from ._admin import ADMIN_INITIAL_STATE, AdminApp
+from ._base import FixtureApp
+from ._checkout import CHECKOUT_INITIAL_STATE, CheckoutApp
 from ._subscription import INITIAL_STATE, SubscriptionApp
 
-__all__ = ["FIXTURE_APPS", "INITIAL_STATE", "SubscriptionApp"]
+__all__ = [
+    "ADMIN_INITIAL_STATE",
+    "CHECKOUT_INITIAL_STATE",
+    "FIXTURE_APPS",
+    "INITIAL_STATE",
+    "AdminApp",
+    "CheckoutApp",
+    "FixtureApp",
+    "SubscriptionApp",
+]
 
-FIXTURE_APPS: dict[str, type[SubscriptionApp]] = {"subscription": SubscriptionApp}
+FIXTURE_APPS: dict[str, type[FixtureApp]] = {
+    "subscription": SubscriptionApp,
+    "checkout": CheckoutApp,
+    "admin": AdminApp,
+}
 """Fixture apps by the name a scenario file uses."""

@@ -78,7 +78,5 @@ def test_no_top_level_module_of_ours_is_importable_outside_the_repo(tmp_path: Pa
         "import handrail.executor, handrail.authz, handrail.recorder, handrail.proto\n"
         "print(bad)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
-    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr

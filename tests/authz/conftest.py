@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
+
 from handrail.authz import AuthzClient, AuthzServer, serve
+from handrail.authz._policies import DEFAULT_POLICIES_DIR
 
 
 class FakeClock:
@@ -49,21 +53,50 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
+def policies_dir(tmp_path: Path, name: str = "policies", **files: str) -> Path:
+    """A policies directory: the shipped schema and defaults, plus ``files`` (name: text)."""
+    directory = tmp_path / name
+    directory.mkdir()
+    for shipped in ("schema.cedarschema", "default.cedar"):
+        shutil.copy(DEFAULT_POLICIES_DIR / shipped, directory)
+    for file, text in files.items():
+        (directory / file).write_text(text)
+    return directory
+
+
+MakeSidecar = Callable[..., Sidecar]
+
+
 @pytest.fixture
-def sidecar(tmp_path: Path, clock: FakeClock) -> Iterator[Sidecar]:
-    server, port = serve(tmp_path / "data", "127.0.0.1:0", clock=clock)
-    store = server.store
-    tokens = {
-        "admin": store.add_principal("admin", "admin"),
-        "op": store.add_principal("op", "operator"),
-        "exe": store.add_principal("exe", "executor"),
-        "agent-a": store.add_principal("agent-a", "agent"),
-        "agent-b": store.add_principal("agent-b", "agent"),
-    }
-    side = Sidecar(server, f"127.0.0.1:{port}", tmp_path / "data", clock, tokens)
+def make_sidecar(tmp_path: Path, clock: FakeClock) -> Iterator[MakeSidecar]:
+    """Start a sidecar in-process with ``serve(**kwargs)``; stopped at teardown."""
+    made: list[Sidecar] = []
+
+    def make(**kwargs: Any) -> Sidecar:
+        data = tmp_path / f"data{len(made)}"
+        kwargs.setdefault("clock", clock)
+        server, port = serve(data, "127.0.0.1:0", **kwargs)
+        store = server.store
+        tokens = {
+            "admin": store.add_principal("admin", "admin"),
+            "op": store.add_principal("op", "operator"),
+            "exe": store.add_principal("exe", "executor"),
+            "agent-a": store.add_principal("agent-a", "agent"),
+            "agent-b": store.add_principal("agent-b", "agent"),
+        }
+        side = Sidecar(server, f"127.0.0.1:{port}", data, clock, tokens)
+        made.append(side)
+        return side
+
     try:
-        yield side
+        yield make
     finally:
-        for c in side._clients:
-            c.close()
-        server.stop(None)
+        for side in made:
+            for c in side._clients:
+                c.close()
+            side.server.stop(None)
+
+
+@pytest.fixture
+def sidecar(make_sidecar: MakeSidecar) -> Sidecar:
+    return make_sidecar()

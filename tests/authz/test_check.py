@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
-from handrail.authz import AuthzClient, AuthzRpcError
 
+from handrail.authz import AuthzClient, AuthzRpcError
 from tests.authz.conftest import Sidecar
 
 TARGET = "browser:1"
@@ -33,7 +31,7 @@ def test_allow(sidecar: Sidecar) -> None:
     assert d.allow and d.reason == "ALLOW"
     assert d.grant_id == grant_id
     assert d.lease_epoch == epoch == 1
-    assert len(d.decision_id) == 32
+    assert len(d.decision_id) == 32 and int(d.decision_id, 16)
     assert d.policies == ()
 
 
@@ -162,7 +160,7 @@ def test_policy_forbid_names_the_policy(sidecar: Sidecar) -> None:
     epoch, grant_id = _setup(sidecar)
     d = _check(sidecar, epoch, element_role="button", element_name="Delete account")
     assert d.reason == "POLICY_FORBID"  # type: ignore[attr-defined]
-    assert d.policies == ("destructive-needs-delete-verb",)  # type: ignore[attr-defined]
+    assert d.policies == ("destructive-needs-delete-grant",)  # type: ignore[attr-defined]
     assert d.grant_id == grant_id  # type: ignore[attr-defined]
     p = _check(sidecar, epoch, "input", element_role="textbox", password_field=True)
     assert p.policies == ("password-needs-explicit-grant",)  # type: ignore[attr-defined]
@@ -180,9 +178,7 @@ def test_policy_forbid_names_the_policy(sidecar: Sidecar) -> None:
         ({"action_id": "x" * 5000}, "action_id"),
     ],
 )
-def test_invalid_check_names_the_field(
-    sidecar: Sidecar, kwargs: dict[str, object], field: str
-) -> None:
+def test_invalid_check_names_the_field(sidecar: Sidecar, kwargs: dict[str, object], field: str) -> None:
     args: dict[str, object] = {"principal": "agent-a", "target": TARGET, "lease_epoch": 1}
     args.update(kwargs)
     with pytest.raises(AuthzRpcError) as err:
@@ -210,13 +206,18 @@ def test_unspecified_and_unknown_verb(sidecar: Sidecar) -> None:
 
 
 def _decisions(s: Sidecar) -> list[tuple[object, ...]]:
-    with sqlite3.connect(s.data_dir / "authz.sqlite") as conn:
-        rows = conn.execute(
-            "SELECT allow, reason, policies, caller, principal, verb FROM decisions"
-            " ORDER BY created_at_ms, rowid"
-        ).fetchall()
-    conn.close()
-    return rows
+    records = reversed(s.server.store.list_decisions(limit=1000))
+    return [
+        (
+            int(r.decision.allow),
+            r.decision.reason,
+            list(r.decision.policies),
+            r.caller,
+            r.request.principal,
+            r.request.verb,
+        )
+        for r in records
+    ]
 
 
 def test_every_decision_is_logged(sidecar: Sidecar) -> None:
@@ -230,6 +231,6 @@ def test_every_decision_is_logged(sidecar: Sidecar) -> None:
     rows = _decisions(sidecar)
     assert [r[1] for r in rows] == ["ALLOW", "STALE_EPOCH", "POLICY_FORBID", "OUT_OF_SCOPE"]
     assert rows[0][0] == 1 and rows[1][0] == 0
-    assert rows[2][2] == '["destructive-needs-delete-verb"]'
+    assert rows[2][2] == ["destructive-needs-delete-grant"]
     assert rows[0][3] == "exe" and rows[3][3] == "agent-a"
     assert sidecar.server.store.count_decisions() == 4

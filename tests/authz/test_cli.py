@@ -6,14 +6,16 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
 from handrail.authz import Store, _cli
 from handrail.authz._policies import DEFAULT_POLICIES_DIR
-
 from tests.authz.conftest import Sidecar
 
 
@@ -56,13 +58,9 @@ def test_serve_prints_listening_line_answers_health_and_stops(tmp_path: Path) ->
 def test_serve_with_broken_policy_exits_with_file_and_line(tmp_path: Path) -> None:
     policies = tmp_path / "policies"
     policies.mkdir()
-    (policies / "schema.cedarschema").write_text(
-        (DEFAULT_POLICIES_DIR / "schema.cedarschema").read_text()
-    )
+    (policies / "schema.cedarschema").write_text((DEFAULT_POLICIES_DIR / "schema.cedarschema").read_text())
     broken = policies / "broken.cedar"
-    broken.write_text(
-        '// header\n\n@id("x")\nforbid (principal, action, resource\n  when { true };\n'
-    )
+    broken.write_text('// header\n\n@id("x")\nforbid (principal, action, resource\n  when { true };\n')
     result = subprocess.run(
         _handrail(
             "authz",
@@ -154,3 +152,38 @@ def test_operator_command_without_token(capsys: pytest.CaptureFixture[str]) -> N
     finally:
         if env_token is not None:
             os.environ["HANDRAIL_TOKEN"] = env_token
+
+
+def test_grant_scope_flags_close_task_watch_and_reload(sidecar: Sidecar, capsys: pytest.CaptureFixture[str]) -> None:
+    remote = ["--authz", sidecar.address, "--token", sidecar.tokens["op"]]
+    code = _cli.main(
+        [
+            "grant", "--principal", "agent-a", "--target", "browser:*", "--verbs", "submit,delete",
+            "--origin", "https://shop.test", "--path", "/account/*", "--role", "button",
+            "--name", "Delete*", "--single-use", "--task", "t-1", "--require-approval", "delete",
+            "--approval-timeout", "30", "--allow-password-input", *remote,
+        ]
+    )  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    grant_id = out.strip()
+    (grant,) = sidecar.client("op").list_grants("agent-a")
+    assert grant.grant_id == grant_id and grant.single_use and grant.task_id == "t-1"
+    assert grant.path_globs == ("/account/*",) and grant.name_patterns == ("Delete*",)
+    assert grant.require_approval_verbs == ("delete",) and grant.approval_timeout_ms == 30_000
+    assert _cli.main(["grants", "--principal", "agent-a", *remote]) == 0
+    assert "single use" in capsys.readouterr().out
+
+    seen: list[int] = []
+    watcher = threading.Thread(target=lambda: seen.append(_cli.main(["watch", "--count", "1", *remote])), daemon=True)
+    watcher.start()
+    deadline = time.monotonic() + 5
+    while sidecar.server.authorizer.hub.subscribers < 1:
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    assert _cli.main(["close-task", "t-1", *remote]) == 0
+    watcher.join(5)
+    out = capsys.readouterr().out
+    assert seen == [0] and "1 grant(s) ended" in out and "grant close" in out
+    assert _cli.main(["authz", "reload", *remote]) == 0
+    assert "reloaded: 3 policies" in capsys.readouterr().out

@@ -2,31 +2,50 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
+
 from handrail.authz import InvalidArgumentError
 from handrail.authz._core import (
+    ApprovalInfo,
     CheckInput,
     GrantInfo,
     LeaseInfo,
     PolicyResult,
-    decide,
     normalize_origin,
     url_origin,
+    validate_grant,
 )
+from handrail.authz._decide import decide, grant_mismatch
 
 NOW = 1_000_000
-REQ = CheckInput("a", "t", 3, "submit", url="https://shop.test/cart")
+REQ = CheckInput("a", "t", 3, "submit", url="https://shop.test/cart", fingerprint="fp")
 LEASE = LeaseInfo("t", "agent", "a", 3, NOW + 1)
 GRANT = GrantInfo("g1", "a", "t", ("submit",), ("https://shop.test",))
+ALLOWED = PolicyResult()
 
 
-def _decide(
+def _verdict(
     lease: LeaseInfo | None = LEASE,
     grants: tuple[GrantInfo, ...] = (GRANT,),
-    policy: PolicyResult = PolicyResult(),  # noqa: B008
+    policy: PolicyResult = ALLOWED,
     req: CheckInput = REQ,
-) -> str:
-    return decide(req, url_origin("url", req.url), lease, grants, policy, NOW).reason
+    approval: ApprovalInfo | None = None,
+):  # type: ignore[no-untyped-def]
+    return decide(
+        req,
+        url_origin("url", req.url),
+        lease,
+        grants,
+        lambda g: policy,
+        NOW,
+        approval=lambda: approval,
+    )
+
+
+def _decide(**kw: object) -> str:
+    return _verdict(**kw).decision.reason  # type: ignore[arg-type, no-any-return]
 
 
 def test_order_of_reasons() -> None:
@@ -44,13 +63,115 @@ def test_order_of_reasons() -> None:
 
 
 def test_grant_states() -> None:
-    revoked = GrantInfo("g2", "a", "t", ("submit",), (), revoked=True)
+    revoked = GrantInfo("g2", "a", "t", ("submit",), (), revoked=True, revoked_at_ms=NOW - 1)
     expired = GrantInfo("g3", "a", "t", ("submit",), (), expires_at_ms=NOW)
+    used = GrantInfo("g5", "a", "t", ("submit",), (), single_use=True, used_at_ms=NOW - 5)
+    closed = GrantInfo("g6", "a", "t", ("submit",), (), task_id="x", closed_at_ms=NOW - 5)
     assert _decide(grants=(revoked,)) == "GRANT_REVOKED"
     assert _decide(grants=(expired,)) == "GRANT_EXPIRED"
+    assert _decide(grants=(used,)) == "GRANT_EXHAUSTED"
+    assert _decide(grants=(closed,)) == "GRANT_EXPIRED"
     assert _decide(grants=(revoked, expired, GRANT)) == "ALLOW"
     other_origin = GrantInfo("g4", "a", "t", ("submit",), ("https://other.test",))
     assert _decide(grants=(other_origin,)) == "OUT_OF_SCOPE"
+
+
+def test_reusable_grant_is_preferred_over_single_use() -> None:
+    once = dataclasses.replace(GRANT, grant_id="once", single_use=True)
+    v = _verdict(grants=(once, GRANT))
+    assert v.decision.grant_id == "g1" and not v.consume
+    v = _verdict(grants=(once,))
+    assert v.decision.grant_id == "once" and v.consume and v.decision.grant_consumed
+
+
+def test_policy_is_asked_per_grant_until_one_allows() -> None:
+    plain = GRANT
+    destructive = dataclasses.replace(GRANT, grant_id="d", verbs=("submit", "delete"))
+
+    def evaluate(g: GrantInfo) -> PolicyResult:
+        return ALLOWED if "delete" in g.verbs else PolicyResult(True, ("destructive",))
+
+    origin = url_origin("u", REQ.url)
+    v = decide(REQ, origin, LEASE, (plain, destructive), evaluate, NOW)
+    assert v.decision.allow and v.decision.grant_id == "d"
+    v = decide(REQ, origin, LEASE, (plain,), evaluate, NOW)
+    assert v.decision.reason == "POLICY_FORBID" and v.decision.policies == ("destructive",)
+
+
+def test_scope_patterns() -> None:
+    req = CheckInput(
+        "a",
+        "browser:7",
+        1,
+        "submit",
+        url="https://shop.test/account/close?x=1",
+        element_role="button",
+        element_name="Pause plan",
+        window_class="Firefox",
+        window_title="Shop — Mozilla Firefox",
+    )
+    origin, path = "https://shop.test", "/account/close"
+    base = GrantInfo("g", "a", "browser:*", ("submit",))
+    assert grant_mismatch(base, req, origin, path) is None
+    cases = {
+        "path_globs": (("/account/*",), ("/cart/*",)),
+        "role_patterns": (("BUTTON",), ("link",)),
+        "name_patterns": (("pause*",), ("delete*",)),
+        "window_class_patterns": (("firefox",), ("xterm",)),
+        "window_title_patterns": (("*mozilla*",), ("*chrome*",)),
+    }
+    for name, (good, bad) in cases.items():
+        assert grant_mismatch(dataclasses.replace(base, **{name: good}), req, origin, path) is None
+        why = grant_mismatch(dataclasses.replace(base, **{name: bad}), req, origin, path)
+        assert why is not None and "matches none" in why, name
+    assert "does not cover" in (grant_mismatch(dataclasses.replace(base, target="desktop:*"), req, origin, path) or "")
+
+
+def test_approvals() -> None:
+    needs = PolicyResult(True, ("ask",), approval_only=True, approval_timeout_ms=60_000)
+    v = _verdict(policy=needs)
+    assert v.decision.reason == "APPROVAL_REQUIRED" and v.approval == "create"
+    assert v.approval_timeout_ms == 60_000 and v.decision.policies == ("ask",)
+    # without a fingerprint there is nothing to bind an approval to
+    v = _verdict(policy=needs, req=dataclasses.replace(REQ, fingerprint=""))
+    assert v.decision.reason == "APPROVAL_REQUIRED" and v.approval == ""
+
+    def approval(status: str, deadline: int = NOW + 10) -> ApprovalInfo:
+        return ApprovalInfo("ap", "a", "t", "fp", status, deadline, lease_epoch=3)
+
+    v = _verdict(policy=needs, approval=approval("PENDING"))
+    assert (v.decision.reason, v.decision.approval_id, v.approval) == (
+        "APPROVAL_REQUIRED",
+        "ap",
+        "",
+    )
+    v = _verdict(policy=needs, approval=approval("PENDING", deadline=NOW))
+    assert v.decision.reason == "APPROVAL_EXPIRED" and not v.decision.allow
+    v = _verdict(policy=needs, approval=approval("DENIED"))
+    assert v.decision.reason == "APPROVAL_DENIED"
+    v = _verdict(policy=needs, approval=approval("APPROVED"))
+    assert v.decision.allow and v.approval == "use" and v.decision.approval_id == "ap"
+    v = _verdict(policy=needs, approval=approval("USED"))
+    assert v.decision.reason == "APPROVAL_REQUIRED" and v.approval == "create"
+    # a grant can ask for approval of some verbs
+    asking = dataclasses.replace(GRANT, require_approval_verbs=("submit",))
+    assert _decide(grants=(asking,)) == "APPROVAL_REQUIRED"
+    # a hard forbid wins over an approval
+    assert _decide(grants=(asking,), policy=PolicyResult(True, ("no",))) == "POLICY_FORBID"
+
+
+def test_validate_grant() -> None:
+    g = GrantInfo("", "a", "t", ("submit", "submit"), name_patterns=("x", "x"))
+    v = validate_grant(g, NOW)
+    assert v.verbs == ("submit",) and v.name_patterns == ("x",)
+    for field, value in (
+        ("path_globs", ("account",)),
+        ("role_patterns", ("",)),
+        ("require_approval_verbs", ("fly",)),
+        ("approval_timeout_ms", -1),
+    ):
+        with pytest.raises(InvalidArgumentError, match=rf"^grant\.{field}"):
+            validate_grant(dataclasses.replace(g, **{field: value}), NOW)
 
 
 def test_origins() -> None:

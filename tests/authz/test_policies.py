@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from handrail.authz import PolicyEngine, PolicyError
 from handrail.authz._core import CheckInput
 from handrail.authz._policies import DEFAULT_POLICIES_DIR, split_statements
@@ -23,7 +24,11 @@ def _dir(tmp_path: Path, text: str, name: str = "extra.cedar") -> Path:
 
 def test_shipped_policies_load() -> None:
     engine = PolicyEngine.load()
-    assert engine.policy_ids == ("destructive-needs-delete-verb", "password-needs-explicit-grant")
+    assert engine.policy_ids == (
+        "password-needs-explicit-grant",
+        "destructive-needs-delete-grant",
+        "navigate-only-to-granted-origins",
+    )
 
 
 def test_parse_error_names_file_and_line(tmp_path: Path) -> None:
@@ -66,9 +71,6 @@ def test_custom_forbid_is_reported_by_id(tmp_path: Path) -> None:
 
 
 def test_split_statements_ignores_strings_and_comments() -> None:
-    text = (
-        '// x;\n@id("a;b")\npermit (principal, action, resource)\n'
-        'when { "x;" == "x;" };\n\n  // tail\n'
-    )
+    text = '// x;\n@id("a;b")\npermit (principal, action, resource)\nwhen { "x;" == "x;" };\n\n  // tail\n'
     stmts = split_statements(text)
     assert len(stmts) == 1 and stmts[0].line == 2

@@ -14,7 +14,7 @@ def test_file_settings_and_migrations(tmp_path: Path) -> None:
         conn = store._conn()
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
-        assert [r[0] for r in conn.execute("SELECT version FROM migrations")] == [1]
+        assert [r[0] for r in conn.execute("SELECT version FROM migrations")] == [1, 2]
     with Store.in_dir(tmp_path) as again:
         assert again.migrate() == []
 
@@ -48,7 +48,7 @@ def test_closed_store_refuses_new_connections(tmp_path: Path) -> None:
 
     def use() -> None:  # a new thread needs a new connection
         try:
-            store.get_lease("t")
+            store.list_grants()
         except RuntimeError as exc:
             failures.append(exc)
 
@@ -56,3 +56,50 @@ def test_closed_store_refuses_new_connections(tmp_path: Path) -> None:
     t.start()
     t.join()
     assert len(failures) == 1
+
+
+def test_migration_from_the_first_schema_keeps_the_decision_log(tmp_path: Path) -> None:
+    import sqlite3
+
+    from handrail.authz._sqlite_schema import MIGRATIONS as _MIGRATIONS
+
+    path = tmp_path / "authz.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.executescript(_MIGRATIONS[0][2])
+        conn.execute(
+            "CREATE TABLE migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)"
+        )
+        conn.execute("INSERT INTO migrations VALUES (1, 'initial', 0)")
+        conn.execute(
+            "INSERT INTO decisions VALUES ('old-id', 5, 'exe', 'agent-a', 't', 1, 'submit', 'http://x/', 'button',"
+            " 'Save', '', '', 0, 'act', 0, 'POLICY_FORBID', 'no', '[\"p\"]', 'g', 1)"
+        )
+        conn.execute("INSERT INTO grants VALUES ('g', 'agent-a', 't', '[\"submit\"]', '[]', 0, 'op', '', 1, NULL)")
+    conn.close()
+    with Store(path) as store:
+        record = store.get_decision("old-id")
+        assert record.decision.reason == "POLICY_FORBID" and record.decision.policies == ("p",)
+        assert record.caller == "exe" and record.request.element_name == "Save"
+        (grant,) = store.list_grants()
+        assert grant.grant_id == "g" and grant.path_globs == () and not grant.single_use
+        assert store.new_decision_id() > "000000000001"
+
+
+def test_decision_journal_is_replayed_after_a_crash(tmp_path: Path) -> None:
+    from handrail.authz._core import CheckInput, Decision, DecisionRecord
+
+    store = Store.in_dir(tmp_path, journal=True)
+    ids = [store.new_decision_id() for _ in range(3)]
+    for i, decision_id in enumerate(ids):
+        request = CheckInput("agent-a", "t", 1, "submit", element_name=f"b{i}")
+        decision = Decision(True, "ALLOW", "ok", decision_id)
+        store.record_decision(DecisionRecord(decision_id, i, "exe", request, decision))
+    (journal,) = tmp_path.glob("*.decisions.journal")
+    with journal.open("ab") as f:
+        f.write(b'[999, "torn')  # a write cut short: never acknowledged
+    # a crash: the store is never closed or flushed; its journal stays behind
+    with Store.in_dir(tmp_path, journal=True) as again:
+        assert [again.get_decision(i).request.element_name for i in ids] == ["b0", "b1", "b2"]
+        assert again.count_decisions() == 3
+        assert int(again.new_decision_id()[:12], 16) == 4
+    assert not list(tmp_path.glob("*.decisions.journal"))

@@ -8,11 +8,11 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-import handrail.scenarios
 import pytest
-from handrail.scenarios import FIXTURE_APPS, INITIAL_STATE, SubscriptionApp
 
+import handrail.scenarios
 from handrail._errors import HandrailError
+from handrail.scenarios import FIXTURE_APPS, INITIAL_STATE, SubscriptionApp
 
 
 @pytest.fixture
@@ -31,9 +31,7 @@ def _post(app: SubscriptionApp, path: str, body: bytes = b"") -> http.client.HTT
     parts = urlsplit(app.url)
     conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=5)
     try:
-        conn.request(
-            "POST", path, body=body, headers={"Content-Type": "application/x-www-form-urlencoded"}
-        )
+        conn.request("POST", path, body=body, headers={"Content-Type": "application/x-www-form-urlencoded"})
         response = conn.getresponse()
         response.read()
     finally:
@@ -49,8 +47,18 @@ def _state(app: SubscriptionApp) -> dict[str, Any]:
 
 
 def test_exported_members() -> None:
-    assert handrail.scenarios.__all__ == ["FIXTURE_APPS", "INITIAL_STATE", "SubscriptionApp"]
+    assert handrail.scenarios.__all__ == [
+        "ADMIN_INITIAL_STATE",
+        "CHECKOUT_INITIAL_STATE",
+        "FIXTURE_APPS",
+        "INITIAL_STATE",
+        "AdminApp",
+        "CheckoutApp",
+        "FixtureApp",
+        "SubscriptionApp",
+    ]
     assert FIXTURE_APPS["subscription"] is SubscriptionApp
+    assert sorted(FIXTURE_APPS) == ["admin", "checkout", "subscription"]
 
 
 def test_start_returns_a_loopback_url(app: SubscriptionApp) -> None:

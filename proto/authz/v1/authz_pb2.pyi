@@ -22,6 +22,17 @@ class Reason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     POLICY_FORBID: _ClassVar[Reason]
     APPROVAL_REQUIRED: _ClassVar[Reason]
     AUTHZ_UNAVAILABLE: _ClassVar[Reason]
+    APPROVAL_DENIED: _ClassVar[Reason]
+    APPROVAL_EXPIRED: _ClassVar[Reason]
+
+class ApprovalStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    APPROVAL_STATUS_UNSPECIFIED: _ClassVar[ApprovalStatus]
+    APPROVAL_STATUS_PENDING: _ClassVar[ApprovalStatus]
+    APPROVAL_STATUS_APPROVED: _ClassVar[ApprovalStatus]
+    APPROVAL_STATUS_DENIED: _ClassVar[ApprovalStatus]
+    APPROVAL_STATUS_EXPIRED: _ClassVar[ApprovalStatus]
+    APPROVAL_STATUS_USED: _ClassVar[ApprovalStatus]
 
 class Verb(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -61,6 +72,14 @@ GRANT_EXHAUSTED: Reason
 POLICY_FORBID: Reason
 APPROVAL_REQUIRED: Reason
 AUTHZ_UNAVAILABLE: Reason
+APPROVAL_DENIED: Reason
+APPROVAL_EXPIRED: Reason
+APPROVAL_STATUS_UNSPECIFIED: ApprovalStatus
+APPROVAL_STATUS_PENDING: ApprovalStatus
+APPROVAL_STATUS_APPROVED: ApprovalStatus
+APPROVAL_STATUS_DENIED: ApprovalStatus
+APPROVAL_STATUS_EXPIRED: ApprovalStatus
+APPROVAL_STATUS_USED: ApprovalStatus
 VERB_UNSPECIFIED: Verb
 VERB_READ: Verb
 VERB_INPUT: Verb
@@ -96,23 +115,27 @@ class Resource(_message.Message):
     def __init__(self, url: _Optional[str] = ..., element_role: _Optional[str] = ..., element_name: _Optional[str] = ..., window_class: _Optional[str] = ..., window_title: _Optional[str] = ..., password_field: _Optional[bool] = ...) -> None: ...
 
 class CheckRequest(_message.Message):
-    __slots__ = ("principal", "target", "lease_epoch", "verb", "resource", "action_id")
+    __slots__ = ("principal", "target", "lease_epoch", "verb", "resource", "action_id", "fingerprint", "observation_id")
     PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     TARGET_FIELD_NUMBER: _ClassVar[int]
     LEASE_EPOCH_FIELD_NUMBER: _ClassVar[int]
     VERB_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
     ACTION_ID_FIELD_NUMBER: _ClassVar[int]
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    OBSERVATION_ID_FIELD_NUMBER: _ClassVar[int]
     principal: str
     target: str
     lease_epoch: int
     verb: Verb
     resource: Resource
     action_id: str
-    def __init__(self, principal: _Optional[str] = ..., target: _Optional[str] = ..., lease_epoch: _Optional[int] = ..., verb: _Optional[_Union[Verb, str]] = ..., resource: _Optional[_Union[Resource, _Mapping]] = ..., action_id: _Optional[str] = ...) -> None: ...
+    fingerprint: str
+    observation_id: str
+    def __init__(self, principal: _Optional[str] = ..., target: _Optional[str] = ..., lease_epoch: _Optional[int] = ..., verb: _Optional[_Union[Verb, str]] = ..., resource: _Optional[_Union[Resource, _Mapping]] = ..., action_id: _Optional[str] = ..., fingerprint: _Optional[str] = ..., observation_id: _Optional[str] = ...) -> None: ...
 
 class CheckResponse(_message.Message):
-    __slots__ = ("allow", "reason", "message", "decision_id", "policies", "grant_id", "lease_epoch")
+    __slots__ = ("allow", "reason", "message", "decision_id", "policies", "grant_id", "lease_epoch", "approval_id", "shadow_policies", "grant_consumed")
     ALLOW_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
@@ -120,6 +143,9 @@ class CheckResponse(_message.Message):
     POLICIES_FIELD_NUMBER: _ClassVar[int]
     GRANT_ID_FIELD_NUMBER: _ClassVar[int]
     LEASE_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    SHADOW_POLICIES_FIELD_NUMBER: _ClassVar[int]
+    GRANT_CONSUMED_FIELD_NUMBER: _ClassVar[int]
     allow: bool
     reason: Reason
     message: str
@@ -127,10 +153,13 @@ class CheckResponse(_message.Message):
     policies: _containers.RepeatedScalarFieldContainer[str]
     grant_id: str
     lease_epoch: int
-    def __init__(self, allow: _Optional[bool] = ..., reason: _Optional[_Union[Reason, str]] = ..., message: _Optional[str] = ..., decision_id: _Optional[str] = ..., policies: _Optional[_Iterable[str]] = ..., grant_id: _Optional[str] = ..., lease_epoch: _Optional[int] = ...) -> None: ...
+    approval_id: str
+    shadow_policies: _containers.RepeatedScalarFieldContainer[str]
+    grant_consumed: bool
+    def __init__(self, allow: _Optional[bool] = ..., reason: _Optional[_Union[Reason, str]] = ..., message: _Optional[str] = ..., decision_id: _Optional[str] = ..., policies: _Optional[_Iterable[str]] = ..., grant_id: _Optional[str] = ..., lease_epoch: _Optional[int] = ..., approval_id: _Optional[str] = ..., shadow_policies: _Optional[_Iterable[str]] = ..., grant_consumed: _Optional[bool] = ...) -> None: ...
 
 class Grant(_message.Message):
-    __slots__ = ("grant_id", "principal", "target", "verbs", "origins", "expires_at_ms", "granted_by", "note", "created_at_ms", "revoked")
+    __slots__ = ("grant_id", "principal", "target", "verbs", "origins", "expires_at_ms", "granted_by", "note", "created_at_ms", "revoked", "path_globs", "role_patterns", "name_patterns", "window_class_patterns", "window_title_patterns", "allow_password_input", "single_use", "task_id", "require_approval_verbs", "approval_timeout_ms", "revoked_at_ms", "used_at_ms", "closed_at_ms", "state")
     GRANT_ID_FIELD_NUMBER: _ClassVar[int]
     PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     TARGET_FIELD_NUMBER: _ClassVar[int]
@@ -141,6 +170,20 @@ class Grant(_message.Message):
     NOTE_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     REVOKED_FIELD_NUMBER: _ClassVar[int]
+    PATH_GLOBS_FIELD_NUMBER: _ClassVar[int]
+    ROLE_PATTERNS_FIELD_NUMBER: _ClassVar[int]
+    NAME_PATTERNS_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_CLASS_PATTERNS_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_TITLE_PATTERNS_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_PASSWORD_INPUT_FIELD_NUMBER: _ClassVar[int]
+    SINGLE_USE_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUIRE_APPROVAL_VERBS_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    REVOKED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    USED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    CLOSED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
     grant_id: str
     principal: str
     target: str
@@ -151,7 +194,21 @@ class Grant(_message.Message):
     note: str
     created_at_ms: int
     revoked: bool
-    def __init__(self, grant_id: _Optional[str] = ..., principal: _Optional[str] = ..., target: _Optional[str] = ..., verbs: _Optional[_Iterable[_Union[Verb, str]]] = ..., origins: _Optional[_Iterable[str]] = ..., expires_at_ms: _Optional[int] = ..., granted_by: _Optional[str] = ..., note: _Optional[str] = ..., created_at_ms: _Optional[int] = ..., revoked: _Optional[bool] = ...) -> None: ...
+    path_globs: _containers.RepeatedScalarFieldContainer[str]
+    role_patterns: _containers.RepeatedScalarFieldContainer[str]
+    name_patterns: _containers.RepeatedScalarFieldContainer[str]
+    window_class_patterns: _containers.RepeatedScalarFieldContainer[str]
+    window_title_patterns: _containers.RepeatedScalarFieldContainer[str]
+    allow_password_input: bool
+    single_use: bool
+    task_id: str
+    require_approval_verbs: _containers.RepeatedScalarFieldContainer[Verb]
+    approval_timeout_ms: int
+    revoked_at_ms: int
+    used_at_ms: int
+    closed_at_ms: int
+    state: str
+    def __init__(self, grant_id: _Optional[str] = ..., principal: _Optional[str] = ..., target: _Optional[str] = ..., verbs: _Optional[_Iterable[_Union[Verb, str]]] = ..., origins: _Optional[_Iterable[str]] = ..., expires_at_ms: _Optional[int] = ..., granted_by: _Optional[str] = ..., note: _Optional[str] = ..., created_at_ms: _Optional[int] = ..., revoked: _Optional[bool] = ..., path_globs: _Optional[_Iterable[str]] = ..., role_patterns: _Optional[_Iterable[str]] = ..., name_patterns: _Optional[_Iterable[str]] = ..., window_class_patterns: _Optional[_Iterable[str]] = ..., window_title_patterns: _Optional[_Iterable[str]] = ..., allow_password_input: _Optional[bool] = ..., single_use: _Optional[bool] = ..., task_id: _Optional[str] = ..., require_approval_verbs: _Optional[_Iterable[_Union[Verb, str]]] = ..., approval_timeout_ms: _Optional[int] = ..., revoked_at_ms: _Optional[int] = ..., used_at_ms: _Optional[int] = ..., closed_at_ms: _Optional[int] = ..., state: _Optional[str] = ...) -> None: ...
 
 class GrantRequest(_message.Message):
     __slots__ = ("grant",)
@@ -267,6 +324,22 @@ class GetLeaseRequest(_message.Message):
     target: str
     def __init__(self, target: _Optional[str] = ...) -> None: ...
 
+class ReportActivityRequest(_message.Message):
+    __slots__ = ("target", "note", "ttl_ms")
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    target: str
+    note: str
+    ttl_ms: int
+    def __init__(self, target: _Optional[str] = ..., note: _Optional[str] = ..., ttl_ms: _Optional[int] = ...) -> None: ...
+
+class ExpireLeaseRequest(_message.Message):
+    __slots__ = ("target",)
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    target: str
+    def __init__(self, target: _Optional[str] = ...) -> None: ...
+
 class LeaseResponse(_message.Message):
     __slots__ = ("lease",)
     LEASE_FIELD_NUMBER: _ClassVar[int]
@@ -284,3 +357,229 @@ class WhoAmIResponse(_message.Message):
     principal: str
     role: Role
     def __init__(self, principal: _Optional[str] = ..., role: _Optional[_Union[Role, str]] = ...) -> None: ...
+
+class CloseTaskRequest(_message.Message):
+    __slots__ = ("task_id",)
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    def __init__(self, task_id: _Optional[str] = ...) -> None: ...
+
+class CloseTaskResponse(_message.Message):
+    __slots__ = ("grants",)
+    GRANTS_FIELD_NUMBER: _ClassVar[int]
+    grants: _containers.RepeatedCompositeFieldContainer[Grant]
+    def __init__(self, grants: _Optional[_Iterable[_Union[Grant, _Mapping]]] = ...) -> None: ...
+
+class Approval(_message.Message):
+    __slots__ = ("approval_id", "principal", "target", "fingerprint", "status", "deadline_ms", "decided_by", "note", "verb", "resource", "lease_epoch", "observation_id", "action_id", "grant_id", "policies", "created_at_ms", "decided_at_ms", "used_at_ms", "decision_id", "used_by_decision_id")
+    APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_MS_FIELD_NUMBER: _ClassVar[int]
+    DECIDED_BY_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    VERB_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    LEASE_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    OBSERVATION_ID_FIELD_NUMBER: _ClassVar[int]
+    ACTION_ID_FIELD_NUMBER: _ClassVar[int]
+    GRANT_ID_FIELD_NUMBER: _ClassVar[int]
+    POLICIES_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    DECIDED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    USED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    DECISION_ID_FIELD_NUMBER: _ClassVar[int]
+    USED_BY_DECISION_ID_FIELD_NUMBER: _ClassVar[int]
+    approval_id: str
+    principal: str
+    target: str
+    fingerprint: str
+    status: ApprovalStatus
+    deadline_ms: int
+    decided_by: str
+    note: str
+    verb: Verb
+    resource: Resource
+    lease_epoch: int
+    observation_id: str
+    action_id: str
+    grant_id: str
+    policies: _containers.RepeatedScalarFieldContainer[str]
+    created_at_ms: int
+    decided_at_ms: int
+    used_at_ms: int
+    decision_id: str
+    used_by_decision_id: str
+    def __init__(self, approval_id: _Optional[str] = ..., principal: _Optional[str] = ..., target: _Optional[str] = ..., fingerprint: _Optional[str] = ..., status: _Optional[_Union[ApprovalStatus, str]] = ..., deadline_ms: _Optional[int] = ..., decided_by: _Optional[str] = ..., note: _Optional[str] = ..., verb: _Optional[_Union[Verb, str]] = ..., resource: _Optional[_Union[Resource, _Mapping]] = ..., lease_epoch: _Optional[int] = ..., observation_id: _Optional[str] = ..., action_id: _Optional[str] = ..., grant_id: _Optional[str] = ..., policies: _Optional[_Iterable[str]] = ..., created_at_ms: _Optional[int] = ..., decided_at_ms: _Optional[int] = ..., used_at_ms: _Optional[int] = ..., decision_id: _Optional[str] = ..., used_by_decision_id: _Optional[str] = ...) -> None: ...
+
+class ApproveRequest(_message.Message):
+    __slots__ = ("approval_id", "note")
+    APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    approval_id: str
+    note: str
+    def __init__(self, approval_id: _Optional[str] = ..., note: _Optional[str] = ...) -> None: ...
+
+class DenyRequest(_message.Message):
+    __slots__ = ("approval_id", "note")
+    APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    approval_id: str
+    note: str
+    def __init__(self, approval_id: _Optional[str] = ..., note: _Optional[str] = ...) -> None: ...
+
+class GetApprovalRequest(_message.Message):
+    __slots__ = ("approval_id",)
+    APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    approval_id: str
+    def __init__(self, approval_id: _Optional[str] = ...) -> None: ...
+
+class ApprovalResponse(_message.Message):
+    __slots__ = ("approval",)
+    APPROVAL_FIELD_NUMBER: _ClassVar[int]
+    approval: Approval
+    def __init__(self, approval: _Optional[_Union[Approval, _Mapping]] = ...) -> None: ...
+
+class ListApprovalsRequest(_message.Message):
+    __slots__ = ("status", "principal", "target", "limit")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    status: ApprovalStatus
+    principal: str
+    target: str
+    limit: int
+    def __init__(self, status: _Optional[_Union[ApprovalStatus, str]] = ..., principal: _Optional[str] = ..., target: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class ListApprovalsResponse(_message.Message):
+    __slots__ = ("approvals",)
+    APPROVALS_FIELD_NUMBER: _ClassVar[int]
+    approvals: _containers.RepeatedCompositeFieldContainer[Approval]
+    def __init__(self, approvals: _Optional[_Iterable[_Union[Approval, _Mapping]]] = ...) -> None: ...
+
+class ReloadPoliciesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ReloadPoliciesResponse(_message.Message):
+    __slots__ = ("policy_ids", "shadow_policy_ids", "loaded_at_ms")
+    POLICY_IDS_FIELD_NUMBER: _ClassVar[int]
+    SHADOW_POLICY_IDS_FIELD_NUMBER: _ClassVar[int]
+    LOADED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    policy_ids: _containers.RepeatedScalarFieldContainer[str]
+    shadow_policy_ids: _containers.RepeatedScalarFieldContainer[str]
+    loaded_at_ms: int
+    def __init__(self, policy_ids: _Optional[_Iterable[str]] = ..., shadow_policy_ids: _Optional[_Iterable[str]] = ..., loaded_at_ms: _Optional[int] = ...) -> None: ...
+
+class DecisionRecord(_message.Message):
+    __slots__ = ("decision_id", "at_ms", "caller", "principal", "target", "lease_epoch", "verb", "resource", "action_id", "fingerprint", "observation_id", "allow", "reason", "message", "policies", "grant_id", "grant_consumed", "approval_id", "current_epoch", "shadow_policies", "lease", "grants_considered")
+    DECISION_ID_FIELD_NUMBER: _ClassVar[int]
+    AT_MS_FIELD_NUMBER: _ClassVar[int]
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    LEASE_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    VERB_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    ACTION_ID_FIELD_NUMBER: _ClassVar[int]
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    OBSERVATION_ID_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    POLICIES_FIELD_NUMBER: _ClassVar[int]
+    GRANT_ID_FIELD_NUMBER: _ClassVar[int]
+    GRANT_CONSUMED_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    SHADOW_POLICIES_FIELD_NUMBER: _ClassVar[int]
+    LEASE_FIELD_NUMBER: _ClassVar[int]
+    GRANTS_CONSIDERED_FIELD_NUMBER: _ClassVar[int]
+    decision_id: str
+    at_ms: int
+    caller: str
+    principal: str
+    target: str
+    lease_epoch: int
+    verb: Verb
+    resource: Resource
+    action_id: str
+    fingerprint: str
+    observation_id: str
+    allow: bool
+    reason: Reason
+    message: str
+    policies: _containers.RepeatedScalarFieldContainer[str]
+    grant_id: str
+    grant_consumed: bool
+    approval_id: str
+    current_epoch: int
+    shadow_policies: _containers.RepeatedScalarFieldContainer[str]
+    lease: Lease
+    grants_considered: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, decision_id: _Optional[str] = ..., at_ms: _Optional[int] = ..., caller: _Optional[str] = ..., principal: _Optional[str] = ..., target: _Optional[str] = ..., lease_epoch: _Optional[int] = ..., verb: _Optional[_Union[Verb, str]] = ..., resource: _Optional[_Union[Resource, _Mapping]] = ..., action_id: _Optional[str] = ..., fingerprint: _Optional[str] = ..., observation_id: _Optional[str] = ..., allow: _Optional[bool] = ..., reason: _Optional[_Union[Reason, str]] = ..., message: _Optional[str] = ..., policies: _Optional[_Iterable[str]] = ..., grant_id: _Optional[str] = ..., grant_consumed: _Optional[bool] = ..., approval_id: _Optional[str] = ..., current_epoch: _Optional[int] = ..., shadow_policies: _Optional[_Iterable[str]] = ..., lease: _Optional[_Union[Lease, _Mapping]] = ..., grants_considered: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ExplainDecisionRequest(_message.Message):
+    __slots__ = ("decision_id",)
+    DECISION_ID_FIELD_NUMBER: _ClassVar[int]
+    decision_id: str
+    def __init__(self, decision_id: _Optional[str] = ...) -> None: ...
+
+class ExplainDecisionResponse(_message.Message):
+    __slots__ = ("decision", "text")
+    DECISION_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    decision: DecisionRecord
+    text: str
+    def __init__(self, decision: _Optional[_Union[DecisionRecord, _Mapping]] = ..., text: _Optional[str] = ...) -> None: ...
+
+class ListDecisionsRequest(_message.Message):
+    __slots__ = ("principal", "target", "reason", "since_ms", "limit")
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    SINCE_MS_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    principal: str
+    target: str
+    reason: Reason
+    since_ms: int
+    limit: int
+    def __init__(self, principal: _Optional[str] = ..., target: _Optional[str] = ..., reason: _Optional[_Union[Reason, str]] = ..., since_ms: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class ListDecisionsResponse(_message.Message):
+    __slots__ = ("decisions",)
+    DECISIONS_FIELD_NUMBER: _ClassVar[int]
+    decisions: _containers.RepeatedCompositeFieldContainer[DecisionRecord]
+    def __init__(self, decisions: _Optional[_Iterable[_Union[DecisionRecord, _Mapping]]] = ...) -> None: ...
+
+class WatchRequest(_message.Message):
+    __slots__ = ("targets", "since_seq")
+    TARGETS_FIELD_NUMBER: _ClassVar[int]
+    SINCE_SEQ_FIELD_NUMBER: _ClassVar[int]
+    targets: _containers.RepeatedScalarFieldContainer[str]
+    since_seq: int
+    def __init__(self, targets: _Optional[_Iterable[str]] = ..., since_seq: _Optional[int] = ...) -> None: ...
+
+class WatchEvent(_message.Message):
+    __slots__ = ("seq", "kind", "target", "lease", "grant", "approval", "at_ms", "change")
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    LEASE_FIELD_NUMBER: _ClassVar[int]
+    GRANT_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_FIELD_NUMBER: _ClassVar[int]
+    AT_MS_FIELD_NUMBER: _ClassVar[int]
+    CHANGE_FIELD_NUMBER: _ClassVar[int]
+    seq: int
+    kind: str
+    target: str
+    lease: Lease
+    grant: Grant
+    approval: Approval
+    at_ms: int
+    change: str
+    def __init__(self, seq: _Optional[int] = ..., kind: _Optional[str] = ..., target: _Optional[str] = ..., lease: _Optional[_Union[Lease, _Mapping]] = ..., grant: _Optional[_Union[Grant, _Mapping]] = ..., approval: _Optional[_Union[Approval, _Mapping]] = ..., at_ms: _Optional[int] = ..., change: _Optional[str] = ...) -> None: ...

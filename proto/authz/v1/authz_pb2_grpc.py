@@ -89,6 +89,61 @@ class AuthzStub:
                 request_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.WhoAmIRequest.SerializeToString,
                 response_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.WhoAmIResponse.FromString,
                 _registered_method=True)
+        self.ReportActivity = channel.unary_unary(
+                '/handrail.authz.v1.Authz/ReportActivity',
+                request_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ReportActivityRequest.SerializeToString,
+                response_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.LeaseResponse.FromString,
+                _registered_method=True)
+        self.ExpireLease = channel.unary_unary(
+                '/handrail.authz.v1.Authz/ExpireLease',
+                request_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ExpireLeaseRequest.SerializeToString,
+                response_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.LeaseResponse.FromString,
+                _registered_method=True)
+        self.CloseTask = channel.unary_unary(
+                '/handrail.authz.v1.Authz/CloseTask',
+                request_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.CloseTaskRequest.SerializeToString,
+                response_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.CloseTaskResponse.FromString,
+                _registered_method=True)
+        self.Approve = channel.unary_unary(
+                '/handrail.authz.v1.Authz/Approve',
+                request_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ApproveRequest.SerializeToString,
+                response_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ApprovalResponse.FromString,
+                _registered_method=True)
+        self.Deny = channel.unary_unary(
+                '/handrail.authz.v1.Authz/Deny',
+                request_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.DenyRequest.SerializeToString,
+                response_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ApprovalResponse.FromString,
+                _registered_method=True)
+        self.GetApproval = channel.unary_unary(
+                '/handrail.authz.v1.Authz/GetApproval',
+                request_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.GetApprovalRequest.SerializeToString,
+                response_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ApprovalResponse.FromString,
+                _registered_method=True)
+        self.ListApprovals = channel.unary_unary(
+                '/handrail.authz.v1.Authz/ListApprovals',
+                request_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ListApprovalsRequest.SerializeToString,
+                response_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ListApprovalsResponse.FromString,
+                _registered_method=True)
+        self.ReloadPolicies = channel.unary_unary(
+                '/handrail.authz.v1.Authz/ReloadPolicies',
+                request_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ReloadPoliciesRequest.SerializeToString,
+                response_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ReloadPoliciesResponse.FromString,
+                _registered_method=True)
+        self.ExplainDecision = channel.unary_unary(
+                '/handrail.authz.v1.Authz/ExplainDecision',
+                request_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ExplainDecisionRequest.SerializeToString,
+                response_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ExplainDecisionResponse.FromString,
+                _registered_method=True)
+        self.ListDecisions = channel.unary_unary(
+                '/handrail.authz.v1.Authz/ListDecisions',
+                request_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ListDecisionsRequest.SerializeToString,
+                response_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ListDecisionsResponse.FromString,
+                _registered_method=True)
+        self.Watch = channel.unary_stream(
+                '/handrail.authz.v1.Authz/Watch',
+                request_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.WatchRequest.SerializeToString,
+                response_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.WatchEvent.FromString,
+                _registered_method=True)
 
 
 class AuthzServicer:
@@ -160,6 +215,78 @@ class AuthzServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReportActivity(self, request, context):
+        """executor: a person is at the desk; takes the lease over for "desk:<target>".
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExpireLease(self, request, context):
+        """admin: the current lease lapses now (fault injection, operations).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CloseTask(self, request, context):
+        """operator/admin: end every grant bound to a task.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Approve(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Deny(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetApproval(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListApprovals(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReloadPolicies(self, request, context):
+        """operator/admin: reload the Cedar policies (and shadow policies); a bad set is refused
+        with FILE:LINE and the old one stays.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExplainDecision(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListDecisions(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Watch(self, request, context):
+        """executor/operator/admin: lease, grant, approval and policy changes as they commit.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AuthzServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -217,6 +344,61 @@ def add_AuthzServicer_to_server(servicer, server):
                     servicer.WhoAmI,
                     request_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.WhoAmIRequest.FromString,
                     response_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.WhoAmIResponse.SerializeToString,
+            ),
+            'ReportActivity': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReportActivity,
+                    request_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ReportActivityRequest.FromString,
+                    response_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.LeaseResponse.SerializeToString,
+            ),
+            'ExpireLease': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExpireLease,
+                    request_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ExpireLeaseRequest.FromString,
+                    response_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.LeaseResponse.SerializeToString,
+            ),
+            'CloseTask': grpc.unary_unary_rpc_method_handler(
+                    servicer.CloseTask,
+                    request_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.CloseTaskRequest.FromString,
+                    response_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.CloseTaskResponse.SerializeToString,
+            ),
+            'Approve': grpc.unary_unary_rpc_method_handler(
+                    servicer.Approve,
+                    request_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ApproveRequest.FromString,
+                    response_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ApprovalResponse.SerializeToString,
+            ),
+            'Deny': grpc.unary_unary_rpc_method_handler(
+                    servicer.Deny,
+                    request_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.DenyRequest.FromString,
+                    response_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ApprovalResponse.SerializeToString,
+            ),
+            'GetApproval': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetApproval,
+                    request_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.GetApprovalRequest.FromString,
+                    response_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ApprovalResponse.SerializeToString,
+            ),
+            'ListApprovals': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListApprovals,
+                    request_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ListApprovalsRequest.FromString,
+                    response_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ListApprovalsResponse.SerializeToString,
+            ),
+            'ReloadPolicies': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReloadPolicies,
+                    request_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ReloadPoliciesRequest.FromString,
+                    response_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ReloadPoliciesResponse.SerializeToString,
+            ),
+            'ExplainDecision': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExplainDecision,
+                    request_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ExplainDecisionRequest.FromString,
+                    response_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ExplainDecisionResponse.SerializeToString,
+            ),
+            'ListDecisions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListDecisions,
+                    request_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ListDecisionsRequest.FromString,
+                    response_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ListDecisionsResponse.SerializeToString,
+            ),
+            'Watch': grpc.unary_stream_rpc_method_handler(
+                    servicer.Watch,
+                    request_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.WatchRequest.FromString,
+                    response_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.WatchEvent.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -516,6 +698,303 @@ class Authz:
             '/handrail.authz.v1.Authz/WhoAmI',
             handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.WhoAmIRequest.SerializeToString,
             handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.WhoAmIResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReportActivity(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/handrail.authz.v1.Authz/ReportActivity',
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ReportActivityRequest.SerializeToString,
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.LeaseResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExpireLease(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/handrail.authz.v1.Authz/ExpireLease',
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ExpireLeaseRequest.SerializeToString,
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.LeaseResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CloseTask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/handrail.authz.v1.Authz/CloseTask',
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.CloseTaskRequest.SerializeToString,
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.CloseTaskResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Approve(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/handrail.authz.v1.Authz/Approve',
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ApproveRequest.SerializeToString,
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ApprovalResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Deny(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/handrail.authz.v1.Authz/Deny',
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.DenyRequest.SerializeToString,
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ApprovalResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetApproval(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/handrail.authz.v1.Authz/GetApproval',
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.GetApprovalRequest.SerializeToString,
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ApprovalResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListApprovals(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/handrail.authz.v1.Authz/ListApprovals',
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ListApprovalsRequest.SerializeToString,
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ListApprovalsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReloadPolicies(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/handrail.authz.v1.Authz/ReloadPolicies',
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ReloadPoliciesRequest.SerializeToString,
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ReloadPoliciesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExplainDecision(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/handrail.authz.v1.Authz/ExplainDecision',
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ExplainDecisionRequest.SerializeToString,
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ExplainDecisionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListDecisions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/handrail.authz.v1.Authz/ListDecisions',
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ListDecisionsRequest.SerializeToString,
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ListDecisionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Watch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/handrail.authz.v1.Authz/Watch',
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.WatchRequest.SerializeToString,
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.WatchEvent.FromString,
             options,
             channel_credentials,
             insecure,

@@ -22,6 +22,8 @@ class Reason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     POLICY_FORBID: _ClassVar[Reason]
     APPROVAL_REQUIRED: _ClassVar[Reason]
     AUTHZ_UNAVAILABLE: _ClassVar[Reason]
+    APPROVAL_DENIED: _ClassVar[Reason]
+    APPROVAL_EXPIRED: _ClassVar[Reason]
     STALE_OBSERVATION: _ClassVar[Reason]
     STALE_REF: _ClassVar[Reason]
     TARGET_CHANGED: _ClassVar[Reason]
@@ -98,6 +100,8 @@ GRANT_EXHAUSTED: Reason
 POLICY_FORBID: Reason
 APPROVAL_REQUIRED: Reason
 AUTHZ_UNAVAILABLE: Reason
+APPROVAL_DENIED: Reason
+APPROVAL_EXPIRED: Reason
 STALE_OBSERVATION: Reason
 STALE_REF: Reason
 TARGET_CHANGED: Reason

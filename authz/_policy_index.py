@@ -1,0 +1,252 @@
+"""Which policies can fire for a request, found without asking Cedar.
+
+cedarpy's cost grows with the size of the policy set it is handed, whether or not the
+policies apply. Most standing rules are narrow — one agent, one origin, one window class,
+one verb — so the engine hands Cedar only the policies that *can* fire for the request at
+hand and caches the resulting policy sets.
+
+A policy is left out only when a necessary condition of it is false for the request:
+
+* its action scope excludes the verb (``action == Action::"upload"``);
+* its principal scope names another agent (``principal == Agent::"x"``);
+* a leading conjunct of its first ``when`` clause is false: ``context.F == "literal"``,
+  ``context.F like "pattern"``, a boolean ``context.F``, or ``action == / != Action::"v"``.
+
+Only the *leading* run of such simple conjuncts is used: Cedar evaluates ``&&`` left to
+right and stops at the first false operand, so a policy left out here is one Cedar would
+have found not to fire without evaluating anything else (context attributes always exist:
+the schema declares them and the engine always sends them). Everything else — ``unless``
+clauses, disjunctions, later conjuncts — is left to Cedar, which sees the policy whenever
+the guards hold.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: The context attributes a guard may test (the string and boolean ones of the schema).
+_STRING_FIELDS = frozenset(
+    {
+        "target",
+        "url",
+        "origin",
+        "path",
+        "element_role",
+        "element_name",
+        "element_name_lower",
+        "window_class",
+        "window_title",
+        "grant_task",
+    }
+)
+_BOOL_FIELDS = frozenset(
+    {
+        "password_field",
+        "has_grant",
+        "origin_granted",
+        "grant_allows_password",
+        "grant_single_use",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A necessary condition of a policy.
+
+    ``kind`` is ``eq`` (``context.F == "v"``), ``like`` (``context.F like "p"``), ``true``
+    (boolean ``context.F``), ``verb`` (``action ==``/``!= Action::"v"``) or ``any`` (a
+    disjunction of guards, ``options``).
+    """
+
+    kind: str
+    field: str = ""
+    value: str = ""
+    pattern: re.Pattern[str] | None = None
+    negate: bool = False
+    options: tuple[Guard, ...] = ()
+    needle: str = ""  # like: a literal the value must contain (a cheap first test)
+
+    def holds(self, context: dict[str, Any], verb: str) -> bool:
+        """Whether the condition is true for this request."""
+        if self.kind == "any":
+            return any(g.holds(context, verb) for g in self.options)
+        if self.kind == "eq":
+            return bool(context.get(self.field) == self.value)
+        if self.kind == "like":
+            assert self.pattern is not None
+            value = str(context.get(self.field, ""))
+            if self.needle not in value:
+                return False
+            return self.pattern.fullmatch(value) is not None
+        if self.kind == "true":
+            return context.get(self.field) is True
+        return (verb == self.value) != self.negate  # verb
+
+
+def _context_attr(node: Any) -> str | None:
+    if type(node).__name__ == "GetAttr" and type(node.base).__name__ == "Var" and node.base.name == "context":
+        return str(node.attr)
+    return None
+
+
+def _like_regex(pattern: Sequence[Any]) -> tuple[re.Pattern[str], str]:
+    """Cedar's ``like`` pattern as a regex, and its longest literal run."""
+    parts, runs, run = [], [], ""
+    for element in pattern:
+        if type(element).__name__ == "Wildcard":
+            parts.append(".*")
+            runs.append(run)
+            run = ""
+        else:
+            parts.append(re.escape(element.value))
+            run += element.value
+    runs.append(run)
+    return re.compile("".join(parts), re.DOTALL), max(runs, key=len)
+
+
+def _guard(node: Any) -> Guard | None:
+    """The guard ``node`` expresses, or None when it is not one of the simple shapes."""
+    kind = type(node).__name__
+    if kind == "BinaryOp" and node.op == "or":
+        left, right = _guard(node.left), _guard(node.right)
+        if left is None or right is None:
+            return None
+        options = [*(left.options or (left,)), *(right.options or (right,))]
+        fields = {g.field for g in options}
+        if all(g.kind == "like" and g.pattern is not None for g in options) and len(fields) == 1:
+            # one regex for a disjunction of patterns on one field
+            combined = "|".join(f"(?:{g.pattern.pattern})" for g in options if g.pattern)
+            return Guard("like", fields.pop(), pattern=re.compile(combined, re.DOTALL))
+        return Guard("any", options=tuple(options))
+    field = _context_attr(node)
+    if field in _BOOL_FIELDS:
+        return Guard("true", field)
+    if kind == "Like":
+        field = _context_attr(node.base)
+        if field in _STRING_FIELDS:
+            regex, needle = _like_regex(node.pattern)
+            return Guard("like", field, pattern=regex, needle=needle)
+        return None
+    if kind != "BinaryOp" or node.op not in ("eq", "not_eq"):
+        return None
+    for left, right in ((node.left, node.right), (node.right, node.left)):
+        field = _context_attr(left)
+        if field in _STRING_FIELDS and type(right).__name__ == "StringLit" and node.op == "eq":
+            return Guard("eq", field, str(right.value))
+        if type(left).__name__ == "Var" and left.name == "action" and type(right).__name__ == "EntityLit":
+            uid = right.value
+            if uid.type.basename == "Action" and not uid.type.namespace:
+                return Guard("verb", value=str(uid.id), negate=node.op == "not_eq")
+    return None
+
+
+def _conjuncts(node: Any) -> list[Any]:
+    """``a && b && c`` as ``[a, b, c]``, left to right."""
+    if type(node).__name__ == "BinaryOp" and node.op == "and":
+        return [*_conjuncts(node.left), *_conjuncts(node.right)]
+    return [node]
+
+
+def guards_of(policy: Any) -> tuple[str | None, tuple[Guard, ...]]:
+    """The principal a policy is limited to (or None) and its leading guards."""
+    principal = None
+    scope = policy.principal
+    if type(scope).__name__ == "ScopeEq" and scope.entity.type.basename == "Agent":
+        principal = str(scope.entity.id)
+    guards: list[Guard] = []
+    clauses = list(policy.clauses)
+    if clauses and type(clauses[0]).__name__ == "When":
+        for conjunct in _conjuncts(clauses[0].expr):
+            guard = _guard(conjunct)
+            if guard is None:
+                break
+            guards.append(guard)
+    return principal, tuple(guards)
+
+
+@dataclass(frozen=True)
+class Indexed:
+    """One policy as the index knows it."""
+
+    position: int
+    principal: str | None
+    guards: tuple[Guard, ...]
+
+
+class VerbIndex:
+    """The policies of one verb, bucketed by their most selective guard."""
+
+    def __init__(self, policies: Sequence[Indexed]) -> None:
+        self.unguarded: list[Indexed] = []
+        self.by_principal: dict[str, list[Indexed]] = {}
+        self.by_eq: dict[tuple[str, str], list[Indexed]] = {}
+        self.eq_fields: set[str] = set()
+        self.others: list[Indexed] = []  # guarded by like / true / verb: checked one by one
+        likes: dict[str, list[Indexed]] = {}
+        for p in policies:
+            eq = next((g for g in p.guards if g.kind == "eq"), None)
+            like = next((g for g in p.guards if g.kind == "like"), None)
+            if eq is not None:
+                self.by_eq.setdefault((eq.field, eq.value), []).append(p)
+                self.eq_fields.add(eq.field)
+            elif p.principal is not None:
+                self.by_principal.setdefault(p.principal, []).append(p)
+            elif like is not None:
+                likes.setdefault(like.field, []).append(p)
+            elif p.guards:
+                self.others.append(p)
+            else:
+                self.unguarded.append(p)
+        # One regex per field rejects, in one call, every like-guarded policy of that field.
+        self.like_groups: list[tuple[str, re.Pattern[str], list[Indexed]]] = []
+        for field, members in likes.items():
+            patterns = [next(g for g in m.guards if g.kind == "like").pattern for m in members]
+            combined = "|".join(f"(?:{p.pattern})" for p in patterns if p is not None)
+            self.like_groups.append((field, re.compile(combined, re.DOTALL), members))
+
+    def candidates(self, principal: str, context: dict[str, Any], verb: str) -> tuple[int, ...]:
+        """Positions of the policies that can fire, in load order."""
+        found = [p.position for p in self.unguarded]
+        pools = [self.by_principal.get(principal, ())]
+        pools += [self.by_eq.get((f, context.get(f)), ()) for f in self.eq_fields]  # type: ignore[arg-type]
+        pools.append(self.others)
+        for field, combined, members in self.like_groups:
+            if combined.fullmatch(str(context.get(field, ""))) is not None:
+                pools.append(members)
+        for pool in pools:
+            for p in pool:
+                if p.principal is not None and p.principal != principal:
+                    continue
+                if all(g.holds(context, verb) for g in p.guards):
+                    found.append(p.position)
+        found.sort()
+        return tuple(found)
+
+
+class SetCache:
+    """A small LRU of built policy sets, keyed by the positions they hold."""
+
+    def __init__(self, size: int = 512) -> None:
+        self._size = size
+        self._sets: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[int, ...]) -> Any | None:
+        with self._lock:
+            found = self._sets.get(key)
+            if found is not None:
+                self._sets.move_to_end(key)
+            return found
+
+    def put(self, key: tuple[int, ...], value: Any) -> None:
+        with self._lock:
+            self._sets[key] = value
+            self._sets.move_to_end(key)
+            while len(self._sets) > self._size:
+                self._sets.popitem(last=False)

@@ -1,0 +1,360 @@
+"""The SQLite schema of the authz store: recorded migrations, and rows to plain types."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from handrail.authz._core import (
+    ApprovalInfo,
+    CheckInput,
+    Decision,
+    DecisionRecord,
+    GrantInfo,
+    LeaseInfo,
+)
+
+DB_NAME = "authz.sqlite"
+
+#: Grants that ended longer ago than this are not loaded into the in-memory index at start-up
+#: (a check naming one then reads OUT_OF_SCOPE rather than GRANT_REVOKED/EXPIRED).
+ENDED_GRANT_RETENTION_MS = 7 * 24 * 3600_000
+
+MIGRATIONS: tuple[tuple[int, str, str], ...] = (
+    (
+        1,
+        "initial",
+        """
+        CREATE TABLE principals (
+            name TEXT PRIMARY KEY,
+            role TEXT NOT NULL,
+            token_sha256 TEXT NOT NULL UNIQUE,
+            created_at_ms INTEGER NOT NULL
+        );
+        CREATE TABLE grants (
+            grant_id TEXT PRIMARY KEY,
+            principal TEXT NOT NULL,
+            target TEXT NOT NULL,
+            verbs TEXT NOT NULL,          -- JSON list of lowercase verbs
+            origins TEXT NOT NULL,        -- JSON list of normalized origins
+            expires_at_ms INTEGER NOT NULL,
+            granted_by TEXT NOT NULL,
+            note TEXT NOT NULL,
+            created_at_ms INTEGER NOT NULL,
+            revoked_at_ms INTEGER
+        );
+        CREATE INDEX grants_principal_target ON grants (principal, target, created_at_ms);
+        CREATE TABLE leases (
+            target TEXT PRIMARY KEY,
+            holder_kind TEXT NOT NULL,
+            holder TEXT NOT NULL,
+            epoch INTEGER NOT NULL,
+            expires_at_ms INTEGER NOT NULL,
+            next_holder TEXT NOT NULL,
+            updated_at_ms INTEGER NOT NULL
+        );
+        CREATE TABLE decisions (
+            decision_id TEXT PRIMARY KEY,
+            created_at_ms INTEGER NOT NULL,
+            caller TEXT NOT NULL,
+            principal TEXT NOT NULL,
+            target TEXT NOT NULL,
+            lease_epoch INTEGER NOT NULL,
+            verb TEXT NOT NULL,
+            url TEXT NOT NULL,
+            element_role TEXT NOT NULL,
+            element_name TEXT NOT NULL,
+            window_class TEXT NOT NULL,
+            window_title TEXT NOT NULL,
+            password_field INTEGER NOT NULL,
+            action_id TEXT NOT NULL,
+            allow INTEGER NOT NULL,
+            reason TEXT NOT NULL,
+            message TEXT NOT NULL,
+            policies TEXT NOT NULL,       -- JSON list of policy @ids
+            grant_id TEXT NOT NULL,
+            current_epoch INTEGER NOT NULL
+        );
+        CREATE INDEX decisions_target_time ON decisions (target, created_at_ms);
+        """,
+    ),
+    (
+        2,
+        "scopes, approvals, decision details",
+        """
+        ALTER TABLE grants ADD COLUMN scope TEXT NOT NULL DEFAULT '{}';  -- JSON: patterns ...
+        ALTER TABLE grants ADD COLUMN single_use INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE grants ADD COLUMN task_id TEXT NOT NULL DEFAULT '';
+        ALTER TABLE grants ADD COLUMN used_at_ms INTEGER;
+        ALTER TABLE grants ADD COLUMN closed_at_ms INTEGER;
+        CREATE INDEX grants_task ON grants (task_id) WHERE task_id != '';
+        CREATE TABLE approvals (
+            approval_id TEXT PRIMARY KEY,
+            principal TEXT NOT NULL,
+            target TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            lease_epoch INTEGER NOT NULL,
+            status TEXT NOT NULL,
+            deadline_ms INTEGER NOT NULL,
+            action TEXT NOT NULL,         -- JSON: verb, url, element, window, ids, policies
+            grant_id TEXT NOT NULL,
+            decided_by TEXT NOT NULL DEFAULT '',
+            note TEXT NOT NULL DEFAULT '',
+            created_at_ms INTEGER NOT NULL,
+            decided_at_ms INTEGER NOT NULL DEFAULT 0,
+            used_at_ms INTEGER NOT NULL DEFAULT 0,
+            decision_id TEXT NOT NULL,
+            used_by_decision_id TEXT NOT NULL DEFAULT ''
+        );
+        CREATE UNIQUE INDEX approvals_one_pending
+            ON approvals (principal, target, fingerprint, lease_epoch) WHERE status = 'PENDING';
+        CREATE INDEX approvals_action
+            ON approvals (principal, target, fingerprint, lease_epoch, created_at_ms);
+        CREATE INDEX approvals_status ON approvals (status, created_at_ms);
+        CREATE TABLE decision_log (
+            seq INTEGER PRIMARY KEY,      -- the first 12 hex digits of a new decision_id
+            decision_id TEXT NOT NULL,
+            at_ms INTEGER NOT NULL,
+            principal TEXT NOT NULL,
+            target TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            record TEXT NOT NULL          -- JSON: request (redacted), decision, lease, grants
+        );
+        CREATE INDEX decision_log_principal ON decision_log (principal, at_ms);
+        INSERT INTO decision_log (decision_id, at_ms, principal, target, reason, record)
+            SELECT decision_id, created_at_ms, principal, target, reason, json_object(
+                'caller', caller, 'lease_epoch', lease_epoch, 'verb', verb, 'url', url,
+                'element_role', element_role, 'element_name', element_name,
+                'window_class', window_class, 'window_title', window_title,
+                'password_field', password_field, 'action_id', action_id, 'allow', allow,
+                'message', message, 'policies', json(policies), 'grant_id', grant_id,
+                'current_epoch', current_epoch)
+            FROM decisions ORDER BY created_at_ms, rowid;
+        DROP TABLE decisions;
+        """,
+    ),
+)
+
+GRANT_COLS = (
+    "grant_id, principal, target, verbs, origins, expires_at_ms, granted_by, note,"
+    " created_at_ms, revoked_at_ms, scope, single_use, task_id, used_at_ms, closed_at_ms"
+)
+LEASE_COLS = "target, holder_kind, holder, epoch, expires_at_ms, next_holder"
+APPROVAL_COLS = (
+    "approval_id, principal, target, fingerprint, lease_epoch, status, deadline_ms, action,"
+    " grant_id, decided_by, note, created_at_ms, decided_at_ms, used_at_ms, decision_id,"
+    " used_by_decision_id"
+)
+DECISION_COLS = "decision_id, at_ms, principal, target, reason, record"
+SCOPE_FIELDS = (
+    "path_globs",
+    "role_patterns",
+    "name_patterns",
+    "window_class_patterns",
+    "window_title_patterns",
+    "require_approval_verbs",
+)
+
+
+def hash_token(token: str) -> str:
+    """The at-rest form of a bearer token: its sha256, hex."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+# --- rows ---------------------------------------------------------------------------------------
+
+
+def grant_row(row: tuple[Any, ...]) -> GrantInfo:
+    (gid, principal, target, verbs, origins, expires, by, note, created, revoked) = row[:10]
+    scope_json, single_use, task_id, used, closed = row[10:]
+    scope: dict[str, Any] = json.loads(str(scope_json))
+    return GrantInfo(
+        grant_id=str(gid),
+        principal=str(principal),
+        target=str(target),
+        verbs=tuple(json.loads(str(verbs))),
+        origins=tuple(json.loads(str(origins))),
+        expires_at_ms=int(expires),
+        granted_by=str(by),
+        note=str(note),
+        created_at_ms=int(created),
+        revoked=revoked is not None,
+        revoked_at_ms=int(revoked or 0),
+        single_use=bool(single_use),
+        task_id=str(task_id),
+        used_at_ms=int(used or 0),
+        closed_at_ms=int(closed or 0),
+        allow_password_input=bool(scope.get("allow_password_input", False)),
+        approval_timeout_ms=int(scope.get("approval_timeout_ms", 0)),
+        **{f: tuple(scope.get(f, ())) for f in SCOPE_FIELDS},
+    )
+
+
+def grant_scope_json(grant: GrantInfo) -> str:
+    scope: dict[str, Any] = {f: list(getattr(grant, f)) for f in SCOPE_FIELDS}
+    scope["allow_password_input"] = grant.allow_password_input
+    scope["approval_timeout_ms"] = grant.approval_timeout_ms
+    return json.dumps(scope)
+
+
+def lease_row(row: tuple[Any, ...]) -> LeaseInfo:
+    target, kind, holder, epoch, expires, next_holder = row
+    return LeaseInfo(str(target), str(kind), str(holder), int(epoch), int(expires), str(next_holder))
+
+
+def lease_dict(lease: LeaseInfo) -> dict[str, Any]:
+    return {
+        "target": lease.target,
+        "holder_kind": lease.holder_kind,
+        "holder": lease.holder,
+        "epoch": lease.epoch,
+        "expires_at_ms": lease.expires_at_ms,
+        "next_holder": lease.next_holder,
+    }
+
+
+def approval_row(row: tuple[Any, ...]) -> ApprovalInfo:
+    (aid, principal, target, fp, epoch, status, deadline, action, gid) = row[:9]
+    by, note, created, decided, used, decision_id, used_by = row[9:]
+    details: dict[str, Any] = json.loads(str(action))
+    policies = tuple(details.pop("policies", ()))
+    return ApprovalInfo(
+        approval_id=str(aid),
+        principal=str(principal),
+        target=str(target),
+        fingerprint=str(fp),
+        status=str(status),
+        deadline_ms=int(deadline),
+        lease_epoch=int(epoch),
+        grant_id=str(gid),
+        policies=policies,
+        decided_by=str(by),
+        note=str(note),
+        created_at_ms=int(created),
+        decided_at_ms=int(decided),
+        used_at_ms=int(used),
+        decision_id=str(decision_id),
+        used_by_decision_id=str(used_by),
+        **{k: str(v) for k, v in details.items()},
+    )
+
+
+APPROVAL_ACTION_FIELDS = (
+    "verb",
+    "url",
+    "element_role",
+    "element_name",
+    "window_class",
+    "window_title",
+    "observation_id",
+    "action_id",
+)
+
+
+def decision_row(record: DecisionRecord) -> tuple[Any, ...]:
+    parts = decision_parts(record)
+    return as_row(parts, json.dumps(parts))
+
+
+def as_row(parts: tuple[Any, ...] | list[Any], text: str) -> tuple[Any, ...]:
+    """A decision_log row: the indexed columns, and ``text``, the JSON of all the parts
+    (the very line the journal holds, so moving it into SQLite encodes nothing again)."""
+    return (*parts[:6], text)
+
+
+def decision_parts(record: DecisionRecord) -> tuple[Any, ...]:
+    r, d = record.request, record.decision
+    body = {
+        "caller": record.caller,
+        "lease_epoch": r.lease_epoch,
+        "verb": r.verb,
+        "url": r.url,
+        "element_role": r.element_role,
+        "element_name": r.element_name,
+        "window_class": r.window_class,
+        "window_title": r.window_title,
+        "password_field": r.password_field,
+        "action_id": r.action_id,
+        "fingerprint": r.fingerprint,
+        "observation_id": r.observation_id,
+        "allow": d.allow,
+        "message": d.message,
+        "policies": d.policies,
+        "grant_id": d.grant_id,
+        "current_epoch": d.lease_epoch,
+        "approval_id": d.approval_id,
+        "grant_consumed": d.grant_consumed,
+        "shadow_policies": d.shadow_policies,
+        "lease": None if record.lease is None else lease_dict(record.lease),
+        "grants_considered": record.grants_considered,
+    }
+    return (
+        seq_of(record.decision_id),
+        record.decision_id,
+        record.at_ms,
+        r.principal,
+        r.target,
+        d.reason,
+        body,
+    )
+
+
+def decision_record(row: tuple[Any, ...]) -> DecisionRecord:
+    decision_id, at_ms, principal, target, reason, record = row
+    loaded = json.loads(str(record))
+    # the parts array [seq, id, at, principal, target, reason, body]; a dict body for rows
+    # migrated from the first schema
+    b: dict[str, Any] = loaded[6] if isinstance(loaded, list) else loaded
+    did = str(decision_id)
+    lease = b.get("lease")
+    return DecisionRecord(
+        decision_id=did,
+        at_ms=int(at_ms),
+        caller=str(b.get("caller", "")),
+        request=CheckInput(
+            principal=str(principal),
+            target=str(target),
+            lease_epoch=int(b.get("lease_epoch", 0)),
+            verb=str(b.get("verb", "")),
+            url=str(b.get("url", "")),
+            element_role=str(b.get("element_role", "")),
+            element_name=str(b.get("element_name", "")),
+            window_class=str(b.get("window_class", "")),
+            window_title=str(b.get("window_title", "")),
+            password_field=bool(b.get("password_field", False)),
+            action_id=str(b.get("action_id", "")),
+            fingerprint=str(b.get("fingerprint", "")),
+            observation_id=str(b.get("observation_id", "")),
+        ),
+        decision=Decision(
+            allow=bool(b.get("allow", False)),
+            reason=str(reason),
+            message=str(b.get("message", "")),
+            decision_id=did,
+            policies=tuple(b.get("policies", ())),
+            grant_id=str(b.get("grant_id", "")),
+            lease_epoch=int(b.get("current_epoch", 0)),
+            approval_id=str(b.get("approval_id", "")),
+            shadow_policies=tuple(b.get("shadow_policies", ())),
+            grant_consumed=bool(b.get("grant_consumed", False)),
+        ),
+        lease=LeaseInfo(**lease) if lease else None,
+        grants_considered=tuple(b.get("grants_considered", ())),
+    )
+
+
+SEQ_DIGITS = 12
+_HEX = re.compile(r"[0-9a-f]+")
+
+
+def seq_of(decision_id: str) -> int | None:
+    """The log sequence number a decision id starts with (None for a foreign id)."""
+    if len(decision_id) != 32 or _HEX.fullmatch(decision_id) is None:
+        return None
+    return int(decision_id[:SEQ_DIGITS], 16)
+
+
+INSERT_DECISION = f"INSERT INTO decision_log (seq, {DECISION_COLS}) VALUES (?,?,?,?,?,?,?)"
+INSERT_DECISION_ONCE = INSERT_DECISION.replace("INSERT", "INSERT OR IGNORE", 1)

@@ -1,0 +1,284 @@
+"""Recording: one session's ledger entries turned into a scenario that replays.
+
+The ledger holds what a replay needs: the session's target and start URL
+(``session_open``), every intent (kind, element role and name, parameters) with its result,
+every refusal with its reason, reconciliations and lease changes. Refs and observation
+ids are not copied: the replay takes them again. The grants come from the authz store next
+to the ledger when there is one, else they are inferred from the actions that passed.
+
+What the ledger cannot say is left out with a note at the top of the file: a refusal
+that depended on the page changing under the agent (``STALE_REF``, ``STALE_OBSERVATION``,
+``TARGET_CHANGED``), and the fault behind an ``UNKNOWN`` outcome.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+
+from handrail._errors import HandrailError
+from handrail.recorder._ledger import Entry, Ledger
+from handrail.recorder._scenario import ScenarioError, parse_scenario
+
+__all__ = ["RecordError", "record_session", "scenario_from_entries"]
+
+# Refusals that depend on what changed between the agent's observation and its action:
+# the ledger does not say what changed, so a replay could not bring them about.
+_CONTEXT_REASONS = frozenset({"STALE_REF", "STALE_OBSERVATION", "TARGET_CHANGED", "FOCUS_MISMATCH"})
+_VERBS = {"click": "submit", "double_click": "submit", "navigate": "navigate"}
+_REPLAYABLE_KINDS = frozenset(
+    {"click", "double_click", "hover", "fill", "type", "press", "select", "check", "uncheck", "navigate"}
+)
+
+
+class RecordError(HandrailError):
+    """The session cannot be turned into a scenario (unknown session, nothing to replay)."""
+
+    reason = "RECORD_ERROR"
+
+
+def record_session(
+    ledger_path: Path,
+    session_id: str,
+    *,
+    fixture: str = "subscription",
+    name: str = "recorded",
+    state_url: str | None = None,
+) -> str:
+    """Return the YAML text of a scenario that replays session ``session_id``.
+
+    Args:
+        ledger_path: the ledger file (an ``authz.sqlite`` beside it supplies the grants).
+        session_id: the session to record.
+        fixture: the fixture app the session ran against.
+        name: the scenario's name.
+        state_url: the fixture's ``/state`` URL; when given, its fields and POST counts
+            become the final state checks.
+
+    Raises:
+        RecordError: no such session, or the result is not a valid scenario.
+    """
+    with Ledger(ledger_path) as ledger:
+        entries = ledger.entries(session_id=session_id)
+    if not entries:
+        raise RecordError(f"no entries for session {session_id!r} in {ledger_path}")
+    grants = _stored_grants(ledger_path.parent / "authz.sqlite", entries)
+    state = _fetch_state(state_url) if state_url else None
+    data, notes = scenario_from_entries(entries, fixture=fixture, name=name, grants=grants, state=state)
+    header = [
+        f"# Recorded by `handrail record` from session {session_id} of {ledger_path}",
+        f"# on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC.",
+    ]
+    header += [f"# NOTE: {n}" for n in notes]
+    text = "\n".join(header) + "\n" + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=96)
+    try:
+        parse_scenario(text, f"{name}.yaml")
+    except ScenarioError as exc:
+        raise RecordError(f"the recorded scenario does not validate:\n{exc}") from None
+    return text
+
+
+def scenario_from_entries(
+    entries: Sequence[Entry],
+    *,
+    fixture: str,
+    name: str,
+    grants: list[dict[str, Any]] | None = None,
+    state: Mapping[str, Any] | None = None,
+) -> tuple[dict[str, Any], list[str]]:
+    """Build the scenario mapping (and notes on what was left out) from one session's entries."""
+    opened = next((e for e in entries if e.kind == "session_open"), None)
+    if opened is None:
+        raise RecordError("the session has no session_open entry (target and start URL)")
+    target = str(opened.body.get("target", ""))
+    start_url = str(opened.body.get("start_url", ""))
+    parts = urlsplit(start_url)
+    base = f"{parts.scheme}://{parts.netloc}" if parts.netloc else ""
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    agent = opened.principal or "agent"
+
+    notes: list[str] = []
+    steps: list[dict[str, Any]] = []
+    acts: dict[str, dict[str, Any]] = {}  # action id -> act spec being built
+    keys_used: dict[str, int] = {}
+    verbs_ok: set[str] = set()
+    done = 0
+
+    def add_act(spec: dict[str, Any], action_id: str) -> None:
+        if not steps or "observe" not in steps[-1]:
+            steps.append({"observe": None})
+        steps.append({"act": spec})
+        acts[action_id] = spec
+
+    for e in entries:
+        if e.kind == "intent":
+            params = e.body.get("params", {})
+            spec = _act_spec(params, base, notes)
+            if spec is None:
+                continue
+            spec["idempotency_key"] = e.idempotency_key
+            keys_used[e.idempotency_key] = keys_used.get(e.idempotency_key, 0) + 1
+            add_act(spec, e.action_id)
+        elif e.kind == "result" and e.action_id in acts:
+            outcome = str(e.body.get("outcome", ""))
+            reason = str(e.body.get("reason", ""))
+            spec = acts[e.action_id]
+            spec["expect"] = f"{outcome} {reason}" if outcome == "REFUSED" else outcome
+            if outcome in ("DONE", "FAILED", "UNKNOWN"):
+                verbs_ok.add(_VERBS.get(spec["kind"], "input"))
+            if outcome == "DONE":
+                done += 1
+            if outcome == "UNKNOWN":
+                notes.append(
+                    f"act {spec.get('idempotency_key')} ended UNKNOWN in the recording: add the "
+                    "fault that caused it (drop_connection or kill_executor) for it to replay"
+                )
+        elif e.kind == "refusal":
+            reason = str(e.body.get("reason", ""))
+            what = f"{e.body.get('kind')} {e.body.get('role', '')} {e.body.get('name', '')!r}"
+            if reason in _CONTEXT_REASONS:
+                notes.append(f"left out a {reason} refusal of {what}: the ledger does not say what changed")
+                continue
+            spec = _act_spec(dict(e.body), base, notes)
+            if spec is None:
+                continue
+            if spec["kind"] in ("fill", "type") and not spec.get("text"):
+                spec["text"] = "(not recorded)"
+            spec["expect"] = f"REFUSED {reason}"
+            if reason == "POLICY_FORBID":
+                verbs_ok.add(_VERBS.get(spec["kind"], "input"))
+            add_act(spec, e.action_id)
+        elif e.kind == "reconcile":
+            key = e.idempotency_key
+            if key in keys_used:
+                steps.append(
+                    {
+                        "reconcile": {
+                            "key": key,
+                            "verdict": str(e.body.get("verdict", "HAPPENED")),
+                            "evidence": str(e.body.get("evidence", "")),
+                        }
+                    }
+                )
+        elif e.kind == "lease_change":
+            event = str(e.body.get("event", ""))
+            if event == "takeover":
+                steps.append({"fault": "takeover"})
+            elif event == "hand_back":
+                detail = e.body.get("detail", {})
+                to = str(detail.get("next_holder", "")) if isinstance(detail, Mapping) else ""
+                steps.append({"fault": {"kind": "hand_back", "to": to} if to else "hand_back"})
+
+    if not any("act" in s for s in steps):
+        raise RecordError("the session has no action that a replay could repeat")
+    # Keys matter only where the recording repeated one; elsewhere the replay makes its own.
+    reconciled = {s["reconcile"]["key"] for s in steps if "reconcile" in s}
+    for s in steps:
+        act = s.get("act")
+        key = act.get("idempotency_key", "") if act is not None else ""
+        if act is not None and keys_used.get(key, 0) < 2 and key not in reconciled:
+            act.pop("idempotency_key", None)
+
+    data: dict[str, Any] = {
+        "name": name,
+        "description": f"Recorded from session {opened.session_id} on {target}.",
+        "app": fixture,
+        "target": target,
+        "principals": {"agents": [agent], "operators": ["operator"]},
+        "grants": grants or [{"id": "recorded", "verbs": sorted(verbs_ok or {"input"}), "origins": ["app"]}],
+        "sessions": [{"name": "main", "agent": agent, "path": path}],
+        "steps": steps,
+    }
+    checks: dict[str, Any] = {"ledger": {"counts": [{"kind": "result", "outcome": "DONE", "equals": done}]}}
+    if state is not None:
+        checks["state"] = _state_checks(state)
+    data["checks"] = checks
+    return data, notes
+
+
+def _act_spec(params: Mapping[str, Any], base: str, notes: list[str]) -> dict[str, Any] | None:
+    kind = str(params.get("kind", ""))
+    if kind not in _REPLAYABLE_KINDS:
+        notes.append(f"left out a {kind or 'nameless'} action: scenarios cannot state it yet")
+        return None
+    spec: dict[str, Any] = {"kind": kind}
+    if kind != "navigate":
+        role, name = str(params.get("role", "")), str(params.get("name", ""))
+        if not role:
+            notes.append(f"left out a {kind} action without an element role and name")
+            return None
+        spec["target"] = {"role": role, "name": name}
+    if params.get("text"):
+        spec["text"] = str(params["text"])
+    if params.get("key"):
+        spec["keys"] = str(params["key"])
+    if params.get("values"):
+        spec["values"] = [str(v) for v in params["values"]]
+    url = str(params.get("url", ""))
+    if url:
+        spec["url"] = url[len(base) :] or "/" if base and url.startswith(base + "/") else url
+    return spec
+
+
+def _stored_grants(authz_db: Path, entries: Sequence[Entry]) -> list[dict[str, Any]] | None:
+    """The session's grants as scenario grant specs, from the authz store beside the ledger."""
+    opened = next((e for e in entries if e.kind == "session_open"), None)
+    if opened is None or not authz_db.is_file():
+        return None
+    from handrail.authz import Store
+
+    start = urlsplit(str(opened.body.get("start_url", "")))
+    app_origin = f"{start.scheme}://{start.netloc}"
+    try:
+        with Store(authz_db) as store:
+            found = store.list_grants(
+                principal=opened.principal, target=str(opened.body.get("target", "")), include_inactive=True
+            )
+    except HandrailError:
+        return None
+    specs = []
+    for i, g in enumerate(found, 1):
+        if g.revoked:
+            continue
+        spec: dict[str, Any] = {
+            "id": f"grant{i}",
+            "verbs": list(g.verbs),
+            "origins": ["app" if o == app_origin else o for o in g.origins],
+        }
+        if g.note:
+            spec["note"] = g.note
+        specs.append(spec)
+    return specs or None
+
+
+def _fetch_state(url: str) -> dict[str, Any]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            data = json.loads(response.read())
+    except (OSError, ValueError) as exc:
+        raise RecordError(f"cannot read the fixture's state at {url}: {exc}") from None
+    if not isinstance(data, dict):
+        raise RecordError(f"the fixture's state at {url} is not a JSON object")
+    return data
+
+
+def _state_checks(state: Mapping[str, Any]) -> list[dict[str, Any]]:
+    checks: list[dict[str, Any]] = []
+    for key, value in state.items():
+        if key in ("requests", "actions", "lost"):
+            continue
+        if isinstance(value, bool | int | str | float) or value is None:
+            checks.append({"field": key, "equals": value})
+    requests = state.get("requests", {})
+    if isinstance(requests, Mapping):
+        for path, n in sorted(requests.items()):
+            if str(path).startswith("POST "):
+                checks.append({"requests": path, "equals": n})
+    return checks

@@ -1,0 +1,678 @@
+"""Replaying scenarios: each run on a fresh stack, every divergence named by its step.
+
+A run starts the scenario's fixture app, the authz sidecar and the executor as real
+processes with a fresh data dir (so that ledger checks are exact), makes the principals
+and grants, opens the sessions, plays the steps and then checks the fixture's real state
+and the ledger. :func:`replay` runs a scenario K times and reports pass^K: it passes only
+when every run passed.
+
+Example::
+
+    from handrail.recorder._replay import replay
+    from handrail.recorder._scenario import load_scenario
+
+    report = replay(load_scenario("scenarios/subscription-cancel.yaml"), repeat=3)
+    print(report.summary())
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from handrail._procs import ServerProcess, start_authz, start_executor
+from handrail.authz import AuthzClient, AuthzError, Store
+from handrail.executor import ActionKind, ExecutorClient
+from handrail.recorder._ledger import Entry, Ledger
+from handrail.recorder._scenario import (
+    ActSpec,
+    ActStep,
+    CheckStep,
+    Expected,
+    FaultStep,
+    KillExecutor,
+    ObserveStep,
+    ReconcileSpec,
+    ReconcileStep,
+    Scenario,
+    StateCheck,
+    Step,
+    WaitStep,
+)
+from handrail.scenarios import FIXTURE_APPS, FixtureApp
+
+__all__ = ["RunResult", "ScenarioReport", "check_state", "replay", "run_once"]
+
+EXECUTOR = "executor-0"
+ADMIN = "admin-0"
+_EVENT_TIMEOUT_S = 10.0
+_KILL_WAIT_S = 10.0
+
+
+class Divergence(Exception):
+    """A step, or a final check, did not behave as the scenario states."""
+
+
+@dataclass
+class RunResult:
+    """One run of a scenario.
+
+    Attributes:
+        ok: every step and check behaved as stated.
+        divergences: what did not, one sentence each.
+        log: one line per step played.
+        seconds: wall time of the run, stack start and stop included.
+    """
+
+    ok: bool
+    divergences: list[str] = field(default_factory=list)
+    log: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+@dataclass
+class ScenarioReport:
+    """K runs of one scenario; ``passed`` is pass^K."""
+
+    scenario: Scenario
+    runs: list[RunResult] = field(default_factory=list)
+    skipped: str | None = None
+    source: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.skipped is None and all(r.ok for r in self.runs)
+
+    def summary(self) -> str:
+        """One line: ``name: pass^3 (3/3 runs, 4.1 s/run)`` or ``FAIL`` or ``SKIPPED``."""
+        name = self.scenario.name
+        if self.skipped is not None:
+            return f"{name}: SKIPPED — {self.skipped}"
+        k = len(self.runs)
+        good = sum(r.ok for r in self.runs)
+        per = sum(r.seconds for r in self.runs) / k if k else 0.0
+        verdict = f"pass^{k}" if good == k else f"FAIL pass^{k}"
+        return f"{name}: {verdict} ({good}/{k} runs passed, {per:.1f} s/run)"
+
+    def details(self) -> list[str]:
+        """The divergences of each failed run, indented, for printing under the summary."""
+        lines = []
+        for i, run in enumerate(self.runs, 1):
+            if run.ok:
+                continue
+            lines.append(f"  run {i}:")
+            lines.extend(f"    {d}" for d in run.divergences)
+            if run.log:
+                lines.append("    steps played:")
+                lines.extend(f"      {entry}" for entry in run.log)
+        return lines
+
+
+def replay(
+    scenario: Scenario,
+    *,
+    repeat: int = 1,
+    chromium: str | None = None,
+    keep_dir: Path | None = None,
+    on_run: Callable[[int, RunResult], None] | None = None,
+    approvals: bool | None = None,
+) -> ScenarioReport:
+    """Run ``scenario`` ``repeat`` times, each on a fresh stack.
+
+    Args:
+        scenario: the scenario.
+        repeat: K of pass^K.
+        chromium: the Chromium executable (default: the executor's default).
+        keep_dir: keep each run's data under this dir (``run-1`` ...) instead of a temp dir.
+        on_run: called after each run with its number (from 1) and result.
+        approvals: whether the authz sidecar offers approvals (default: detected).
+
+    Returns:
+        The report; ``report.skipped`` says why a scenario that cannot run yet was skipped.
+    """
+    report = ScenarioReport(scenario)
+    has_approvals = approvals if approvals is not None else hasattr(AuthzClient, "approve")
+    skip = scenario.skip_reason(approvals=has_approvals)
+    if skip is not None:
+        report.skipped = skip
+        return report
+    for i in range(1, repeat + 1):
+        if keep_dir is not None:
+            data_dir = keep_dir / f"run-{i}"
+            shutil.rmtree(data_dir, ignore_errors=True)
+            result = run_once(scenario, data_dir, chromium=chromium)
+        else:
+            with tempfile.TemporaryDirectory(prefix=f"handrail-replay-{scenario.name}-") as tmp:
+                result = run_once(scenario, Path(tmp), chromium=chromium)
+        report.runs.append(result)
+        if on_run is not None:
+            on_run(i, result)
+    return report
+
+
+def run_once(scenario: Scenario, data_dir: Path, *, chromium: str | None = None) -> RunResult:
+    """Play ``scenario`` once with its data in ``data_dir`` (made if missing)."""
+    started = time.monotonic()
+    run = _Run(scenario, data_dir, chromium)
+    result = RunResult(ok=False, log=run.log)
+    try:
+        with run.stack():
+            run.play()
+            run.stop_servers()  # the ledger is read with every writer gone
+            run.final_checks()
+    except Divergence as exc:
+        result.divergences.append(str(exc))
+        result.log.extend(run.server_trouble())
+    except (RuntimeError, OSError, grpc.RpcError, AuthzError) as exc:
+        text = _rpc_text(exc).strip().splitlines() or [""]
+        if len(text) > 6:  # a server's whole output: its first and last lines tell
+            text = [*text[:1], "  ...", *text[-4:]]
+        result.divergences.append(f"the run broke: {type(exc).__name__}: " + "\n".join(text))
+    result.divergences.extend(run.failed_checks)
+    result.ok = not result.divergences
+    result.seconds = time.monotonic() - started
+    return result
+
+
+# -- one run ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Act:
+    """What a played act step left behind, for reconcile steps and kills."""
+
+    session: str
+    session_id: str
+    key: str
+    action_id: str
+
+
+class _Run:
+    def __init__(self, scenario: Scenario, data_dir: Path, chromium: str | None) -> None:
+        self.s = scenario
+        self.data_dir = data_dir
+        self.chromium = chromium
+        self.log: list[str] = []
+        self.failed_checks: list[str] = []
+        self.tokens: dict[str, str] = {}
+        self.app: FixtureApp | None = None
+        self.authz: ServerProcess | None = None
+        self.authz_address = ""
+        self.executor: ServerProcess | None = None
+        self.agent_clients: dict[str, ExecutorClient] = {}
+        self.sessions: dict[str, Any] = {}
+        self.labels: dict[str, tuple[str, Any]] = {}
+        self.grant_ids: dict[str, str] = {}
+        self.grant_expiry_ms: dict[str, int] = {}
+        self.acts: dict[str, _Act] = {}
+        self.seen_servers: list[ServerProcess] = []
+        self.kills = self._kill_faults()
+        self.keys = self._keys()
+
+    # -- setup and teardown ------------------------------------------------------
+
+    def _keys(self) -> dict[int, str]:
+        """The idempotency key of each act step: stated, or made from the step number."""
+        keys = {}
+        for i, step in enumerate(self.s.steps):
+            if isinstance(step, ActStep):
+                keys[i] = step.act.idempotency_key or f"{self.s.name}-step{i + 1}"
+        return keys
+
+    def _kill_faults(self) -> list[str]:
+        """``POINT:KEY`` of every kill_executor fault, in step order."""
+        out = []
+        for i, step in enumerate(self.s.steps):
+            if isinstance(step, ActStep) and isinstance(step.act.fault, KillExecutor):
+                key = step.act.idempotency_key or f"{self.s.name}-step{i + 1}"
+                out.append(f"{step.act.fault.point}:{key}")
+        return out
+
+    @contextmanager
+    def stack(self) -> Iterator[None]:
+        s = self.s
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        names = [(a, "agent") for a in s.principals.agents]
+        names += [(o, "operator") for o in s.principals.operators]
+        names += [(ADMIN, "admin"), (EXECUTOR, "executor")]
+        with Store(self.data_dir / "authz.sqlite") as store:
+            for name, role in names:
+                self.tokens[name] = secrets.token_urlsafe(24)
+                store.add_principal(name, role, self.tokens[name])
+        with ExitStack() as stack:
+            self._stack = stack
+            app = FIXTURE_APPS[s.app](s.initial_state)
+            app.start()
+            stack.callback(app.stop)
+            self.app = app
+            self.authz = start_authz(self.data_dir)
+            self.authz_address = self.authz.address
+            self.seen_servers.append(self.authz)
+            stack.callback(lambda: self.authz.stop() if self.authz else None)
+            self._start_executor()
+            stack.callback(self.stop_servers)
+            for grant in s.grants:
+                if grant.at_start:
+                    self._grant(grant.id)
+            for spec in s.sessions:
+                self._open(spec.name)
+            yield
+
+    def _start_executor(self) -> None:
+        extra = ["--fault", self.kills[0]] if self.kills else []
+        self.executor = start_executor(
+            self.data_dir,
+            self.authz_address,
+            self.tokens[EXECUTOR],
+            chromium=self.chromium,
+            extra=extra,
+        )
+        self.seen_servers.append(self.executor)
+        for client in self.agent_clients.values():
+            client.close()
+        self.agent_clients = {
+            agent: ExecutorClient(self.executor.address, self.tokens[agent], timeout_s=30.0)
+            for agent in self.s.principals.agents
+        }
+
+    def _open(self, name: str) -> None:
+        spec = self.s.session(name)
+        assert self.app is not None
+        agent = spec.agent or self.s.first_agent
+        target = spec.target or self.s.default_target
+        self.sessions[name] = self.agent_clients[agent].open_session(target=target, start_url=self.app.url + spec.path)
+
+    def server_trouble(self) -> list[str]:
+        """The tail of a server's output when it shows a traceback, for the report."""
+        lines: list[str] = []
+        for server in self.seen_servers:
+            if any("Traceback" in line for line in server.output):
+                lines.append(f"{server.name} output (last lines):")
+                lines.extend(f"  {line}" for line in server.output[-12:])
+        return lines
+
+    def stop_servers(self) -> None:
+        for session in self.sessions.values():
+            with contextlib.suppress(grpc.RpcError):  # gone with a killed executor
+                session.close()
+        self.sessions.clear()
+        for client in self.agent_clients.values():
+            client.close()
+        self.agent_clients.clear()
+        if self.executor is not None:
+            self.executor.stop()
+            self.executor = None
+        if self.authz is not None:
+            self.authz.stop()
+            self.authz = None
+
+    def _operator(self, name: str | None) -> AuthzClient:
+        who = name or self.s.first_operator
+        client = AuthzClient(self.authz_address, self.tokens[who], timeout_s=10.0)
+        self._stack.callback(client.close)
+        return client
+
+    def _grant(self, grant_id: str, operator: str | None = None) -> None:
+        g = self.s.grant(grant_id)
+        assert self.app is not None
+        origins = [self.app.url if o == "app" else o for o in g.origins]
+        expires = int(time.time() * 1000 + g.expires_in_s * 1000) if g.expires_in_s else 0
+        info = self._operator(operator or g.operator).grant(
+            g.principal or self.s.first_agent,
+            g.target or self.s.default_target,
+            list(g.verbs),
+            origins,
+            expires_at_ms=expires,
+            note=g.note or f"scenario {self.s.name}",
+        )
+        self.grant_ids[grant_id] = info.grant_id
+        self.grant_expiry_ms[grant_id] = info.expires_at_ms or expires
+
+    # -- steps -------------------------------------------------------------------
+
+    def play(self) -> None:
+        for i, step in enumerate(self.s.steps):
+            where = f"step {i + 1}"
+            started, logged = time.monotonic(), len(self.log)
+            self._play(i, where, step)
+            if len(self.log) > logged:
+                self.log[-1] += f"  [{time.monotonic() - started:.2f} s]"
+
+    def _play(self, i: int, where: str, step: Step) -> None:
+        if isinstance(step, ObserveStep):
+            self._observe(where, step.observe.session, step.observe.label)
+        elif isinstance(step, ActStep):
+            self._act(i, where, step.act)
+        elif isinstance(step, FaultStep):
+            self._fault(where, step)
+        elif isinstance(step, ReconcileStep):
+            self._reconcile(where, step.reconcile)
+        elif isinstance(step, WaitStep):
+            self._wait(where, step)
+        elif isinstance(step, CheckStep):
+            self._check(where, step.check)
+
+    def _observe(self, where: str, session: str, label: str | None) -> None:
+        try:
+            obs = self.sessions[session].observe()
+        except grpc.RpcError as exc:
+            raise Divergence(f"{where} observe ({session}): error {_rpc_text(exc)}") from None
+        if label:
+            self.labels[label] = (session, obs)
+        self.log.append(f"{where} observe {session}: {obs.observation_id} at {obs.url}, epoch {obs.lease_epoch}")
+
+    def _act(self, i: int, where: str, spec: ActSpec) -> None:
+        what = f"{where} act {spec.describe()}"
+        session = self.sessions[spec.session]
+        obs = session.latest
+        if spec.observation is not None:
+            cited_session, obs = self.labels[spec.observation]
+            if cited_session != spec.session:
+                raise Divergence(f"{what}: observation {spec.observation!r} is of another session")
+        if obs is None:
+            raise Divergence(f"{what}: no observation to cite; observe first")
+        kw: dict[str, Any] = {"idempotency_key": self.keys[i], "observation": obs}
+        if spec.target is not None:
+            try:
+                kw["ref"] = session.find(spec.target.role, spec.target.name, obs)
+            except LookupError as exc:
+                raise Divergence(f"{what}: the target is not in the observation: {exc}") from None
+        if spec.text:
+            kw["text"] = spec.text
+        if spec.keys:
+            kw["key"] = spec.keys
+        if spec.values:
+            kw["values"] = tuple(spec.values)
+        if spec.url:
+            assert self.app is not None
+            kw["url"] = self.app.url + spec.url if spec.url.startswith("/") else spec.url
+        if spec.expectation is not None:
+            if spec.expectation.text:
+                kw["expect_text"] = spec.expectation.text
+            if spec.expectation.url:
+                kw["expect_url"] = spec.expectation.url
+        try:
+            kind = ActionKind(spec.kind)
+        except ValueError:
+            raise Divergence(f"{what}: the executor has no action kind {spec.kind!r}") from None
+        if spec.fault is not None and spec.fault.kind == "drop_connection":
+            assert self.app is not None
+            self.app.drop_next(spec.fault.path, outage_s=spec.fault.outage_s)
+        try:
+            response = session.act(kind, **kw)
+        except grpc.RpcError as exc:
+            if isinstance(spec.fault, KillExecutor) and _code(exc) == "UNAVAILABLE":
+                self._after_kill(what, spec, self.keys[i], session.session_id)
+                return
+            raise Divergence(f"{what}: expected {spec.expect.describe()}, got error {_rpc_text(exc)}") from None
+        if isinstance(spec.fault, KillExecutor):
+            raise Divergence(f"{what}: the executor was to be killed {spec.fault.point}, but answered")
+        result = response.result
+        self.acts[self.keys[i]] = _Act(spec.session, session.session_id, self.keys[i], result.action_id)
+        self._compare(what, spec.expect, result)
+
+    def _after_kill(self, what: str, spec: ActSpec, key: str, session_id: str) -> None:
+        """The executor killed itself: restart it, reopen the sessions, read the ledger."""
+        executor = self.executor
+        assert executor is not None
+        deadline = time.monotonic() + _KILL_WAIT_S
+        while executor.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if executor.proc.poll() is None:
+            raise Divergence(f"{what}: the call failed but the executor is still running")
+        executor.kill()  # collects it and closes its output
+        self.kills.pop(0)
+        self.sessions.clear()
+        self._start_executor()
+        for name in [x.name for x in self.s.sessions]:
+            self._open(name)
+        with Ledger(self.data_dir / "ledger.sqlite") as ledger:
+            intent = ledger.find_intent_by_key(session_id, key)
+            result = ledger.find_result_by_key(session_id, key)
+        outcome = str(result.body.get("outcome", "")) if result else ("UNKNOWN" if intent else "NONE")
+        reason = str(result.body.get("reason", "")) if result else ""
+        action_id = intent.action_id if intent else ""
+        self.acts[key] = _Act(spec.session, session_id, key, action_id)
+        self.log.append(f"{what}: executor killed, restarted; the ledger says {outcome} {reason}")
+        self._check_outcome(what, spec.expect, outcome, reason, None, None, "")
+
+    def _compare(self, what: str, expected: Expected, result: Any) -> None:
+        outcome = str(result.outcome.value)
+        reason = str(result.reason)
+        evidence = str(result.evidence.value)
+        self.log.append(f"{what}: {outcome} {reason} ({evidence}) {result.message}")
+        self._check_outcome(what, expected, outcome, reason, evidence, bool(result.execution_started), result.message)
+
+    def _check_outcome(
+        self,
+        what: str,
+        expected: Expected,
+        outcome: str,
+        reason: str,
+        evidence: str | None,
+        started: bool | None,
+        message: str,
+    ) -> None:
+        wrong = outcome != expected.outcome
+        if expected.reason is not None and reason not in expected.reasons():
+            wrong = True
+        if expected.evidence is not None and evidence != expected.evidence:
+            wrong = True
+        if expected.execution_started is not None and started != expected.execution_started:
+            wrong = True
+        if wrong:
+            got = f"{outcome} {reason}".strip()
+            if evidence is not None:
+                got += f" (evidence {evidence}, execution_started {started})"
+            detail = f": {message}" if message else ""
+            raise Divergence(f"{what}: expected {expected.describe()}, got {got}{detail}")
+
+    def _fault(self, where: str, step: FaultStep) -> None:
+        fault = step.fault
+        target = fault.target or self.s.default_target
+        what = f"{where} fault {fault.kind}"
+        app = self.app
+        assert app is not None
+        if fault.kind == "rerender":
+            n = app.push_rerender()
+            if not app.wait_rerendered(n, timeout=_EVENT_TIMEOUT_S):
+                raise Divergence(f"{what}: the page did not re-render")
+        elif fault.kind == "open_modal":
+            n = app.push_open_modal()
+            if not app.wait_modal_opened(n, timeout=_EVENT_TIMEOUT_S):
+                raise Divergence(f"{what}: the page did not open the modal")
+        elif fault.kind == "takeover":
+            lease = self._operator(fault.operator).take_over(target, note=fault.note)
+            what += f" (epoch {lease.epoch})"
+        elif fault.kind == "hand_back":
+            op = self._operator(fault.operator)
+            lease = op.hand_back(target, op.get_lease(target).epoch, next_holder=fault.to)
+            what += f" (epoch {lease.epoch}, next {fault.to or 'anyone'})"
+        elif fault.kind == "revoke":
+            self._operator(fault.operator).revoke(self.grant_ids[fault.grant])
+        elif fault.kind == "grant":
+            self._grant(fault.grant, fault.operator)
+        elif fault.kind == "expire_lease":
+            admin = AuthzClient(self.authz_address, self.tokens[ADMIN], timeout_s=10.0)
+            self._stack.callback(admin.close)
+            expire = getattr(admin, "expire_lease", None)
+            if expire is None:
+                raise Divergence(f"{what}: the authz client has no expire_lease yet")
+            expire(target)
+        elif fault.kind == "acquire_lease":
+            agent = fault.agent or self.s.first_agent
+            worker = AuthzClient(self.authz_address, self.tokens[agent], timeout_s=10.0)
+            self._stack.callback(worker.close)
+            lease = worker.acquire(target)
+            what += f" (epoch {lease.epoch})"
+        elif fault.kind == "stop_authz":
+            if self.authz is not None:
+                self.authz.stop()
+                self.authz = None
+        elif fault.kind == "start_authz":
+            if self.authz is None:
+                port = self.authz_address.rsplit(":", 1)[1]
+                self.authz = start_authz(self.data_dir, extra=["--listen", f"127.0.0.1:{port}"])
+                self.seen_servers.append(self.authz)
+        else:  # steal_focus: scenarios with it are skipped before they run
+            raise Divergence(f"{what}: not supported by the browser backend")
+        self.log.append(what)
+
+    def _reconcile(self, where: str, spec: ReconcileSpec) -> None:
+        what = f"{where} reconcile {spec.key}"
+        act = self.acts.get(spec.key)
+        if act is None or not act.action_id:
+            raise Divergence(f"{what}: no action with that key was recorded")
+        verdict: str | None = spec.verdict
+        if spec.happened_if:
+            assert self.app is not None
+            state = self.app.state()
+            holds = all(check_state(state, c) is None for c in spec.happened_if)
+            decided = "HAPPENED" if holds else "DID_NOT_HAPPEN"
+            if verdict is not None and decided != verdict:
+                raise Divergence(f"{what}: the fixture's state says {decided}, the scenario says {verdict}")
+            verdict = decided
+        assert verdict is not None
+        evidence = spec.evidence or f"scenario {self.s.name}: the fixture's state shows {verdict}"
+        try:
+            result = self.sessions[spec.session].reconcile(act.action_id, verdict, evidence)
+        except grpc.RpcError as exc:
+            raise Divergence(f"{what}: expected {spec.expect.describe()}, got error {_rpc_text(exc)}") from None
+        result = getattr(result, "result", result)
+        self._compare(f"{what} ({verdict})", spec.expect, result)
+
+    def _wait(self, where: str, step: WaitStep) -> None:
+        spec = step.wait
+        if spec.grant_expired is not None:
+            expiry_ms = self.grant_expiry_ms.get(spec.grant_expired, 0)
+            if not expiry_ms:
+                raise Divergence(f"{where} wait: grant {spec.grant_expired!r} was never made")
+            left = expiry_ms / 1000 - time.time() + 0.05
+            if left > 0:
+                time.sleep(left)
+        if spec.seconds:
+            time.sleep(spec.seconds)
+        self.log.append(f"{where} wait")
+
+    def _check(self, where: str, checks: Sequence[StateCheck]) -> None:
+        assert self.app is not None
+        state = self.app.state()
+        for check in checks:
+            problem = check_state(state, check)
+            if problem is not None:
+                raise Divergence(f"{where} check {check.describe()}: {problem}")
+        self.log.append(f"{where} check: {len(checks)} held")
+
+    # -- final checks ------------------------------------------------------------
+
+    def final_checks(self) -> None:
+        assert self.app is not None
+        state = self.app.state()
+        for check in self.s.checks.state:
+            problem = check_state(state, check)
+            if problem is not None:
+                self.failed_checks.append(f"final check {check.describe()}: {problem}")
+        ledger_checks = self.s.checks.ledger
+        with Ledger(self.data_dir / "ledger.sqlite") as ledger:
+            entries = ledger.entries()
+            if ledger_checks.verifies:
+                report = ledger.verify()
+                if not report.ok:
+                    self.failed_checks.append(f"ledger check verifies: {report.message}")
+        if ledger_checks.unique_done_per_key:
+            done: dict[tuple[str, str], int] = {}
+            for e in entries:
+                if e.kind == "result" and e.body.get("outcome") == "DONE":
+                    k = (e.session_id, e.idempotency_key)
+                    done[k] = done.get(k, 0) + 1
+            twice = [key for (_, key), n in done.items() if n > 1]
+            if twice:
+                self.failed_checks.append(f"ledger check unique_done_per_key: keys with two DONE results: {twice}")
+        if ledger_checks.unresolved is not None:
+            n = len(unresolved_actions(entries))
+            if n != ledger_checks.unresolved:
+                self.failed_checks.append(
+                    f"ledger check unresolved == {ledger_checks.unresolved}: {n} UNKNOWN action(s) not reconciled"
+                )
+        for count in ledger_checks.counts:
+            n = sum(1 for e in entries if _matches(e, count.kind, count.outcome, count.reason, count.idempotency_key))
+            ok = n == count.equals if count.equals is not None else n >= (count.at_least or 0)
+            if not ok:
+                self.failed_checks.append(f"ledger check {count.describe()}: found {n}")
+
+
+def unresolved_actions(entries: Sequence[Entry]) -> list[str]:
+    """Action ids whose latest word is UNKNOWN, with no reconcile entry after it."""
+    unknown: set[str] = set()
+    for e in entries:
+        if not e.action_id:
+            continue
+        if e.kind == "result" and e.body.get("outcome") == "UNKNOWN":
+            unknown.add(e.action_id)
+        elif e.kind in ("reconcile", "result"):
+            unknown.discard(e.action_id)
+    return sorted(unknown)
+
+
+def _matches(e: Entry, kind: str, outcome: str | None, reason: str | None, key: str | None) -> bool:
+    if e.kind != kind:
+        return False
+    if key is not None and e.idempotency_key != key:
+        return False
+    got_outcome = e.body.get("outcome", "REFUSED" if e.kind == "refusal" else "")
+    if outcome is not None and got_outcome != outcome:
+        return False
+    return reason is None or e.body.get("reason") == reason
+
+
+_MISSING = object()
+
+
+def check_state(state: dict[str, Any], check: StateCheck) -> str | None:
+    """Check one state check against a fixture's ``state()``; None when it holds."""
+    if check.field is not None:
+        value: Any = state
+        for part in check.field.split("."):
+            if isinstance(value, dict) and part in value:
+                value = value[part]
+            elif isinstance(value, list) and part.lstrip("-").isdigit() and -len(value) <= int(part) < len(value):
+                value = value[int(part)]
+            else:
+                value = _MISSING
+                break
+        if value is _MISSING:
+            return f"the state has no {check.field!r}"
+    elif check.requests is not None:
+        value = state.get("requests", {}).get(check.requests, 0)
+    else:
+        value = state.get("lost", {}).get(check.lost or "", 0)
+    if "equals" in check.model_fields_set and value != check.equals:
+        return f"found {value!r}"
+    if check.at_least is not None and not (isinstance(value, int) and value >= check.at_least):
+        return f"found {value!r}"
+    if check.at_most is not None and not (isinstance(value, int) and value <= check.at_most):
+        return f"found {value!r}"
+    return None
+
+
+def _code(exc: grpc.RpcError) -> str:
+    code = exc.code() if hasattr(exc, "code") else None
+    return str(code.name) if code is not None else ""
+
+
+def _rpc_text(exc: BaseException) -> str:
+    if isinstance(exc, grpc.RpcError):
+        code = exc.code() if hasattr(exc, "code") else None
+        details = exc.details() if hasattr(exc, "details") else ""
+        return f"{code.name if code else 'RPC'}: {details}"
+    return str(exc)

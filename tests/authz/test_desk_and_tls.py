@@ -1,0 +1,117 @@
+"""Desk activity and forced expiry of leases; the sidecar over TLS."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+from pathlib import Path
+
+import pytest
+
+from handrail.authz import AuthzClient, AuthzRpcError, AuthzUnavailableError, _cli
+from tests.authz.conftest import MakeSidecar, Sidecar
+
+TARGET = "desktop:1"
+
+
+def test_report_activity_hands_the_desk_to_a_person(sidecar: Sidecar) -> None:
+    exe = sidecar.client("exe")
+    agent = exe.acquire(TARGET, holder="agent-a")
+    sidecar.client("op").grant("agent-a", TARGET, ["input"], [])
+    desk = exe.report_activity(TARGET, note="keyboard input I did not cause")
+    assert (desk.holder_kind, desk.holder) == ("human", f"desk:{TARGET}")
+    assert desk.epoch == agent.epoch + 1
+    assert exe.check("agent-a", TARGET, agent.epoch, "input").reason == "HELD_BY_HUMAN"
+    # more activity keeps the person in charge without moving the epoch
+    sidecar.clock.advance(1_000)
+    again = exe.report_activity(TARGET)
+    assert again.epoch == desk.epoch and again.expires_at_ms == sidecar.clock.now + 600_000
+    with pytest.raises(AuthzRpcError) as err:
+        sidecar.client("agent-a").report_activity(TARGET)
+    assert err.value.code_name == "PERMISSION_DENIED"
+    freed = sidecar.client("op").hand_back(TARGET, desk.epoch, next_holder="agent-a")
+    assert exe.acquire(TARGET, holder="agent-a").epoch == freed.epoch + 1
+
+
+def test_expire_lease_is_admin_only_and_bumps_nothing(sidecar: Sidecar) -> None:
+    exe = sidecar.client("exe")
+    lease = exe.acquire(TARGET, holder="agent-a")
+    for who in ("op", "exe"):
+        with pytest.raises(AuthzRpcError) as err:
+            sidecar.client(who).expire_lease(TARGET)
+        assert err.value.code_name == "PERMISSION_DENIED"
+    expired = sidecar.client("admin").expire_lease(TARGET)
+    assert expired.holder_kind == "" and expired.epoch == lease.epoch
+    assert exe.get_lease(TARGET).epoch == lease.epoch
+    sidecar.client("op").grant("agent-a", TARGET, ["input"], [])
+    assert exe.check("agent-a", TARGET, lease.epoch, "input").reason == "NO_LEASE"
+    assert exe.acquire(TARGET, holder="agent-b").epoch == lease.epoch + 1
+
+
+def test_cli_expire_lease(sidecar: Sidecar, capsys: pytest.CaptureFixture[str]) -> None:
+    sidecar.client("exe").acquire(TARGET, holder="agent-a")
+    code = _cli.main(["expire-lease", TARGET, "--authz", sidecar.address, "--token", sidecar.tokens["admin"]])
+    assert code == 0 and "free (epoch 1)" in capsys.readouterr().out
+
+
+def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "handrail-authz-test")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+def test_tls(make_sidecar: MakeSidecar, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("cryptography")
+    cert, key = _self_signed(tmp_path)
+    s = make_sidecar(tls_cert=cert, tls_key=key)
+    with AuthzClient(s.address, s.tokens["op"], root_certificates=cert.read_bytes()) as op:
+        assert op.who_am_i() == ("op", "operator")
+    with AuthzClient(s.address, s.tokens["op"], timeout_s=1) as plain, pytest.raises(AuthzUnavailableError):
+        plain.who_am_i()
+    remote = ["--authz", s.address, "--token", s.tokens["op"], "--tls-ca", str(cert)]
+    assert _cli.main(["lease", TARGET, *remote]) == 0
+    assert "free (epoch 0)" in capsys.readouterr().out
+
+
+def test_tls_needs_both_files(tmp_path: Path) -> None:
+    from handrail.authz import serve
+
+    with pytest.raises(ValueError, match="together"):
+        serve(tmp_path, "127.0.0.1:0", tls_cert=b"x")
+
+
+def test_one_sidecar_per_data_dir(sidecar: Sidecar) -> None:
+    from handrail.authz import serve
+
+    with pytest.raises(RuntimeError, match="another authz sidecar"):
+        serve(sidecar.data_dir, "127.0.0.1:0")

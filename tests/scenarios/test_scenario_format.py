@@ -1,0 +1,218 @@
+"""The scenario schema: what loads, what does not, and where the error is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from handrail.recorder._scenario import (
+    ActStep,
+    FaultStep,
+    ObserveStep,
+    ReconcileStep,
+    ScenarioError,
+    dump_scenario,
+    load_scenario,
+    parse_scenario,
+)
+
+LIBRARY = Path(__file__).resolve().parents[2] / "scenarios"
+
+GOOD = """\
+name: tiny
+app: subscription
+grants:
+  - id: cancel
+    verbs: [input, submit]
+steps:
+  - observe
+  - act:
+      kind: click
+      target: {role: button, name: Turn off auto-renew}
+      idempotency_key: k1
+      fault: {kind: drop_connection, path: /cancel-renewal}
+      expect: UNKNOWN
+  - fault: rerender
+  - reconcile: {key: k1, verdict: HAPPENED}
+  - wait: 0.5
+  - check:
+      - {requests: POST /cancel-renewal, equals: 1}
+checks:
+  state:
+    - {field: auto_renew, equals: false}
+"""
+
+
+def _error(text: str, tmp_path: Path, name: str = "x.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    return str(caught.value)
+
+
+def test_a_good_scenario_loads() -> None:
+    s = parse_scenario(GOOD, "tiny.yaml")
+    assert s.name == "tiny"
+    assert [type(step) for step in s.steps] == [
+        ObserveStep,
+        ActStep,
+        FaultStep,
+        ReconcileStep,
+        type(s.steps[4]),
+        type(s.steps[5]),
+    ]
+    act = s.steps[1]
+    assert isinstance(act, ActStep)
+    assert act.act.expect.outcome == "UNKNOWN"
+    assert act.act.fault is not None and act.act.fault.kind == "drop_connection"
+    assert s.default_target == "browser:tiny"
+    assert s.first_agent == "agent"
+    assert s.faults() == ["drop_connection", "rerender"]
+
+
+def test_expected_result_shorthand() -> None:
+    s = parse_scenario(GOOD.replace("expect: UNKNOWN", "expect: REFUSED STALE_REF"), "t.yaml")
+    act = s.steps[1]
+    assert isinstance(act, ActStep)
+    assert act.act.expect.outcome == "REFUSED"
+    assert act.act.expect.reasons() == ("STALE_REF",)
+
+
+def test_name_defaults_to_the_file_stem(tmp_path: Path) -> None:
+    path = tmp_path / "my-scenario.yaml"
+    path.write_text(GOOD.replace("name: tiny\n", ""))
+    assert load_scenario(path).name == "my-scenario"
+
+
+def test_missing_field_names_file_line_and_path(tmp_path: Path) -> None:
+    text = GOOD.replace("      target: {role: button, name: Turn off auto-renew}\n", "")
+    message = _error(text, tmp_path)
+    assert message.startswith(f"{tmp_path / 'x.yaml'}:8: steps[1].act: ")
+    assert "needs a target" in message
+
+
+def test_missing_required_field(tmp_path: Path) -> None:
+    message = _error(
+        GOOD.replace("  - reconcile: {key: k1, verdict: HAPPENED}", "  - reconcile: {verdict: HAPPENED}"), tmp_path
+    )
+    assert ":15: steps[3].reconcile.key: field required" in message
+
+
+def test_bad_field(tmp_path: Path) -> None:
+    message = _error(
+        GOOD.replace("      idempotency_key: k1\n", "      idempotency_key: k1\n      colour: red\n"), tmp_path
+    )
+    assert ":12: steps[1].act.colour: extra inputs are not permitted" in message
+
+
+def test_bad_type(tmp_path: Path) -> None:
+    message = _error(GOOD.replace("name: Turn off auto-renew}", "name: [1, 2]}"), tmp_path)
+    assert ":10: steps[1].act.target.name: input should be a valid string" in message
+
+
+def test_unknown_fault(tmp_path: Path) -> None:
+    message = _error(GOOD.replace("  - fault: rerender", "  - fault: explode"), tmp_path)
+    assert ":14: steps[2].fault: unknown fault 'explode' (known: takeover," in message
+    message = _error(GOOD.replace("  - fault: rerender", "  - fault: drop_connection"), tmp_path)
+    assert ":14: steps[2].fault: the drop_connection fault rides on an act step" in message
+
+
+def test_unknown_reason_and_outcome(tmp_path: Path) -> None:
+    message = _error(GOOD.replace("expect: UNKNOWN", "expect: REFUSED TOO_SLOW"), tmp_path)
+    assert ":13: steps[1].act.expect.reason: unknown reason 'TOO_SLOW' (known: ALLOW," in message
+    message = _error(GOOD.replace("expect: UNKNOWN", "expect: MAYBE"), tmp_path)
+    assert ":13: steps[1].act.expect.outcome: input should be 'DONE'" in message
+
+
+def test_unknown_step_kind(tmp_path: Path) -> None:
+    message = _error(GOOD.replace("  - wait: 0.5", "  - sleep: 0.5"), tmp_path)
+    assert ":16: steps[4]: a step is a mapping with one key" in message
+
+
+def test_references_are_checked(tmp_path: Path) -> None:
+    text = GOOD.replace("{key: k1, verdict: HAPPENED}", "{key: k2, verdict: HAPPENED}")
+    message = _error(text, tmp_path)
+    assert ":15: steps[3].reconcile.key: no earlier act with key 'k2'" in message
+    text = GOOD.replace("  - fault: rerender", "  - fault: {kind: revoke, grant: nope}")
+    assert ":14: steps[2].fault.grant: no grant 'nope'" in _error(text, tmp_path)
+    text = GOOD.replace("      idempotency_key: k1\n", "      idempotency_key: k1\n      observation: later\n")
+    assert "steps[1].act.observation: no earlier observation labelled 'later'" in _error(text, tmp_path)
+
+
+def test_several_problems_are_all_reported(tmp_path: Path) -> None:
+    text = GOOD.replace("app: subscription", "app: bakery").replace("  - fault: rerender", "  - fault: explode")
+    message = _error(text, tmp_path)
+    lines = message.splitlines()
+    assert len(lines) == 2
+    assert ":2: app: " in lines[0]
+    assert ":14: steps[2].fault" in lines[1]
+
+
+def test_malformed_yaml(tmp_path: Path) -> None:
+    message = _error("name: x\nsteps: [observe\n", tmp_path)
+    assert message.startswith(f"{tmp_path / 'x.yaml'}:3: malformed YAML")
+    assert "a scenario is a mapping" in _error("- just\n- a list\n", tmp_path)
+
+
+def test_round_trip() -> None:
+    s = parse_scenario(GOOD, "tiny.yaml")
+    text = dump_scenario(s)
+    assert parse_scenario(text, "tiny.yaml") == s
+
+
+@pytest.mark.parametrize("path", sorted(LIBRARY.glob("*.yaml")), ids=lambda p: p.stem)
+def test_library_loads_and_round_trips(path: Path) -> None:
+    s = load_scenario(path)
+    assert s.name == path.stem
+    assert parse_scenario(dump_scenario(s), path.name) == s
+
+
+def test_library_covers_the_faults_and_reasons() -> None:
+    faults: set[str] = set()
+    reasons: set[str] = set()
+    apps: set[str] = set()
+    scenarios = [load_scenario(p) for p in sorted(LIBRARY.glob("*.yaml"))]
+    for s in scenarios:
+        apps.add(s.app)
+        faults.update(s.faults())
+        for step in s.steps:
+            if isinstance(step, ActStep):
+                reasons.update(step.act.expect.reasons()[:1])  # the first-named reason
+    runnable = [s for s in scenarios if s.skip_reason(approvals=True) is None]
+    assert len(runnable) >= 10
+    assert apps == {"subscription", "checkout", "admin"}
+    assert faults >= {
+        "drop_connection",
+        "kill_executor",
+        "takeover",
+        "hand_back",
+        "revoke",
+        "expire_lease",
+        "rerender",
+        "open_modal",
+        "steal_focus",
+        "stop_authz",
+        "start_authz",
+    }
+    assert reasons >= {
+        "OUT_OF_SCOPE",
+        "POLICY_FORBID",
+        "STALE_REF",
+        "STALE_OBSERVATION",
+        "HELD_BY_HUMAN",
+        "STALE_EPOCH",
+        "NO_LEASE",
+        "GRANT_REVOKED",
+        "GRANT_EXPIRED",
+        "IDEMPOTENCY_CONFLICT",
+        "RECONCILE_REQUIRED",
+        "AUTHZ_UNAVAILABLE",
+    }
+
+
+def test_desktop_scenarios_are_skipped_with_a_reason() -> None:
+    s = load_scenario(LIBRARY / "desktop-focus-stolen.yaml")
+    reason = s.skip_reason()
+    assert reason is not None and "desktop backend" in reason
