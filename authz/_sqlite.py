@@ -240,7 +240,7 @@ class SqliteStore:
         _core.check_text("name", name, required=True)
         _core.check_role("role", role)
         if token is None:
-            token = secrets.token_urlsafe(24)
+            token = "hr_" + secrets.token_urlsafe(24)  # never begins with '-': safe after a CLI flag
         _core.check_text("token", token, required=True)
         try:
             with self.atomic() as conn:

@@ -3,12 +3,29 @@
 from __future__ import annotations
 
 import json
+import secrets
 import statistics
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
+
+
+def bench_principals(data_dir: Path) -> dict[str, str]:
+    """Create the benchmark's agent, operator and executor in ``data_dir``; their tokens.
+
+    Keys: ``agent`` (bench-agent), ``ops`` (bench-ops), ``exec`` (bench-exec).
+    """
+    from handrail.authz import Store
+
+    tokens = {k: secrets.token_urlsafe(16) for k in ("agent", "ops", "exec")}
+    with Store(data_dir / "authz.sqlite") as store:
+        store.add_principal("bench-agent", "agent", tokens["agent"])
+        store.add_principal("bench-ops", "operator", tokens["ops"])
+        store.add_principal("bench-exec", "executor", tokens["exec"])
+    return tokens
 
 
 def pct(samples: Sequence[float], q: float) -> float:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import secrets
 import statistics
 import sys
 import tempfile
@@ -27,11 +26,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import emit, summary
+from _common import bench_principals, emit, summary
 
 from handrail._procs import start_authz, start_executor
 from handrail._xvfb import VirtualDisplay
-from handrail.authz import AuthzClient, Store
+from handrail.authz import AuthzClient
 from handrail.executor import ExecutorClient, Outcome
 from handrail.executor._backend import ObserveOptions
 from handrail.executor._desktop import open_desktop
@@ -143,11 +142,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, VirtualDisplay() as vd:
         os.environ["DISPLAY"] = vd.display  # pyautogui here, and the executor process
         data = Path(tmp)
-        tokens = {k: secrets.token_urlsafe(16) for k in ("agent", "ops", "exec")}
-        with Store(data / "authz.sqlite") as store:
-            store.add_principal("bench-agent", "agent", tokens["agent"])
-            store.add_principal("bench-ops", "operator", tokens["ops"])
-            store.add_principal("bench-exec", "executor", tokens["exec"])
+        tokens = bench_principals(data)
         with TkApp("notes", vd.display, title="Bench notes") as app:
             observes, checks, click_checks = asyncio.run(backend_figures(app, n))
             raw, raw_default = raw_clicks(app, n)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import secrets
 import sys
 import tempfile
 import time
@@ -21,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import emit, serve_pages, summary
+from _common import bench_principals, emit, serve_pages, summary
 
 from handrail._procs import start_authz, start_executor
-from handrail.authz import AuthzClient, Store
+from handrail.authz import AuthzClient
 from handrail.executor import ExecutorClient, Outcome
 from handrail.executor._browser import _CHROMIUM_ARGS, chromium_path
 
@@ -59,11 +58,7 @@ def main() -> None:
     n = args.n
     with tempfile.TemporaryDirectory() as tmp, serve_pages({"/": PAGE}) as base:
         data = Path(tmp)
-        tokens = {k: secrets.token_urlsafe(16) for k in ("agent", "ops", "exec")}
-        with Store(data / "authz.sqlite") as store:
-            store.add_principal("bench-agent", "agent", tokens["agent"])
-            store.add_principal("bench-ops", "operator", tokens["ops"])
-            store.add_principal("bench-exec", "executor", tokens["exec"])
+        tokens = bench_principals(data)
         authz = start_authz(data)
         executor = start_executor(data, authz.address, tokens["exec"])
         try:

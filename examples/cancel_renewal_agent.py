@@ -7,6 +7,8 @@ reconcile; never click again blindly).
 
     python examples/cancel_renewal_agent.py --executor 127.0.0.1:7701 --token $AGENT_TOKEN \\
         --target browser:subscription --url http://127.0.0.1:8000/
+
+(Pass a token that begins with "-" as --token=VALUE.)
 """
 
 from __future__ import annotations

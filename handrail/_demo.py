@@ -51,7 +51,7 @@ def _main(args: argparse.Namespace) -> int:
         return run(Path(tmp))
 
 
-class _Steps:
+class Steps:
     """Prints each step and remembers the ones that did not behave as stated."""
 
     def __init__(self, out: TextIO) -> None:
@@ -76,7 +76,7 @@ def run_demo(data_dir: Path, *, chromium: str | None = None, out: TextIO = sys.s
     from handrail.recorder import Ledger, timeline
     from handrail.scenarios import SubscriptionApp
 
-    steps = _Steps(out)
+    steps = Steps(out)
     data_dir.mkdir(parents=True, exist_ok=True)
     tokens = {name: secrets.token_urlsafe(24) for name in (AGENT, OPERATOR, EXECUTOR)}
     with Store(data_dir / "authz.sqlite") as store:

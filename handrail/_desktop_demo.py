@@ -23,29 +23,14 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TextIO
 
+from handrail._demo import Steps
+
 TARGET = "desktop:notes-demo"
 AGENT = "demo-agent"
 OPERATOR = "ops-alice"
 EXECUTOR = "executor-1"
 NOTES_TITLE = "Handrail Notes — demo"
 CHAT_TITLE = "Chat — 1 new message"
-
-
-class _Steps:
-    """Prints each step and remembers the ones that did not behave as stated."""
-
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
-        self.failures: list[str] = []
-
-    def say(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
-
-    def expect(self, what: str, ok: bool, detail: str = "") -> None:
-        mark = "ok  " if ok else "FAIL"
-        self.say(f"  [{mark}] {what}" + (f" — {detail}" if detail else ""))
-        if not ok:
-            self.failures.append(what)
 
 
 def _centre_of(png: bytes, colour: str) -> tuple[int, int] | None:
@@ -77,7 +62,7 @@ def run_desktop_demo(data_dir: Path, out: TextIO = sys.stdout) -> int:
     from handrail.recorder import Ledger, timeline
     from handrail.scenarios._tkapps import COLOURS, TkApp
 
-    steps = _Steps(out)
+    steps = Steps(out)
     data_dir.mkdir(parents=True, exist_ok=True)
     tokens = {name: secrets.token_urlsafe(24) for name in (AGENT, OPERATOR, EXECUTOR)}
     with Store(data_dir / "authz.sqlite") as store:

@@ -24,8 +24,7 @@ def test_example_agent_turns_off_the_renewal(stack: Stack, agent: AgentSetup, ap
             str(ROOT / "examples" / "cancel_renewal_agent.py"),
             "--executor",
             stack.executor.address,
-            "--token",
-            agent.principal.token,
+            f"--token={agent.principal.token}",  # a token may begin with "-"
             "--target",
             agent.target,
             "--url",
