@@ -44,7 +44,7 @@ from handrail.executor._models import (
     Verdict,
 )
 from handrail.executor._session import Session, Sessions, token_digest
-from handrail.executor._snapshot import RefInfo, make_diff, parse_refs
+from handrail.executor._snapshot import RefInfo, make_diff
 from handrail.recorder import Ledger
 
 log = logging.getLogger(__name__)
@@ -296,7 +296,7 @@ class GuardedExecutor:
         )
         session.latest = obs
         session.latest_full_snapshot = raw.snapshot
-        session.remember_refs(session.generation, parse_refs(raw.snapshot))
+        session.remember(session.generation, raw.snapshot)
         if diff and previous is not None:
             return replace(obs, snapshot="", is_diff=True, diff=make_diff(previous, raw.snapshot))
         return obs
@@ -570,10 +570,9 @@ class GuardedExecutor:
             raise NotFoundError("observation_id", f"no observation {spec.observation_id!r} in this session")
         if not spec.ref:
             return None
-        refs = session.recent_refs.get(int(gen))
-        if refs is None:
+        if int(gen) not in session.recent_snapshots:
             return None  # too old to know its refs: refused as stale by _check_fresh
-        info = refs.get(spec.ref)
+        info = session.ref_info(int(gen), spec.ref)
         if info is None:
             raise NotFoundError("ref", f"{spec.ref!r} is not a ref of observation {spec.observation_id}")
         return info
@@ -652,7 +651,9 @@ class GuardedExecutor:
         if not spec.expect:
             return base, f"done; {what}"
         gen = int(spec.observation_id.rpartition(":")[2])
-        holds, why = await session.backend.expectation_holds(spec.expect, session.recent_refs.get(gen, {}))
+        field = spec.expect.field_ref
+        named = session.ref_info(gen, field) if field else None
+        holds, why = await session.backend.expectation_holds(spec.expect, {field: named} if named else {})
         if not holds:
             return base, f"done, but the expectation did not hold: {why}"
         return Evidence.VERIFIED, "done; the expectation holds"

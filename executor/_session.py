@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from handrail.executor._backend import Backend
 from handrail.executor._errors import NotFoundError, SessionClosedError, UnauthenticatedError
 from handrail.executor._models import Observation
-from handrail.executor._snapshot import RefInfo
+from handrail.executor._snapshot import RefInfo, find_ref
 
 _REMEMBERED = 8
 
@@ -60,19 +60,24 @@ class Session:
     fence: LeaseFence
     generation: int = 0
     latest: Observation | None = None
-    # The refs of the last few observations, by generation, to name the element a
+    # The snapshots of the last few observations, by generation, to name the element a
     # (possibly stale) observation's ref meant, for idempotency fingerprints.
-    recent_refs: dict[int, dict[str, RefInfo]] = field(default_factory=dict)
+    recent_snapshots: dict[int, str] = field(default_factory=dict)
     latest_full_snapshot: str | None = None  # for diff observations
     closed: bool = False
     # One write at a time per session; observing does not take it.
     write_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     renewer: asyncio.Task[None] | None = None
 
-    def remember_refs(self, generation: int, refs: dict[str, RefInfo]) -> None:
-        self.recent_refs[generation] = refs
-        for old in [g for g in self.recent_refs if g <= generation - _REMEMBERED]:
-            del self.recent_refs[old]
+    def remember(self, generation: int, snapshot: str) -> None:
+        self.recent_snapshots[generation] = snapshot
+        for old in [g for g in self.recent_snapshots if g <= generation - _REMEMBERED]:
+            del self.recent_snapshots[old]
+
+    def ref_info(self, generation: int, ref: str) -> RefInfo | None:
+        """What observation ``generation`` said ``ref`` was (None: unknown ref)."""
+        snapshot = self.recent_snapshots.get(generation)
+        return None if snapshot is None else find_ref(snapshot, ref)
 
 
 def token_digest(token: str) -> bytes:
