@@ -276,6 +276,11 @@ class BrowserSurface:
 
     async def check_fresh(self, cited: Observation, spec: ActionSpec, target: RefInfo | None) -> Refusal | None:
         self._last_facts = {}
+        # Arguments that only the surface can judge are judged now, before any intent.
+        if spec.kind is ActionKind.UPLOAD:
+            self._upload_paths(spec.files)
+        if spec.kind in (ActionKind.TAB_SWITCH, ActionKind.TAB_CLOSE):
+            self._require_tab(spec.tab_id)
         tab = self._tabs.get(cited.active_tab)
         if tab is None:
             return Refusal(STALE_OBSERVATION, f"tab {cited.active_tab} of the observation is closed")
@@ -339,8 +344,8 @@ class BrowserSurface:
                 # Let a navigation or a form post the action started commit or fail.
                 with contextlib.suppress(PlaywrightError):
                     await page.wait_for_load_state("domcontentloaded", timeout=min(timeout_ms, _SETTLE_MS))
-        except InvalidArgumentError:
-            raise
+        except InvalidArgumentError as exc:  # judged in check_fresh; changed since: not sent
+            return DispatchResult(DispatchStatus.NOT_STARTED, str(exc))
         except PlaywrightTimeoutError as exc:
             return DispatchResult(_status_after_error(exc, spec.kind), _first_line(exc))
         except PlaywrightError as exc:

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from handrail.authz import AsyncAuthzClient, AuthzError, AuthzUnavailableError, Decision, WatchEventInfo
-from handrail.executor._backend import Backend, DispatchStatus, ObserveOptions, RawObservation
+from handrail.executor._backend import Backend, DispatchResult, DispatchStatus, ObserveOptions, RawObservation
 from handrail.executor._errors import InvalidArgumentError, NotFoundError, SessionClosedError
 from handrail.executor._faults import Fault, NoFault
 from handrail.executor._models import (
@@ -423,7 +423,11 @@ class GuardedExecutor:
                 evidence=Evidence.NONE,
             )
 
-        dispatched = await session.backend.dispatch(spec, spec.timeout_ms or DEFAULT_ACTION_TIMEOUT_MS)
+        try:
+            dispatched = await session.backend.dispatch(spec, spec.timeout_ms or DEFAULT_ACTION_TIMEOUT_MS)
+        except Exception as exc:  # the intent is durable: whatever broke, record the outcome
+            log.exception("dispatch of %s failed unexpectedly", action_id)
+            dispatched = DispatchResult(DispatchStatus.MAYBE_STARTED, f"the backend failed mid-action: {exc}")
         await self._fault.hit("after-dispatch", spec.idempotency_key)
         status = dispatched.status
         if status is DispatchStatus.NOT_STARTED:

@@ -79,7 +79,8 @@ def viewport_filter(snapshot: str, width: int, height: int) -> str:
         m = _BOX.search(line)
         if m:
             x, y, w, h = (int(g) for g in m.groups())
-            if x + w <= 0 or y + h <= 0 or x >= width or y >= height:
+            # A zero box (an <option> in a closed select) follows its parent.
+            if (w or h) and (x + w <= 0 or y + h <= 0 or x >= width or y >= height):
                 drop_below = indent
                 continue
             line = _BOX.sub("", line)

@@ -20,6 +20,7 @@ from handrail.executor import (
     Session,
     StaleRefError,
 )
+from handrail.recorder import Ledger
 from tests.conftest import AgentSetup, Stack
 from tests.executor.site import Site, serve
 
@@ -356,3 +357,63 @@ def test_waiting_for_an_approval_that_is_granted(stack: Stack, agent: AgentSetup
     r = session.click(session.find("button", "Place order"), approval_wait_ms=10_000)
     assert r.result.outcome is Outcome.DONE, r.result
     assert len(site.posts) == 1
+
+
+KINDS_PAGE = """<!doctype html><title>Kinds</title><main>
+<h1 id="h">Kinds</h1>
+<label>Size <select name="size"><option>S</option><option>M</option><option>L</option></select></label>
+<label><input type="checkbox" checked> Newsletter</label>
+<button ondblclick="document.getElementById('h').textContent='double'">Twice</button>
+<button onmouseover="document.getElementById('h').textContent='hovered'">Hover me</button>
+<label>Note <input name="note" onkeydown="if (event.ctrlKey && event.key === 'a') document.getElementById('h').textContent='select-all'"></label>
+<input type="file" aria-label="Attachment">
+<a href="/form">To the form</a>
+<div style="height: 3000px"></div><p>Bottom of the page</p>
+</main>"""
+
+
+def test_every_browser_action_kind(stack: Stack, agent: AgentSetup, site: Site) -> None:
+    site.pages["/kinds"] = KINDS_PAGE
+    with stack.operator_client() as ops:
+        ops.grant(agent.principal.name, agent.target, ["submit", "input", "navigate", "upload"], [site.url])
+    session = agent.client.open_session(target=agent.target, start_url=site.url + "/kinds")
+    session.observe()
+
+    def done(response: object, what: str) -> None:
+        result = response.result  # type: ignore[attr-defined]
+        assert result.outcome is Outcome.DONE, (what, result)
+
+    size = session.find("combobox", "Size")
+    done(session.select(size, "L", expect_field=size, expect_value="L"), "select")
+    done(session.uncheck(session.find("checkbox", "Newsletter")), "uncheck")
+    done(session.double_click(session.find("button", "Twice"), expect_role="heading", expect_name="double"), "dblclick")
+    done(session.hover(session.find("button", "Hover me"), expect_role="heading", expect_name="hovered"), "hover")
+    note = session.find("textbox", "Note")
+    done(session.type(note, "héllo ü€ 中", key_delay_ms=5, expect_field=note, expect_value="héllo ü€ 中"), "type")
+    done(session.hotkey("Control", "a", ref=note, expect_role="heading", expect_name="select-all"), "hotkey")
+    done(session.press(note, "End"), "press")
+    full = session.observe()
+    assert 'button "Twice"' in full.snapshot and "Bottom of the page" in full.snapshot
+    done(session.scroll(delta_y=5000), "scroll")
+    in_view = session.observe(viewport_only=True)
+    assert "Bottom of the page" in in_view.snapshot and 'button "Twice"' not in in_view.snapshot
+    # Uploads only come from the executor's upload directory; this one has none.
+    session.observe()
+    with pytest.raises(grpc.RpcError) as info:
+        session.upload(session.find("button", "Attachment"), "x.txt")
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+    assert "upload" in info.value.details()  # type: ignore[attr-defined]
+    with Ledger(stack.data_dir / "ledger.sqlite") as ledger:  # refused before any intent
+        intents = {e.action_id for e in ledger.entries(session_id=session.session_id, kind="intent")}
+        results = {e.action_id for e in ledger.entries(session_id=session.session_id, kind="result")}
+    assert intents == results
+    done(session.click(session.find("link", "To the form"), expect_url=r"/form$"), "click link")
+    done(session.back(expect_url=r"/kinds$"), "back")
+    opened = session.open_tab(site.url + "/form2")
+    done(opened, "tab_open")
+    assert opened.observation is not None and opened.observation.active_tab == "t2"
+    assert [t.tab_id for t in opened.observation.tabs] == ["t1", "t2"]
+    done(session.switch_tab("t1", expect_url=r"/kinds$"), "tab_switch")
+    closed = session.close_tab("t2")
+    done(closed, "tab_close")
+    assert closed.observation is not None and [t.tab_id for t in closed.observation.tabs] == ["t1"]
