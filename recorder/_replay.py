@@ -18,9 +18,11 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import secrets
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -33,11 +35,13 @@ import grpc
 from handrail._procs import ServerProcess, start_authz, start_executor
 from handrail.authz import AuthzClient, AuthzError, Store
 from handrail.executor import ActionKind, ExecutorClient
+from handrail.executor._models import DesktopTarget
 from handrail.recorder._ledger import Entry, Ledger
 from handrail.recorder._scenario import (
     ActSpec,
     ActStep,
     CheckStep,
+    DecideWhileWaiting,
     Expected,
     FaultStep,
     KillExecutor,
@@ -51,7 +55,7 @@ from handrail.recorder._scenario import (
 )
 from handrail.scenarios import FIXTURE_APPS, FixtureApp
 
-__all__ = ["RunResult", "ScenarioReport", "check_state", "replay", "run_once"]
+__all__ = ["DesktopApps", "RunResult", "ScenarioReport", "check_state", "display_unavailable", "replay", "run_once"]
 
 EXECUTOR = "executor-0"
 ADMIN = "admin-0"
@@ -125,7 +129,6 @@ def replay(
     chromium: str | None = None,
     keep_dir: Path | None = None,
     on_run: Callable[[int, RunResult], None] | None = None,
-    approvals: bool | None = None,
 ) -> ScenarioReport:
     """Run ``scenario`` ``repeat`` times, each on a fresh stack.
 
@@ -135,14 +138,13 @@ def replay(
         chromium: the Chromium executable (default: the executor's default).
         keep_dir: keep each run's data under this dir (``run-1`` ...) instead of a temp dir.
         on_run: called after each run with its number (from 1) and result.
-        approvals: whether the authz sidecar offers approvals (default: detected).
 
     Returns:
-        The report; ``report.skipped`` says why a scenario that cannot run yet was skipped.
+        The report; ``report.skipped`` says why a scenario that cannot run here (a desktop
+        scenario without Xvfb, openbox or Tk) was skipped.
     """
     report = ScenarioReport(scenario)
-    has_approvals = approvals if approvals is not None else hasattr(AuthzClient, "approve")
-    skip = scenario.skip_reason(approvals=has_approvals)
+    skip = scenario.skip_reason(display=display_unavailable() if scenario.needs_display() else None)
     if skip is not None:
         report.skipped = skip
         return report
@@ -206,6 +208,8 @@ class _Run:
         self.failed_checks: list[str] = []
         self.tokens: dict[str, str] = {}
         self.app: FixtureApp | None = None
+        self.desktop: DesktopApps | None = None
+        self.executor_env: dict[str, str] = {}
         self.authz: ServerProcess | None = None
         self.authz_address = ""
         self.executor: ServerProcess | None = None
@@ -251,10 +255,19 @@ class _Run:
                 store.add_principal(name, role, self.tokens[name])
         with ExitStack() as stack:
             self._stack = stack
-            app = FIXTURE_APPS[s.app](s.initial_state)
-            app.start()
-            stack.callback(app.stop)
-            self.app = app
+            if s.desktop:
+                from handrail._xvfb import VirtualDisplay
+
+                display = stack.enter_context(VirtualDisplay())
+                self.executor_env = display.env()
+                self.desktop = DesktopApps(display.display, s.name)
+                stack.callback(self.desktop.stop)
+                self.desktop.start()
+            else:
+                app = FIXTURE_APPS[s.app](s.initial_state)
+                app.start()
+                stack.callback(app.stop)
+                self.app = app
             self.authz = start_authz(self.data_dir)
             self.authz_address = self.authz.address
             self.seen_servers.append(self.authz)
@@ -276,6 +289,7 @@ class _Run:
             self.tokens[EXECUTOR],
             chromium=self.chromium,
             extra=extra,
+            env=self.executor_env,
         )
         self.seen_servers.append(self.executor)
         for client in self.agent_clients.values():
@@ -287,10 +301,22 @@ class _Run:
 
     def _open(self, name: str) -> None:
         spec = self.s.session(name)
-        assert self.app is not None
         agent = spec.agent or self.s.first_agent
         target = spec.target or self.s.default_target
-        self.sessions[name] = self.agent_clients[agent].open_session(target=target, start_url=self.app.url + spec.path)
+        client = self.agent_clients[agent]
+        if self.desktop is not None:
+            window = self.desktop.notes.window_id()
+            self.sessions[name] = client.open_session(target=target, desktop=DesktopTarget(window_id=window))
+        else:
+            assert self.app is not None
+            self.sessions[name] = client.open_session(target=target, start_url=self.app.url + spec.path)
+
+    def _state(self) -> dict[str, Any]:
+        """The fixture's real state: the app's ``state()``, or the desktop windows' state."""
+        if self.desktop is not None:
+            return self.desktop.state()
+        assert self.app is not None
+        return self.app.state()
 
     def server_trouble(self) -> list[str]:
         """The tail of a server's output when it shows a traceback, for the report."""
@@ -324,9 +350,16 @@ class _Run:
 
     def _grant(self, grant_id: str, operator: str | None = None) -> None:
         g = self.s.grant(grant_id)
-        assert self.app is not None
-        origins = [self.app.url if o == "app" else o for o in g.origins]
+        app_url = self.app.url if self.app is not None else ""
+        origins = [app_url if o == "app" else o for o in g.origins if o != "app" or app_url]
         expires = int(time.time() * 1000 + g.expires_in_s * 1000) if g.expires_in_s else 0
+        scope: dict[str, Any] = {}
+        if g.require_approval_verbs:
+            scope["require_approval_verbs"] = list(g.require_approval_verbs)
+        if g.approval_timeout_s:
+            scope["approval_timeout_ms"] = int(g.approval_timeout_s * 1000)
+        if g.single_use:
+            scope["single_use"] = True
         info = self._operator(operator or g.operator).grant(
             g.principal or self.s.first_agent,
             g.target or self.s.default_target,
@@ -334,6 +367,7 @@ class _Run:
             origins,
             expires_at_ms=expires,
             note=g.note or f"scenario {self.s.name}",
+            **scope,
         )
         self.grant_ids[grant_id] = info.grant_id
         self.grant_expiry_ms[grant_id] = info.expires_at_ms or expires
@@ -393,6 +427,10 @@ class _Run:
             kw["key"] = spec.keys
         if spec.values:
             kw["values"] = tuple(spec.values)
+        if spec.x is not None and spec.y is not None:
+            kw["x"], kw["y"] = spec.x, spec.y
+        if spec.approval_wait_ms:
+            kw["approval_wait_ms"] = spec.approval_wait_ms
         if spec.url:
             assert self.app is not None
             kw["url"] = self.app.url + spec.url if spec.url.startswith("/") else spec.url
@@ -408,6 +446,10 @@ class _Run:
         if spec.fault is not None and spec.fault.kind == "drop_connection":
             assert self.app is not None
             self.app.drop_next(spec.fault.path, outage_s=spec.fault.outage_s)
+        decider = None
+        if isinstance(spec.fault, DecideWhileWaiting):
+            agent = self.s.session(spec.session).agent or self.s.first_agent
+            decider = _Decider(self, spec.fault, agent, spec.approval_wait_ms / 1000)
         try:
             response = session.act(kind, **kw)
         except grpc.RpcError as exc:
@@ -415,8 +457,17 @@ class _Run:
                 self._after_kill(what, spec, self.keys[i], session.session_id)
                 return
             raise Divergence(f"{what}: expected {spec.expect.describe()}, got error {_rpc_text(exc)}") from None
+        finally:
+            if decider is not None:
+                decider.finish()
         if isinstance(spec.fault, KillExecutor):
             raise Divergence(f"{what}: the executor was to be killed {spec.fault.point}, but answered")
+        if decider is not None:
+            if decider.error:
+                raise Divergence(f"{what}: the operator could not decide: {decider.error}")
+            if not decider.decided:
+                raise Divergence(f"{what}: no approval was asked for while the action waited")
+            self.log.append(f"{what}: the operator {decider.verb} {decider.decided} while the action waited")
         result = response.result
         self.acts[self.keys[i]] = _Act(spec.session, session.session_id, self.keys[i], result.action_id)
         self._compare(what, spec.expect, result)
@@ -482,12 +533,13 @@ class _Run:
         target = fault.target or self.s.default_target
         what = f"{where} fault {fault.kind}"
         app = self.app
-        assert app is not None
         if fault.kind == "rerender":
+            assert app is not None
             n = app.push_rerender()
             if not app.wait_rerendered(n, timeout=_EVENT_TIMEOUT_S):
                 raise Divergence(f"{what}: the page did not re-render")
         elif fault.kind == "open_modal":
+            assert app is not None
             n = app.push_open_modal()
             if not app.wait_modal_opened(n, timeout=_EVENT_TIMEOUT_S):
                 raise Divergence(f"{what}: the page did not open the modal")
@@ -524,8 +576,24 @@ class _Run:
                 port = self.authz_address.rsplit(":", 1)[1]
                 self.authz = start_authz(self.data_dir, extra=["--listen", f"127.0.0.1:{port}"])
                 self.seen_servers.append(self.authz)
-        else:  # steal_focus: scenarios with it are skipped before they run
-            raise Divergence(f"{what}: not supported by the browser backend")
+        elif fault.kind in ("approve", "deny"):
+            agent = fault.agent or self.s.first_agent
+            op = self._operator(fault.operator)
+            pending = op.list_approvals(status="PENDING", principal=agent)
+            if not pending:
+                raise Divergence(f"{what}: no pending approval of {agent}")
+            newest = max(pending, key=lambda a: a.created_at_ms)
+            note = fault.note or f"scenario {self.s.name}"
+            (op.approve if fault.kind == "approve" else op.deny)(newest.approval_id, note=note)
+            what += f" ({newest.approval_id}: {newest.verb} {newest.element_role} {newest.element_name!r})"
+        elif fault.kind == "move_window":
+            if self.desktop is None:
+                raise Divergence(f"{what}: needs a desktop fixture")
+            what += f": {self.desktop.move(fault.x, fault.y)}"
+        elif fault.kind == "steal_focus":
+            if self.desktop is None:
+                raise Divergence(f"{what}: needs a desktop fixture")
+            what += f" ({fault.window}): {self.desktop.steal(fault.window)}"
         self.log.append(what)
 
     def _reconcile(self, where: str, spec: ReconcileSpec) -> None:
@@ -535,8 +603,7 @@ class _Run:
             raise Divergence(f"{what}: no action with that key was recorded")
         verdict: str | None = spec.verdict
         if spec.happened_if:
-            assert self.app is not None
-            state = self.app.state()
+            state = self._state()
             holds = all(check_state(state, c) is None for c in spec.happened_if)
             decided = "HAPPENED" if holds else "DID_NOT_HAPPEN"
             if verdict is not None and decided != verdict:
@@ -565,8 +632,7 @@ class _Run:
         self.log.append(f"{where} wait")
 
     def _check(self, where: str, checks: Sequence[StateCheck]) -> None:
-        assert self.app is not None
-        state = self.app.state()
+        state = self._state()
         for check in checks:
             problem = check_state(state, check)
             if problem is not None:
@@ -576,8 +642,7 @@ class _Run:
     # -- final checks ------------------------------------------------------------
 
     def final_checks(self) -> None:
-        assert self.app is not None
-        state = self.app.state()
+        state = self._state()
         for check in self.s.checks.state:
             problem = check_state(state, check)
             if problem is not None:
@@ -609,6 +674,151 @@ class _Run:
             ok = n == count.equals if count.equals is not None else n >= (count.at_least or 0)
             if not ok:
                 self.failed_checks.append(f"ledger check {count.describe()}: found {n}")
+
+
+class _Decider:
+    """An operator who approves or denies the approval an act asks for while it waits.
+
+    Polls the sidecar for a pending approval of ``agent`` that was not pending before the
+    act began, and decides it; gives up after ``seconds``.
+    """
+
+    def __init__(self, run: _Run, fault: DecideWhileWaiting, agent: str, seconds: float) -> None:
+        self.verb = "approved" if fault.kind == "approve" else "denied"
+        self.decided = ""
+        self.error = ""
+        self._fault = fault
+        self._agent = agent
+        self._seconds = seconds
+        self._stop = threading.Event()
+        self._client = AuthzClient(run.authz_address, run.tokens[fault.operator or run.s.first_operator], timeout_s=10)
+        self._note = fault.note or f"scenario {run.s.name}"
+        self._before = {a.approval_id for a in self._client.list_approvals(status="PENDING", principal=agent)}
+        self._thread = threading.Thread(target=self._run, name="scenario-approver", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        deadline = time.monotonic() + self._seconds
+        try:
+            while not self._stop.is_set() and time.monotonic() < deadline:
+                pending = self._client.list_approvals(status="PENDING", principal=self._agent)
+                new = [a for a in pending if a.approval_id not in self._before]
+                if new:
+                    approval = max(new, key=lambda a: a.created_at_ms)
+                    decide = self._client.approve if self._fault.kind == "approve" else self._client.deny
+                    decide(approval.approval_id, note=self._note)
+                    self.decided = approval.approval_id
+                    return
+                self._stop.wait(0.05)
+        except (AuthzError, grpc.RpcError) as exc:
+            self.error = str(exc)
+
+    def finish(self) -> None:
+        self._stop.set()
+        self._thread.join(15)
+        self._client.close()
+
+
+class DesktopApps:
+    """The desktop fixture of a run: the Tk ``notes`` window (the target) and a ``thief``
+    application, on the run's own virtual display.
+
+    ``state()`` is the notes window's state (``text``, ``clicks``, ``popup_text``,
+    ``popup_open`` ...) with the thief's under ``thief`` (``thief.text``).
+    """
+
+    url = ""
+
+    def __init__(self, display: str, name: str) -> None:
+        from handrail.scenarios._tkapps import TkApp
+
+        self.display = display
+        self.notes = TkApp("notes", display, title=f"Notes - {name}")
+        self.thief = TkApp("thief", display, title=f"Thief - {name}")
+
+    def start(self) -> None:
+        self.notes.start()
+        self.thief.start()
+        self.thief.window_id()
+        self.activate(self.notes.window_id())  # the thief took the focus when it opened
+
+    def stop(self) -> None:
+        self.thief.stop()
+        self.notes.stop()
+
+    def state(self) -> dict[str, Any]:
+        notes = self.notes.settled_state(quiet=0.2)
+        return {**notes, "thief": self.thief.settled_state(quiet=0.05)}
+
+    def _wait_focus(self, holds: Callable[[Any], bool], what: str) -> None:
+        from handrail.executor._x11 import X11
+
+        x = X11(self.display)
+        try:
+            deadline = time.monotonic() + _EVENT_TIMEOUT_S
+            while time.monotonic() < deadline:
+                if holds(x):
+                    return
+                time.sleep(0.01)
+        finally:
+            x.close()
+        raise Divergence(what)
+
+    def activate(self, window: int) -> None:
+        """Have the window manager activate ``window`` (set-up, not the product)."""
+        from handrail.executor._x11 import X11
+
+        x = X11(self.display)
+        try:
+            x.request_activate(window)
+        finally:
+            x.close()
+        self._wait_focus(
+            lambda x: x.active_window() == window and x.is_inside(x.input_focus(), window),
+            f"could not activate window {window:#x}",
+        )
+
+    def move(self, x: int, y: int) -> str:
+        """Move the notes window to ``(x, y)``; wait until its client area has moved."""
+        from handrail.executor._x11 import X11
+
+        window = self.notes.window_id()
+        x11 = X11(self.display)
+        try:
+            before = x11.client_rect(window)
+        finally:
+            x11.close()
+        self.notes.command(f"move {x} {y}")
+        self._wait_focus(lambda xc: xc.client_rect(window) != before, f"the notes window did not move to ({x}, {y})")
+        time.sleep(0.05)
+        return f"the notes window moved to ({x}, {y})"
+
+    def steal(self, window: str) -> str:
+        """Another window takes the focus: the thief app, or the notes app's own popup."""
+        notes = self.notes.window_id()
+        if window == "thief":
+            self.thief.command("steal")
+            self.thief.wait_state(lambda st: bool(st["stole"]))
+            thief = self.thief.window_id()
+            self._wait_focus(lambda x: x.active_window() == thief, "the thief did not get the focus")
+        else:
+            self.notes.command("steal")
+            self.notes.wait_state(lambda st: bool(st["popup_open"]))
+            self._wait_focus(
+                lambda x: x.active_window() != notes and not x.is_inside(x.input_focus(), notes),
+                "the popup did not take the focus",
+            )
+        time.sleep(0.1)  # let the window manager finish the change
+        return f"the {window} has the focus"
+
+
+def display_unavailable() -> str | None:
+    """Why desktop scenarios cannot run here (no Xvfb, openbox, Tk ...), or None."""
+    missing = [tool for tool in ("Xvfb", "openbox") if shutil.which(tool) is None]
+    missing += [mod for mod in ("tkinter", "Xlib", "pyautogui", "mss") if importlib.util.find_spec(mod) is None]
+    if missing:
+        return f"missing {', '.join(missing)} (see docs/desktop.md: apt-get install -y xvfb openbox python3-tk)"
+    return None
 
 
 def unresolved_actions(entries: Sequence[Entry]) -> list[str]:

@@ -77,6 +77,8 @@ REASONS = (
     "GRANT_EXHAUSTED",
     "POLICY_FORBID",
     "APPROVAL_REQUIRED",
+    "APPROVAL_DENIED",
+    "APPROVAL_EXPIRED",
     "AUTHZ_UNAVAILABLE",
     "STALE_OBSERVATION",
     "STALE_REF",
@@ -98,6 +100,7 @@ ACT_KINDS = (
     "check",
     "uncheck",
     "navigate",
+    "activate",
 )
 """Action kinds a step may ask for (the executor may not offer every one yet)."""
 
@@ -115,10 +118,18 @@ FAULT_KINDS = (
     "steal_focus",
     "stop_authz",
     "start_authz",
+    "approve",
+    "deny",
+    "move_window",
 )
-"""Faults and operator events; the first two ride on an ``act`` step, the rest are steps."""
+"""Faults and operator events. ``drop_connection`` and ``kill_executor`` ride on an ``act``
+step; ``approve`` and ``deny`` are steps of their own or ride on an act that waits for the
+decision (``approval_wait_ms``); the rest are steps."""
 
-_ACT_FAULTS = ("drop_connection", "kill_executor")
+_ACT_FAULTS = ("drop_connection", "kill_executor", "approve", "deny")
+_ACT_ONLY_FAULTS = ("drop_connection", "kill_executor")
+APPS = ("subscription", "checkout", "admin", "notes")
+DESKTOP_APPS = ("notes",)
 KILL_POINTS = ("before-intent", "after-intent", "after-dispatch", "after-result")
 VERBS = ("read", "input", "navigate", "submit", "purchase", "delete", "upload", "download")
 
@@ -135,6 +146,8 @@ ReasonName = Literal[
     "GRANT_EXHAUSTED",
     "POLICY_FORBID",
     "APPROVAL_REQUIRED",
+    "APPROVAL_DENIED",
+    "APPROVAL_EXPIRED",
     "AUTHZ_UNAVAILABLE",
     "STALE_OBSERVATION",
     "STALE_REF",
@@ -240,7 +253,15 @@ class KillExecutor(_Model):
     point: Literal["before-intent", "after-intent", "after-dispatch", "after-result"]
 
 
-ActFault = Annotated[DropConnection | KillExecutor, Field(discriminator="kind")]
+class DecideWhileWaiting(_Model):
+    """An operator approves or denies the approval this act waits for, once it is asked."""
+
+    kind: Literal["approve", "deny"]
+    operator: str | None = None
+    note: str = ""
+
+
+ActFault = Annotated[DropConnection | KillExecutor | DecideWhileWaiting, Field(discriminator="kind")]
 
 
 class ActSpec(_Model):
@@ -262,6 +283,7 @@ class ActSpec(_Model):
         "check",
         "uncheck",
         "navigate",
+        "activate",
     ]
     target: Target | None = None
     text: str = ""
@@ -269,7 +291,10 @@ class ActSpec(_Model):
     values: list[str] = Field(default_factory=list)
     url: str = ""
     secret: bool = False
+    x: int | None = Field(default=None, ge=0)
+    y: int | None = Field(default=None, ge=0)
     idempotency_key: str | None = Field(default=None, min_length=1)
+    approval_wait_ms: int = Field(default=0, ge=0, le=60_000)
     session: str = "main"
     observation: str | None = None
     expectation: Expectation | None = None
@@ -288,11 +313,14 @@ class ActSpec(_Model):
 
     @model_validator(mode="after")
     def _fields_for_kind(self) -> ActSpec:
-        if self.kind == "navigate":
-            if not self.url:
-                raise ValueError("a navigate action needs a url")
-        elif self.target is None:
-            raise ValueError(f"a {self.kind} action needs a target (role and name)")
+        # Whether a target (browser) or a point (desktop) is needed depends on the
+        # session's backend: checked with the whole scenario (_cross_check).
+        if self.kind == "navigate" and not self.url:
+            raise ValueError("a navigate action needs a url")
+        if (self.x is None) != (self.y is None):
+            raise ValueError("a point needs both x and y")
+        if isinstance(self.fault, DecideWhileWaiting) and not self.approval_wait_ms:
+            raise ValueError(f"the {self.fault.kind} fault rides on an act that waits: set approval_wait_ms")
         if self.kind in ("fill", "type") and not self.text:
             raise ValueError(f"a {self.kind} action needs text")
         if self.kind == "press" and not self.keys:
@@ -302,11 +330,14 @@ class ActSpec(_Model):
         return self
 
     def describe(self) -> str:
-        """``click button 'Pay now'``; ``navigate http://...``."""
+        """``click button 'Pay now'``; ``navigate http://...``; ``type with 'hi'``."""
         if self.kind == "navigate":
             return f"navigate {self.url}"
-        assert self.target is not None
-        text = f"{self.kind} {self.target.role} {self.target.name!r}"
+        text: str = self.kind
+        if self.target is not None:
+            text += f" {self.target.role} {self.target.name!r}"
+        if self.x is not None:
+            text += f" at ({self.x}, {self.y})"
         if self.text:
             text += " with " + ("[secret]" if self.secret else repr(self.text))
         if self.values:
@@ -336,10 +367,22 @@ class OpenModal(_StepFault):
 
 
 class StealFocus(_StepFault):
-    """Desktop: another window takes the focus (needs a desktop backend)."""
+    """Desktop: another window takes the focus.
+
+    ``thief``: another application raises itself and grabs the focus; ``popup``: the
+    target application's own "Notification" window opens and grabs it.
+    """
 
     kind: Literal["steal_focus"]
-    window: str = ""
+    window: Literal["thief", "popup"] = "thief"
+
+
+class MoveWindow(_StepFault):
+    """Desktop: the target window moves to ``(x, y)`` on the screen (its client area changes)."""
+
+    kind: Literal["move_window"]
+    x: int = Field(ge=0)
+    y: int = Field(ge=0)
 
 
 class TakeOver(_StepFault):
@@ -387,6 +430,24 @@ class AcquireLease(_StepFault):
     agent: str | None = None
 
 
+class Approve(_StepFault):
+    """An operator approves the newest pending approval of ``agent`` (default: the first)."""
+
+    kind: Literal["approve"]
+    agent: str | None = None
+    operator: str | None = None
+    note: str = ""
+
+
+class Deny(_StepFault):
+    """An operator denies the newest pending approval of ``agent`` (default: the first)."""
+
+    kind: Literal["deny"]
+    agent: str | None = None
+    operator: str | None = None
+    note: str = ""
+
+
 class StopAuthz(_StepFault):
     """The authz sidecar stops (its port stays reserved for ``start_authz``)."""
 
@@ -403,6 +464,7 @@ StepFault = Annotated[
     Rerender
     | OpenModal
     | StealFocus
+    | MoveWindow
     | TakeOver
     | HandBack
     | Revoke
@@ -410,7 +472,9 @@ StepFault = Annotated[
     | ExpireLease
     | AcquireLease
     | StopAuthz
-    | StartAuthz,
+    | StartAuthz
+    | Approve
+    | Deny,
     Field(discriminator="kind"),
 ]
 
@@ -559,10 +623,10 @@ class FaultStep(_Model):
     def _from_text(cls, value: Any) -> Any:
         value = {"kind": value} if isinstance(value, str) else value
         kind = value.get("kind") if isinstance(value, dict) else None
-        if kind in _ACT_FAULTS:
+        if kind in _ACT_ONLY_FAULTS:
             raise ValueError(f"the {kind} fault rides on an act step: put it in the act's `fault`")
         if isinstance(kind, str) and kind not in FAULT_KINDS:
-            known = ", ".join(k for k in FAULT_KINDS if k not in _ACT_FAULTS)
+            known = ", ".join(k for k in FAULT_KINDS if k not in _ACT_ONLY_FAULTS)
             raise ValueError(f"unknown fault {kind!r} (known: {known})")
         return value
 
@@ -622,7 +686,13 @@ class Principals(_Model):
 
 
 class GrantSpec(_Model):
-    """A grant an operator makes; ``origins`` may say ``app`` for the fixture's origin."""
+    """A grant an operator makes; ``origins`` may say ``app`` for the fixture's origin.
+
+    ``require_approval_verbs``: verbs that need an operator's approval even though granted
+    (the check answers ``APPROVAL_REQUIRED``); ``approval_timeout_s``: the deadline of the
+    approvals it asks for (then ``APPROVAL_EXPIRED``); ``single_use``: the first allowed
+    action consumes it (then ``GRANT_EXHAUSTED``).
+    """
 
     id: str
     principal: str | None = None  # default: the first agent
@@ -630,6 +700,9 @@ class GrantSpec(_Model):
     verbs: list[Verb] = Field(min_length=1)
     origins: list[str] = Field(default_factory=lambda: ["app"])
     expires_in_s: float = Field(default=0.0, ge=0)
+    require_approval_verbs: list[Verb] = Field(default_factory=list)
+    approval_timeout_s: float = Field(default=0.0, ge=0)
+    single_use: bool = False
     note: str = ""
     at_start: bool = True
     operator: str | None = None
@@ -651,8 +724,8 @@ class Scenario(_Model):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     description: str = ""
     covers: list[str] = Field(default_factory=list)
-    requires: list[Literal["desktop", "approvals"]] = Field(default_factory=list)
-    app: Literal["subscription", "checkout", "admin"]
+    requires: list[Literal["desktop"]] = Field(default_factory=list)
+    app: Literal["subscription", "checkout", "admin", "notes"]
     initial_state: dict[str, Any] = Field(default_factory=dict)
     target: str | None = None  # default: browser:<name>
     principals: Principals = Field(default_factory=Principals)
@@ -669,8 +742,13 @@ class Scenario(_Model):
         return value
 
     @property
+    def desktop(self) -> bool:
+        """Whether the scenario drives a desktop (the ``notes`` app on an X display)."""
+        return self.app in DESKTOP_APPS
+
+    @property
     def default_target(self) -> str:
-        return self.target or f"browser:{self.name}"
+        return self.target or f"{'desktop' if self.desktop else 'browser'}:{self.name}"
 
     @property
     def first_agent(self) -> str:
@@ -696,14 +774,18 @@ class Scenario(_Model):
                 kinds.append(step.act.fault.kind)
         return kinds
 
-    def skip_reason(self, *, approvals: bool = False) -> str | None:
-        """Why this scenario cannot run yet, or None."""
-        if "desktop" in self.requires or any(s.backend == "desktop" for s in self.sessions):
-            return "needs a desktop backend, which does not exist yet"
-        if "steal_focus" in self.faults():
-            return "the steal_focus fault needs a desktop backend, which does not exist yet"
-        if "approvals" in self.requires and not approvals:
-            return "needs approvals in the authz sidecar (approve/deny), not there yet"
+    def needs_display(self) -> bool:
+        """Whether a run needs an X display (Xvfb, openbox, Tk)."""
+        return self.desktop or "desktop" in self.requires or any(s.backend == "desktop" for s in self.sessions)
+
+    def skip_reason(self, *, display: str | None = None) -> str | None:
+        """Why this scenario cannot run here, or None.
+
+        Args:
+            display: why no X display can be started here (None: one can).
+        """
+        if self.needs_display() and display is not None:
+            return f"needs an X display: {display}"
         return None
 
 
@@ -727,9 +809,14 @@ def _cross_check(s: Scenario) -> list[tuple[tuple[Any, ...], str]]:
             problems.append((("grants", i, "operator"), f"unknown operator {g.operator!r}"))
         if g.operator is None and not operators:
             problems.append((("grants", i), "a grant needs an operator in principals"))
+    backends: dict[str, str] = {}
     for i, x in enumerate(s.sessions):
+        backends[x.name] = x.backend
         if x.agent is not None and x.agent not in agents:
             problems.append((("sessions", i, "agent"), f"unknown agent {x.agent!r}"))
+        if (x.backend == "desktop") != s.desktop:
+            wanted = "desktop" if s.desktop else "browser"
+            problems.append((("sessions", i, "backend"), f"the {s.app} app is driven by a {wanted} session"))
     labels: set[str] = set()
     keys: set[str] = set()
     for i, step in enumerate(s.steps):
@@ -753,6 +840,13 @@ def _cross_check(s: Scenario) -> list[tuple[tuple[Any, ...], str]]:
                 )
             if act.idempotency_key:
                 keys.add(act.idempotency_key)
+            problem = _act_problem(act, backends.get(act.session, "browser"))
+            if problem is not None:
+                problems.append(((*where, "act"), problem))
+            if act.fault is not None and act.fault.kind == "drop_connection" and s.desktop:
+                problems.append(((*where, "act", "fault"), "drop_connection needs a browser fixture app"))
+            if isinstance(act.fault, DecideWhileWaiting) and act.fault.operator not in (None, *operators):
+                problems.append(((*where, "act", "fault", "operator"), f"unknown operator {act.fault.operator!r}"))
         elif isinstance(step, ReconcileStep):
             rec = step.reconcile
             if rec.key not in keys:
@@ -770,8 +864,14 @@ def _cross_check(s: Scenario) -> list[tuple[tuple[Any, ...], str]]:
                     problems.append((where, "this fault needs an operator in principals"))
             if isinstance(fault, HandBack) and fault.to and fault.to not in agents:
                 problems.append(((*where, "fault", "to"), f"unknown agent {fault.to!r}"))
-            if isinstance(fault, AcquireLease) and fault.agent and fault.agent not in agents:
+            if isinstance(fault, AcquireLease | Approve | Deny) and fault.agent and fault.agent not in agents:
                 problems.append(((*where, "fault", "agent"), f"unknown agent {fault.agent!r}"))
+            if isinstance(fault, Approve | Deny) and fault.operator not in (None, *operators):
+                problems.append(((*where, "fault", "operator"), f"unknown operator {fault.operator!r}"))
+            if isinstance(fault, StealFocus | MoveWindow) and not s.desktop:
+                problems.append(((*where, "fault"), f"{fault.kind} needs a desktop app (app: notes)"))
+            if isinstance(fault, Rerender | OpenModal) and s.desktop:
+                problems.append(((*where, "fault"), f"{fault.kind} needs a browser fixture app"))
         elif isinstance(step, WaitStep):
             name = step.wait.grant_expired
             if name is not None:
@@ -780,6 +880,29 @@ def _cross_check(s: Scenario) -> list[tuple[tuple[Any, ...], str]]:
                 elif not s.grant(name).expires_in_s:
                     problems.append(((*where, "wait", "grant_expired"), f"grant {name!r} never expires"))
     return problems
+
+
+_DESKTOP_KINDS = ("click", "double_click", "type", "press", "activate")
+_DESKTOP_POINT_KINDS = ("click", "double_click")
+
+
+def _act_problem(act: ActSpec, backend: str) -> str | None:
+    """What an act lacks or has too much of for its session's backend, or None."""
+    if backend == "desktop":
+        if act.kind not in _DESKTOP_KINDS:
+            return f"a desktop session has no {act.kind} action (here: {', '.join(_DESKTOP_KINDS)})"
+        if act.target is not None:
+            return "a desktop action names no role and name: give a point (x, y) in the window"
+        if act.kind in _DESKTOP_POINT_KINDS and act.x is None:
+            return f"a desktop {act.kind} needs a point (x, y) in the window"
+        return None
+    if act.kind == "activate":
+        return "activate is a desktop action"
+    if act.x is not None:
+        return "a browser action names its target by role and name, not by a point"
+    if act.kind != "navigate" and act.target is None:
+        return f"a {act.kind} action needs a target (role and name)"
+    return None
 
 
 def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:

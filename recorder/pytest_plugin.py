@@ -4,8 +4,9 @@ Enable it with ``-p handrail.recorder.pytest_plugin`` (or ``pytest_plugins`` in 
 ``conftest.py``) and put the scenarios folder on the test paths. Each scenario file is one
 test item; it replays ``--scenario-repeat K`` times (default 3), each run on a fresh stack,
 and passes only when every run passed (pass^K). A failure shows each run's divergences
-and the steps it played; a scenario that cannot run yet (desktop, approvals) is skipped
-with its reason.
+and the steps it played. Desktop scenarios (``app: notes``) start their own Xvfb and
+openbox; where those (or Tk) are missing they are skipped with the reason, and they carry
+the ``desktop`` mark where the project registers it.
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ class ScenarioFile(pytest.File):
         repeat = max(1, int(self.config.getoption("--scenario-repeat")))
         item = ScenarioItem.from_parent(self, name=scenario.name, scenario=scenario, repeat=repeat)
         item.add_marker(pytest.mark.timeout(_SECONDS_PER_RUN * repeat + 30))
-        for mark in ("slow", "browser"):
+        marks = ("slow", "browser", "desktop") if scenario.needs_display() else ("slow", "browser")
+        for mark in marks:
             if mark in self.config.getini("markers") or any(
                 str(m).startswith(mark + ":") for m in self.config.getini("markers")
             ):

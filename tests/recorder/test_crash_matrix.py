@@ -1,9 +1,13 @@
 """The crash matrix: ``kill -9`` the executor at each point of an action's life, 20 times each.
 
-One authz sidecar and one subscription fixture app serve every run; each run gets its own
-target (``browser:crash-POINT-N``) and idempotency key, the app is reset, and the action is
-a click on "Pause plan" (a form POST the app counts). The executor is started with
-``--fault POINT:KEY``, so it SIGKILLs itself at that point of exactly that action. A run:
+One authz sidecar serves every run. The 20 runs of a point are played by ``CHAINS``
+chains side by side; each chain has its own subscription fixture app and its own data dir
+(ledger), since
+an executor's recovery at start would take another executor's in-flight intent for a
+crashed one. Each run gets its own target (``browser:crash-POINT-N``) and idempotency key,
+the chain's app is reset, and the action is a click on "Pause plan" (a form POST the app
+counts). The executor is started with ``--fault POINT:KEY``, so it SIGKILLs itself at that
+point of exactly that action. A run:
 
 1. open a session, observe, click "Pause plan" with key KEY: the call fails, the executor
    is dead (SIGKILL);
@@ -16,10 +20,10 @@ a click on "Pause plan" (a form POST the app counts). The executor is started wi
    writes again; a killed-before-intent or after-result action blocks nothing;
 4. the app still counts what the point implies, and the ledger verifies.
 
-To keep the matrix at about a minute per point, the executor restarted for run N is the
-one armed for run N+1 (``--fault POINT:KEY(N+1)``): a fault with a key fires only for the
-action with that key, so for run N's checks it is an executor without a fault. So every
-run costs one executor start, not two.
+Within a chain, the executor restarted for run N is the one armed for run N+1 (``--fault
+POINT:KEY(N+1)``): a fault with a key fires only for the action with that key, so for run
+N's checks it is an executor without a fault. So every run costs one executor start, not
+two.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import secrets
 import signal
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +50,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 POINTS = ("before-intent", "after-intent", "after-dispatch", "after-result")
 RUNS = int(os.environ.get("HANDRAIL_CRASH_RUNS", "20"))
+CHAINS = 2
 PAUSE = "POST /pause"
 
 # What each point implies: is the intent durable, is the result durable, did the request
@@ -56,10 +62,11 @@ _REQUESTS = {"before-intent": 0, "after-intent": 0, "after-dispatch": 1, "after-
 
 @dataclass
 class Env:
+    """One chain's world: the shared sidecar, its own app and data dir."""
+
     data_dir: Path
     authz: ServerProcess
     app: SubscriptionApp
-    agent: str
     agent_token: str
     executor_token: str
 
@@ -76,21 +83,29 @@ class Env:
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    data_dir = tmp_path_factory.mktemp("crash-matrix")
+def chains(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Env]]:
+    root = tmp_path_factory.mktemp("crash-matrix")
     tokens = {name: secrets.token_urlsafe(24) for name in ("operator-0", "executor-0", "crash-agent")}
-    with Store(data_dir / "authz.sqlite") as store:
+    with Store(root / "authz.sqlite") as store:
         store.add_principal("operator-0", "operator", tokens["operator-0"])
         store.add_principal("executor-0", "executor", tokens["executor-0"])
         store.add_principal("crash-agent", "agent", tokens["crash-agent"])
-    with SubscriptionApp() as app:
-        authz = start_authz(data_dir)
-        try:
-            with AuthzClient(authz.address, tokens["operator-0"]) as ops:
-                ops.grant("crash-agent", "browser:crash-*", ["submit", "navigate"], [app.url], note="crash matrix")
-            yield Env(data_dir, authz, app, "crash-agent", tokens["crash-agent"], tokens["executor-0"])
-        finally:
-            authz.stop()
+    apps = [SubscriptionApp() for _ in range(CHAINS)]
+    authz = start_authz(root)
+    try:
+        for app in apps:
+            app.start()
+        with AuthzClient(authz.address, tokens["operator-0"]) as ops:
+            origins = [app.url for app in apps]
+            ops.grant("crash-agent", "browser:crash-*", ["submit", "navigate"], origins, note="crash matrix")
+        yield [
+            Env(root / f"chain-{k}", authz, app, tokens["crash-agent"], tokens["executor-0"])
+            for k, app in enumerate(apps)
+        ]
+    finally:
+        authz.stop()
+        for app in apps:
+            app.stop()
 
 
 def _wait_dead(executor: ServerProcess, what: str) -> None:
@@ -102,20 +117,32 @@ def _wait_dead(executor: ServerProcess, what: str) -> None:
     assert code == -signal.SIGKILL, f"{what}: the executor did not die by SIGKILL (exit {code})"
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize("point", POINTS)
-def test_kill_at_each_point(env: Env, point: str) -> None:
-    keys = [f"{point}-{i}" for i in range(RUNS)]
+def test_kill_at_each_point(chains: list[Env], point: str) -> None:
+    runs = [f"{point}-{i}" for i in range(RUNS)]
+    shares = [runs[k::CHAINS] for k in range(CHAINS)]
+    with ThreadPoolExecutor(CHAINS) as pool:
+        futures = [pool.submit(_chain, env, point, keys) for env, keys in zip(chains, shares, strict=True)]
+        played = sum(f.result() for f in futures)  # re-raises a chain's failure
+    assert played == RUNS
+
+
+def _chain(env: Env, point: str, keys: list[str]) -> int:
+    """Play ``keys``' runs one after the other on ``env``; return how many were played."""
+    if not keys:
+        return 0
     executor = env.start_executor(f"{point}:{keys[0]}")
     try:
         for i, key in enumerate(keys):
-            following = f"{point}:{keys[i + 1]}" if i + 1 < RUNS else ""
+            following = f"{point}:{keys[i + 1]}" if i + 1 < len(keys) else ""
             executor = _one_run(env, executor, point, key, f"browser:crash-{key}", following)
     finally:
         executor.stop()
     with Ledger(env.ledger_path) as ledger:
         report = ledger.verify()
         assert report.ok, report.message
+    return len(keys)
 
 
 def _one_run(env: Env, executor: ServerProcess, point: str, key: str, target: str, next_fault: str) -> ServerProcess:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from handrail.executor import Outcome
+from handrail.recorder import _replay
 from handrail.recorder._record import record_session
 from handrail.recorder._replay import replay
 from handrail.recorder._scenario import load_scenario, parse_scenario
@@ -56,9 +57,10 @@ def test_a_divergence_names_its_step(tmp_path: Path) -> None:
     assert (tmp_path / "run-1" / "ledger.sqlite").is_file()
 
 
-def test_skipped_scenarios_do_not_run() -> None:
+def test_desktop_scenarios_are_skipped_without_a_display(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_replay, "display_unavailable", lambda: "missing Xvfb")
     report = replay(load_scenario(LIBRARY / "desktop-focus-stolen.yaml"), repeat=3)
-    assert report.skipped is not None and not report.runs
+    assert report.skipped == "needs an X display: missing Xvfb" and not report.runs
     assert "SKIPPED" in report.summary()
 
 

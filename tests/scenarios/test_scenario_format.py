@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from handrail.recorder._scenario import (
+    FAULT_KINDS,
+    REASONS,
     ActStep,
     FaultStep,
     ObserveStep,
@@ -169,6 +171,12 @@ def test_library_loads_and_round_trips(path: Path) -> None:
     assert parse_scenario(dump_scenario(s), path.name) == s
 
 
+# Refusal reasons no scenario can provoke: the executor authenticates the agent's token
+# when a session opens, so an unknown principal never gets as far as an action
+# (tests/authz covers UNAUTHENTICATED at the sidecar).
+_NOT_IN_SCENARIOS = {"ALLOW", "UNAUTHENTICATED"}
+
+
 def test_library_covers_the_faults_and_reasons() -> None:
     faults: set[str] = set()
     reasons: set[str] = set()
@@ -180,39 +188,82 @@ def test_library_covers_the_faults_and_reasons() -> None:
         for step in s.steps:
             if isinstance(step, ActStep):
                 reasons.update(step.act.expect.reasons()[:1])  # the first-named reason
-    runnable = [s for s in scenarios if s.skip_reason(approvals=True) is None]
-    assert len(runnable) >= 10
-    assert apps == {"subscription", "checkout", "admin"}
-    assert faults >= {
-        "drop_connection",
-        "kill_executor",
-        "takeover",
-        "hand_back",
-        "revoke",
-        "expire_lease",
-        "rerender",
-        "open_modal",
-        "steal_focus",
-        "stop_authz",
-        "start_authz",
-    }
-    assert reasons >= {
-        "OUT_OF_SCOPE",
-        "POLICY_FORBID",
-        "STALE_REF",
-        "STALE_OBSERVATION",
-        "HELD_BY_HUMAN",
-        "STALE_EPOCH",
-        "NO_LEASE",
-        "GRANT_REVOKED",
-        "GRANT_EXPIRED",
-        "IDEMPOTENCY_CONFLICT",
-        "RECONCILE_REQUIRED",
-        "AUTHZ_UNAVAILABLE",
-    }
+    runnable = [s for s in scenarios if s.skip_reason() is None]
+    assert len(runnable) == len(scenarios) >= 10
+    assert apps == {"subscription", "checkout", "admin", "notes"}
+    assert faults >= set(FAULT_KINDS)
+    assert reasons >= {"APPROVAL_REQUIRED", "APPROVAL_DENIED", "FOCUS_MISMATCH", "TARGET_CHANGED"}
+    missing = set(REASONS) - _NOT_IN_SCENARIOS - reasons
+    assert not missing, f"no scenario is refused with {sorted(missing)}"
 
 
-def test_desktop_scenarios_are_skipped_with_a_reason() -> None:
+def test_desktop_scenarios_need_a_display() -> None:
     s = load_scenario(LIBRARY / "desktop-focus-stolen.yaml")
-    reason = s.skip_reason()
-    assert reason is not None and "desktop backend" in reason
+    assert s.desktop and s.needs_display()
+    assert s.default_target == "desktop:desktop-focus-stolen"
+    assert s.skip_reason() is None
+    assert s.skip_reason(display="missing Xvfb") == "needs an X display: missing Xvfb"
+    browser = load_scenario(LIBRARY / "checkout-pay-once.yaml")
+    assert browser.skip_reason(display="missing Xvfb") is None
+
+
+APPROVALS = """\
+app: checkout
+grants:
+  - {id: pay, verbs: [submit], require_approval_verbs: [submit], approval_timeout_s: 5, single_use: true}
+steps:
+  - observe
+  - act:
+      kind: click
+      target: {role: button, name: Place order}
+      approval_wait_ms: 5000
+      fault: {kind: approve, note: fine}
+  - act: {kind: click, target: {role: button, name: Pay}, expect: REFUSED APPROVAL_REQUIRED}
+  - fault: {kind: deny, agent: agent}
+  - act: {kind: click, target: {role: button, name: Pay}, expect: REFUSED APPROVAL_DENIED}
+"""
+
+
+def test_approvals_in_the_format(tmp_path: Path) -> None:
+    s = parse_scenario(APPROVALS, "approvals.yaml")
+    assert s.grants[0].require_approval_verbs == ["submit"] and s.grants[0].single_use
+    assert s.faults() == ["approve", "deny"]
+    act = s.steps[1]
+    assert isinstance(act, ActStep) and act.act.approval_wait_ms == 5000
+    assert parse_scenario(dump_scenario(s), "approvals.yaml") == s
+    message = _error(APPROVALS.replace("      approval_wait_ms: 5000\n", ""), tmp_path)
+    assert ":6: steps[1].act: the approve fault rides on an act that waits: set approval_wait_ms" in message
+    message = _error(APPROVALS.replace("{kind: deny, agent: agent}", "{kind: deny, agent: mallory}"), tmp_path)
+    assert ":12: steps[3].fault.agent: unknown agent 'mallory'" in message
+
+
+DESKTOP = """\
+app: notes
+sessions: [{name: main, backend: desktop}]
+grants: [{id: typing, verbs: [input]}]
+steps:
+  - observe
+  - fault: {kind: steal_focus, window: popup}
+  - act: {kind: type, text: hello, expect: REFUSED FOCUS_MISMATCH}
+  - fault: {kind: move_window, x: 10, y: 20}
+  - act: {kind: click, x: 5, y: 6}
+  - act: {kind: activate}
+"""
+
+
+def test_desktop_in_the_format(tmp_path: Path) -> None:
+    s = parse_scenario(DESKTOP, "desk.yaml")
+    assert s.faults() == ["steal_focus", "move_window"]
+    assert parse_scenario(dump_scenario(s), "desk.yaml") == s
+    text = DESKTOP.replace("{kind: click, x: 5, y: 6}", "{kind: click, target: {role: button, name: Red}}")
+    assert ":9: steps[4].act: a desktop action names no role and name" in _error(text, tmp_path)
+    text = DESKTOP.replace("{kind: click, x: 5, y: 6}", "{kind: click}")
+    assert ":9: steps[4].act: a desktop click needs a point (x, y)" in _error(text, tmp_path)
+    text = DESKTOP.replace("{kind: click, x: 5, y: 6}", "{kind: fill, text: x}")
+    assert ":9: steps[4].act: a desktop session has no fill action" in _error(text, tmp_path)
+    text = DESKTOP.replace("backend: desktop", "backend: browser")
+    assert ":2: sessions[0].backend: the notes app is driven by a desktop session" in _error(text, tmp_path)
+    text = GOOD.replace("  - fault: rerender", "  - fault: steal_focus")
+    assert ":14: steps[2].fault: steal_focus needs a desktop app (app: notes)" in _error(text, tmp_path)
+    text = GOOD.replace("      idempotency_key: k1\n", "      idempotency_key: k1\n      x: 3\n      y: 4\n")
+    assert "steps[1].act: a browser action names its target by role and name" in _error(text, tmp_path)
