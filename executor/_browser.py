@@ -15,7 +15,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-from playwright.async_api import Browser, BrowserContext, Dialog, Page, Playwright, Request, async_playwright
+from playwright.async_api import (
+    Browser,
+    BrowserContext,
+    Dialog,
+    ElementHandle,
+    Page,
+    Playwright,
+    Request,
+    async_playwright,
+)
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
@@ -58,6 +67,7 @@ CHROMIUM_ARGS = [
     "--disable-dev-shm-usage",
 ]
 _SETTLE_MS = 3_000
+_TWO_FRAMES = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(0))))"
 _CHECK_TIMEOUT_MS = 1_000
 # Actions that start no request of the page's own.
 _NO_REQUESTS = frozenset({ActionKind.WAIT_FOR, ActionKind.TAB_SWITCH, ActionKind.TAB_CLOSE, ActionKind.HOVER})
@@ -140,8 +150,16 @@ class _Tab:
         self.navigations = 0
         self.dialogs: list[Dialog] = []
         self.dialogs_opened = 0
+        # Requests of the page's that failed (a form post whose connection dropped): one
+        # listener for the tab's life, read by dispatch before and after an action.
+        self.failed_requests: list[Request] = []
         page.on("framenavigated", self._on_navigated)
         page.on("dialog", self._on_dialog)
+        page.on("requestfailed", self._on_request_failed)
+
+    def _on_request_failed(self, request: Request) -> None:
+        self.failed_requests.append(request)
+        del self.failed_requests[:-20]  # only the newest matter
 
     def _on_navigated(self, frame: Any) -> None:
         if frame is self.page.main_frame:
@@ -170,6 +188,7 @@ class BrowserSurface:
         self._seen_dialogs = 0
         self._seen_clock = 0.0
         self._last_facts: dict[str, Any] = {}
+        self._pending: set[asyncio.Future[None]] = set()
         context.on("page", self._on_page)
 
     def _on_page(self, page: Page) -> None:
@@ -306,16 +325,39 @@ class BrowserSurface:
         # ancestors, its labels or its content, so its role and accessible name are the
         # ones observed — visible, enabled and not covered.
         ref = page.locator(f"aria-ref={info.ref}")
+        # The count pre-check and the element's handle for the page script go out at once:
+        # the handle (the ref resolved in Playwright's world, adopted into the page's) is
+        # the slow part, and it is wasted only when the ref is already gone.
+        counting = asyncio.ensure_future(ref.count())
+        handling = asyncio.ensure_future(ref.element_handle(timeout=_CHECK_TIMEOUT_MS))
         try:
-            if await ref.count() != 1:
+            if await counting != 1:
+                handling.cancel()
+                await asyncio.gather(handling, return_exceptions=True)
                 return Refusal(STALE_REF, f"ref {info.ref} no longer resolves ({info.role} {info.name!r} is gone)")
-            facts = await ref.evaluate(CHECK_ELEMENT, self._seen_clock, timeout=_CHECK_TIMEOUT_MS)
+            handle = await handling
+            try:
+                facts = await handle.evaluate(CHECK_ELEMENT, self._seen_clock)
+            finally:
+                self._dispose_later(handle)
         except PlaywrightError as exc:
+            await asyncio.gather(counting, handling, return_exceptions=True)
             return Refusal(STALE_REF, f"ref {info.ref} could not be checked: {_first_line(exc)}")
         if facts.get("problem"):
             return Refusal(STALE_REF, f"{info.role} {info.name!r} ({info.ref}): {facts['problem']}")
         self._last_facts = facts
         return None
+
+    def _dispose_later(self, handle: ElementHandle) -> None:
+        # Releasing the handle needs no answer: it is sent, not awaited.
+        task = asyncio.ensure_future(handle.dispose())
+        self._pending.add(task)
+        task.add_done_callback(self._disposed)
+
+    def _disposed(self, task: asyncio.Future[None]) -> None:
+        self._pending.discard(task)
+        if not task.cancelled():
+            task.exception()  # a page that went away meanwhile: nothing to release
 
     async def describe(self, spec: ActionSpec, target: RefInfo | None) -> AuthzResource:
         url = spec.url if spec.kind in (ActionKind.NAVIGATE, ActionKind.TAB_OPEN) else self.active.page.url
@@ -331,13 +373,9 @@ class BrowserSurface:
     # -- act --------------------------------------------------------------------------
 
     async def dispatch(self, spec: ActionSpec, timeout_ms: int) -> DispatchResult:
-        page = self.active.page
-        failed: list[Request] = []
-
-        def on_failed(request: Request) -> None:
-            failed.append(request)
-
-        page.on("requestfailed", on_failed)
+        tab = self.active
+        page = tab.page
+        seen = list(tab.failed_requests)
         try:
             await self._dispatch(spec, timeout_ms)
             if spec.kind not in _NO_REQUESTS:
@@ -351,8 +389,7 @@ class BrowserSurface:
         except PlaywrightError as exc:
             # A closed target or a crash mid-action: the page may have got the input.
             return DispatchResult(DispatchStatus.MAYBE_STARTED, _first_line(exc))
-        finally:
-            page.remove_listener("requestfailed", on_failed)
+        failed = [r for r in tab.failed_requests if r not in seen]
         lost = [r for r in failed if r.method != "GET" or r.resource_type == "document"]
         if lost or page.url.startswith("chrome-error:"):
             what = (
@@ -407,6 +444,8 @@ class BrowserSurface:
             if locator is not None:
                 await locator.hover(timeout=timeout_ms)
             await page.mouse.wheel(spec.delta_x, spec.delta_y)
+            # The wheel returns before the page has scrolled: let two frames pass.
+            await page.evaluate(_TWO_FRAMES)
         elif kind is ActionKind.WAIT_FOR:
             await self._wait_for(page, spec.wait_for, timeout_ms)
         else:
