@@ -25,7 +25,7 @@ from _common import bench_principals, emit, serve_pages, summary
 from handrail._procs import start_authz, start_executor
 from handrail.authz import AuthzClient
 from handrail.executor import ExecutorClient, Outcome
-from handrail.executor._browser import _CHROMIUM_ARGS, chromium_path
+from handrail.executor._browser import CHROMIUM_ARGS, chromium_path
 
 PAGE = """<!doctype html><title>bench</title><main><h1>Counter</h1>
 <p id=n>0</p><button onclick="document.getElementById('n').textContent++">Tap</button></main>"""
@@ -35,7 +35,7 @@ async def raw_clicks(url: str, n: int) -> list[float]:
     from playwright.async_api import async_playwright
 
     async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=chromium_path(), args=_CHROMIUM_ARGS)
+        browser = await p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         page = await browser.new_page()
         await page.goto(url)
         await page.aria_snapshot(mode="ai")
