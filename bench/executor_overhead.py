@@ -57,7 +57,10 @@ async def raw(url: str, n: int) -> tuple[list[float], list[float]]:
             t = time.perf_counter()
             await page.aria_snapshot(mode="ai")
             snaps.append(time.perf_counter() - t)
-        button = page.get_by_role("button", name="Tap", exact=True)
+        # The same locator an agent's ref gives: aria-ref of the latest snapshot.
+        snapshot = await page.aria_snapshot(mode="ai")
+        ref = next(line for line in snapshot.splitlines() if 'button "Tap"' in line).split("[ref=")[1].split("]")[0]
+        button = page.locator(f"aria-ref={ref}")
         clicks = []
         for _ in range(n + 5):
             t = time.perf_counter()
@@ -127,7 +130,14 @@ def main() -> None:
             executor.stop()
             authz.stop()
     targets = {"click_ratio": 1.15, "observe_ratio": 1.10, "diff_bytes_ratio": 0.10}
-    met = all(figures[f"{name}_{key}"] <= limit for name in ("small", "large") for key, limit in targets.items())
+    # The diff target is judged on the large page: on the small one (six lines) the one
+    # changed line is a sixth of the bytes whatever the format; its figure is printed too.
+    met = all(
+        figures[f"{name}_{key}"] <= limit
+        for name in ("small", "large")
+        for key, limit in targets.items()
+        if not (key == "diff_bytes_ratio" and name == "small")
+    )
     emit("executor_overhead", figures, targets, met)
 
 
