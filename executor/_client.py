@@ -72,6 +72,25 @@ def _open_request(target: str, start_url: str, agent: str, desktop: DesktopTarge
     return req
 
 
+def _observe_request(
+    session_id: str, screenshot: bool, scale: float, viewport_only: bool, depth: int, diff: bool
+) -> pb.ObserveRequest:
+    return pb.ObserveRequest(
+        session_id=session_id,
+        screenshot=screenshot,
+        screenshot_scale=scale,
+        viewport_only=viewport_only,
+        depth=depth,
+        diff=diff,
+    )
+
+
+def _reconcile_request(session_id: str, action_id: str, verdict: Verdict | str, evidence: str) -> pb.ReconcileRequest:
+    return pb.ReconcileRequest(
+        session_id=session_id, action_id=action_id, verdict=_convert.verdict_pb(Verdict(verdict)), evidence=evidence
+    )
+
+
 class _SessionBase:
     """What sync and async sessions share: observations, refs and building actions."""
 
@@ -212,14 +231,7 @@ class Session(_SessionBase):
         diff: bool = False,
     ) -> Observation:
         """Take a fresh observation; it becomes the one actions cite."""
-        req = pb.ObserveRequest(
-            session_id=self.session_id,
-            screenshot=screenshot,
-            screenshot_scale=screenshot_scale,
-            viewport_only=viewport_only,
-            depth=depth,
-            diff=diff,
-        )
+        req = _observe_request(self.session_id, screenshot, screenshot_scale, viewport_only, depth, diff)
         return self._took(_convert.observation_from_pb(self._client._call("Observe", req)))
 
     def act(self, kind: ActionKind, **kw: Any) -> ActResponse:
@@ -245,12 +257,7 @@ class Session(_SessionBase):
 
     def reconcile(self, action_id: str, verdict: Verdict | str, evidence: str) -> ActionResult:
         """Record what the real state shows of an UNKNOWN action (it happened, or not)."""
-        req = pb.ReconcileRequest(
-            session_id=self.session_id,
-            action_id=action_id,
-            verdict=_convert.verdict_pb(Verdict(verdict)),
-            evidence=evidence,
-        )
+        req = _reconcile_request(self.session_id, action_id, verdict, evidence)
         return _convert.result_from_pb(self._client._call("Reconcile", req).result)
 
     def close(self) -> None:
@@ -387,14 +394,7 @@ class AsyncSession(_SessionBase):
         depth: int = 0,
         diff: bool = False,
     ) -> Observation:
-        req = pb.ObserveRequest(
-            session_id=self.session_id,
-            screenshot=screenshot,
-            screenshot_scale=screenshot_scale,
-            viewport_only=viewport_only,
-            depth=depth,
-            diff=diff,
-        )
+        req = _observe_request(self.session_id, screenshot, screenshot_scale, viewport_only, depth, diff)
         return self._took(_convert.observation_from_pb(await self._client._call("Observe", req)))
 
     async def act(self, kind: ActionKind, **kw: Any) -> ActResponse:
@@ -403,12 +403,7 @@ class AsyncSession(_SessionBase):
         return self._done(_convert.act_response_from_pb(msg))
 
     async def reconcile(self, action_id: str, verdict: Verdict | str, evidence: str) -> ActionResult:
-        req = pb.ReconcileRequest(
-            session_id=self.session_id,
-            action_id=action_id,
-            verdict=_convert.verdict_pb(Verdict(verdict)),
-            evidence=evidence,
-        )
+        req = _reconcile_request(self.session_id, action_id, verdict, evidence)
         return _convert.result_from_pb((await self._client._call("Reconcile", req)).result)
 
     async def close(self) -> None:

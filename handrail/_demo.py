@@ -67,13 +67,27 @@ class Steps:
         if not ok:
             self.failures.append(what)
 
+    def finish(self, ledger_path: Path, name: str) -> int:
+        """Print the ledger's timeline, check its chain; 0 when every step behaved."""
+        from handrail.recorder import Ledger, timeline
+
+        with Ledger(ledger_path) as ledger:
+            self.say("\nledger timeline:")
+            self.say(timeline(ledger.entries()))
+            report = ledger.verify()
+            self.expect("the ledger's hash chain verifies", report.ok, report.message)
+        if self.failures:
+            self.say(f"\n{name} FAILED: {len(self.failures)} step(s) did not behave as stated")
+            return 1
+        self.say(f"\n{name} passed: every step behaved as stated")
+        return 0
+
 
 def run_demo(data_dir: Path, *, chromium: str | None = None, out: TextIO = sys.stdout) -> int:
     """Run the demo with its data in ``data_dir``; return 0 when every step behaved."""
     from handrail._procs import start_authz, start_executor
     from handrail.authz import AuthzClient, Store
     from handrail.executor import ExecutorClient, Outcome
-    from handrail.recorder import Ledger, timeline
     from handrail.scenarios import SubscriptionApp
 
     steps = Steps(out)
@@ -197,17 +211,7 @@ def run_demo(data_dir: Path, *, chromium: str | None = None, out: TextIO = sys.s
         state["requests"].get("POST /cancel-renewal", 0) == 1 and _posts(state) == 1,
     )
 
-    with Ledger(data_dir / "ledger.sqlite") as ledger:
-        steps.say("\nledger timeline:")
-        steps.say(timeline(ledger.entries()))
-        report = ledger.verify()
-        steps.expect("the ledger's hash chain verifies", report.ok, report.message)
-
-    if steps.failures:
-        steps.say(f"\ndemo FAILED: {len(steps.failures)} step(s) did not behave as stated")
-        return 1
-    steps.say("\ndemo passed: every step behaved as stated")
-    return 0
+    return steps.finish(data_dir / "ledger.sqlite", "demo")
 
 
 def _posts(state: dict[str, Any]) -> int:

@@ -59,7 +59,6 @@ def run_desktop_demo(data_dir: Path, out: TextIO = sys.stdout) -> int:
     from handrail.authz import AuthzClient, Store
     from handrail.executor import ExecutorClient, Outcome
     from handrail.executor._models import DesktopTarget
-    from handrail.recorder import Ledger, timeline
     from handrail.scenarios._tkapps import COLOURS, TkApp
 
     steps = Steps(out)
@@ -181,14 +180,4 @@ def run_desktop_demo(data_dir: Path, out: TextIO = sys.stdout) -> int:
         and "agent text" not in notes_state.get("text", ""),
     )
 
-    with Ledger(data_dir / "ledger.sqlite") as ledger:
-        steps.say("\nledger timeline:")
-        steps.say(timeline(ledger.entries()))
-        report = ledger.verify()
-        steps.expect("the ledger's hash chain verifies", report.ok, report.message)
-
-    if steps.failures:
-        steps.say(f"\ndesktop demo FAILED: {len(steps.failures)} step(s) did not behave as stated")
-        return 1
-    steps.say("\ndesktop demo passed: every step behaved as stated")
-    return 0
+    return steps.finish(data_dir / "ledger.sqlite", "desktop demo")
