@@ -1,9 +1,10 @@
 """The executor's overhead over raw Playwright, on a small page and one of 2,000 controls.
 
 In one run, on the same pages served locally:
-- click: raw ``locator.click()`` in this process vs the executor's gRPC ``Act`` with
-  ``skip_reobserve`` (every gate: fresh-observation and ref checks, the authz ``Check``, a
-  durable intent, the click, a durable result — but not the re-observation);
+- click: raw ``locator.click()`` (the aria-ref locator of a fresh snapshot) in this
+  process vs the executor's gRPC ``Act`` with ``skip_reobserve`` (every gate: fresh-observation
+  and ref checks, the authz ``Check``, a durable intent, the click, a durable result — but
+  not the re-observation); each guarded click cites an observation taken just before it;
 - observe: raw ``page.aria_snapshot(mode="ai")`` vs the executor's gRPC ``Observe``;
 - diff: the bytes of a diff observation after one element changed vs the full snapshot.
 
@@ -80,6 +81,7 @@ def guarded(address: str, token: str, url: str, n: int) -> tuple[list[float], li
             observes.append(time.perf_counter() - t)
         clicks = []
         for _ in range(n + 5):
+            session.observe()  # an agent acts on what it just saw; not timed
             ref = session.find("button", "Tap")
             t = time.perf_counter()
             r = session.click(ref, skip_reobserve=True)

@@ -49,7 +49,7 @@ from handrail.executor._models import (
     TabInfo,
     WaitFor,
 )
-from handrail.executor._pagescript import CHECK_ELEMENT, INIT_SCRIPT, READ_CLOCK
+from handrail.executor._pagescript import CHECK_ELEMENT, INIT_SCRIPT, QUIET_SINCE, READ_CLOCK
 from handrail.executor._snapshot import RefInfo, viewport_filter
 
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
@@ -69,6 +69,8 @@ CHROMIUM_ARGS = [
 _SETTLE_MS = 3_000
 _TWO_FRAMES = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(0))))"
 _CHECK_TIMEOUT_MS = 1_000
+# Actions whose authz request needs facts only the page script reads (a password field).
+_NEEDS_FACTS = frozenset({ActionKind.FILL, ActionKind.TYPE, ActionKind.PRESS, ActionKind.HOTKEY})
 # Actions that start no request of the page's own.
 _NO_REQUESTS = frozenset({ActionKind.WAIT_FOR, ActionKind.TAB_SWITCH, ActionKind.TAB_CLOSE, ActionKind.HOVER})
 _EXPECT_DEFAULT_MS = 2_000
@@ -316,15 +318,22 @@ class BrowserSurface:
             return Refusal(STALE_OBSERVATION, f"a {kind} dialog opened; observe and handle it first")
         if target is None:
             return None
-        return await self._check_element(tab.page, target)
+        return await self._check_element(tab.page, target, spec.kind)
 
-    async def _check_element(self, page: Page, info: RefInfo) -> Refusal | None:
+    async def _check_element(self, page: Page, info: RefInfo, kind: ActionKind) -> Refusal | None:
         # Two round trips, both cheap on any page size: the ref still resolves (a lookup
         # in the snapshot's ref map: the very element object the observation named), and
         # the page script finds it attached, unchanged since the observation — nor its
         # ancestors, its labels or its content, so its role and accessible name are the
         # ones observed — visible, enabled and not covered.
         ref = page.locator(f"aria-ref={info.ref}")
+        if not info.frame and not info.disabled and kind not in _NEEDS_FACTS:
+            # The fast path, one round trip: the count pre-check and "nothing changed".
+            count, quiet = await asyncio.gather(ref.count(), page.evaluate(QUIET_SINCE, self._seen_clock))
+            if count != 1:
+                return Refusal(STALE_REF, f"ref {info.ref} no longer resolves ({info.role} {info.name!r} is gone)")
+            if quiet:
+                return None
         # The count pre-check and the element's handle for the page script go out at once:
         # the handle (the ref resolved in Playwright's world, adopted into the page's) is
         # the slow part, and it is wasted only when the ref is already gone.

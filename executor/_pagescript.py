@@ -13,13 +13,14 @@ INIT_SCRIPT = r"""
   if (window.__handrail) return;
   const now = () => performance.timeOrigin + performance.now();
   const attr = new WeakMap(), subtree = new WeakMap(), moved = new WeakMap();
-  const state = { mutations: 0, attr, subtree, moved, now };
+  const state = { mutations: 0, last: 0, attr, subtree, moved, now };
   const markUp = (node, t) => {
     for (let n = node; n; n = n.parentNode) subtree.set(n, t);
   };
   const observer = new MutationObserver((records) => {
     const t = now();
     state.mutations += records.length;
+    state.last = t;
     for (const r of records) {
       if (r.type === "attributes") {
         attr.set(r.target, t);
@@ -101,4 +102,13 @@ CHECK_ELEMENT = r"""
 READ_CLOCK = (
     "() => [window.__handrail ? window.__handrail.mutations : 0,"
     " performance.timeOrigin + performance.now(), document.title]"
+)
+
+# The fast path of the element check: nothing at all changed in the page since ``since``
+# and no modal is open. Then the element the observation named is as it was: attached
+# (the count says so), visible and enabled as the snapshot showed it, nothing over it
+# that was not there when the agent looked.
+QUIET_SINCE = (
+    "(since) => !!window.__handrail && window.__handrail.last <= since"
+    " && !document.querySelector('dialog[open], [aria-modal=\"true\"]')"
 )

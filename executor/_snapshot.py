@@ -23,6 +23,7 @@ class RefInfo:
     role: str
     name: str
     frame: str  # "" for the main frame, "f1" ... for child frames
+    disabled: bool = False  # the snapshot marked it [disabled]
 
 
 def is_ref(text: str) -> bool:
@@ -56,7 +57,8 @@ def parse_refs(snapshot: str) -> dict[str, RefInfo]:
         name = json.loads(raw_name) if raw_name else ""
         ref = m.group("ref")
         frame = ref[: ref.index("e")] if ref.startswith("f") else ""
-        refs[ref] = RefInfo(ref=ref, role=m.group("role"), name=name, frame=frame)
+        disabled = "[disabled]" in (m.group("rest") or "")
+        refs[ref] = RefInfo(ref=ref, role=m.group("role"), name=name, frame=frame, disabled=disabled)
     return refs
 
 
