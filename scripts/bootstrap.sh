@@ -15,6 +15,8 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v Xvfb >/dev/null 2>&1 || need+=(xvfb)
 command -v xdotool >/dev/null 2>&1 || need+=(xdotool)
 command -v openbox >/dev/null 2>&1 || need+=(openbox)
+# The desktop fixtures are Tk programs: Python's _tkinter needs the Tk library.
+"${PYTHON:-python3}" -c "import tkinter" >/dev/null 2>&1 || need+=(libtk8.6)
 if ((${#need[@]})); then
   if [ "$(id -u)" != 0 ] && ! command -v sudo >/dev/null 2>&1; then
     echo "bootstrap: missing ${need[*]} and not root: install them with apt-get" >&2
