@@ -766,17 +766,20 @@ class DesktopApps:
 
     def activate(self, window: int) -> None:
         """Have the window manager activate ``window`` (set-up, not the product)."""
-        from handrail.executor._x11 import X11
 
-        x = X11(self.display)
-        try:
-            x.request_activate(window)
-        finally:
-            x.close()
-        self._wait_focus(
-            lambda x: x.active_window() == window and x.is_inside(x.input_focus(), window),
-            f"could not activate window {window:#x}",
-        )
+        # The window manager may pass over one request (a window just mapped, focus
+        # stealing prevention): ask again until it holds.
+        last = [0.0]
+
+        def active(x: Any) -> bool:
+            if x.active_window() == window and x.is_inside(x.input_focus(), window):
+                return True
+            if time.monotonic() - last[0] > 0.3:
+                x.request_activate(window)
+                last[0] = time.monotonic()
+            return False
+
+        self._wait_focus(active, f"could not activate window {window:#x}")
 
     def move(self, x: int, y: int) -> str:
         """Move the notes window to ``(x, y)``; wait until its client area has moved."""

@@ -76,11 +76,14 @@ def activate(app: TkApp) -> None:
     x = X11(app.display)
     try:
         wid = app.window_id()
-        x.request_activate(wid)
         deadline = time.monotonic() + 5
+        asked = 0.0
         while time.monotonic() < deadline:
             if x.active_window() == wid and x.is_inside(x.input_focus(), wid):
                 return
+            if time.monotonic() - asked > 0.3:  # the window manager may pass over one request
+                x.request_activate(wid)
+                asked = time.monotonic()
             time.sleep(0.01)
     finally:
         x.close()
