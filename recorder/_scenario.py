@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import (
@@ -65,29 +65,6 @@ OUTCOMES = ("DONE", "FAILED", "REFUSED", "UNKNOWN", "RECONCILED", "NONE")
 """Outcomes a step may expect; ``NONE`` means the ledger holds no intent for the action
 (an executor killed before the intent)."""
 
-REASONS = (
-    "ALLOW",
-    "UNAUTHENTICATED",
-    "NO_LEASE",
-    "STALE_EPOCH",
-    "HELD_BY_HUMAN",
-    "OUT_OF_SCOPE",
-    "GRANT_EXPIRED",
-    "GRANT_REVOKED",
-    "GRANT_EXHAUSTED",
-    "POLICY_FORBID",
-    "APPROVAL_REQUIRED",
-    "APPROVAL_DENIED",
-    "APPROVAL_EXPIRED",
-    "AUTHZ_UNAVAILABLE",
-    "STALE_OBSERVATION",
-    "STALE_REF",
-    "TARGET_CHANGED",
-    "FOCUS_MISMATCH",
-    "IDEMPOTENCY_CONFLICT",
-    "RECONCILE_REQUIRED",
-)
-"""Reason codes (decision reasons and executor refusals)."""
 
 ACT_KINDS = (
     "click",
@@ -156,6 +133,9 @@ ReasonName = Literal[
     "IDEMPOTENCY_CONFLICT",
     "RECONCILE_REQUIRED",
 ]
+
+REASONS: tuple[str, ...] = get_args(ReasonName)
+"""Reason codes (decision reasons and executor refusals)."""
 Verb = Literal["read", "input", "navigate", "submit", "purchase", "delete", "upload", "download"]
 
 

@@ -267,3 +267,9 @@ def test_desktop_in_the_format(tmp_path: Path) -> None:
     assert ":14: steps[2].fault: steal_focus needs a desktop app (app: notes)" in _error(text, tmp_path)
     text = GOOD.replace("      idempotency_key: k1\n", "      idempotency_key: k1\n      x: 3\n      y: 4\n")
     assert "steps[1].act: a browser action names its target by role and name" in _error(text, tmp_path)
+
+
+def test_reasons_are_the_wire_contracts_reasons() -> None:
+    from handrail.proto.executor.v1 import executor_pb2 as pb
+
+    assert set(REASONS) == set(pb.Reason.keys()) - {"REASON_UNSPECIFIED"}
