@@ -13,7 +13,8 @@ Cedar is asked once per candidate grant, with the grant's facts in the context
 cedarpy's evaluation cost grows with the size of the policy set, not with how many policies
 apply, so the engine hands Cedar only the policies that can fire for the request (see
 :mod:`._policy_index`: action and principal scopes, leading ``when`` guards) and caches the
-policy sets it builds. The result is the same as evaluating the whole set.
+policy sets it builds, and sends Cedar only the context attributes those policies read. The
+result is the same as evaluating the whole set with the whole context.
 
 Every ``*.cedar`` file of the policies directory is loaded, each policy must carry an
 ``@id("...")`` annotation, and all are validated against ``schema.cedarschema`` (the shipped
@@ -36,7 +37,7 @@ import cedarpy
 from handrail.authz._core import VERBS, CheckInput, GrantInfo, PolicyResult
 from handrail.authz._decide import url_path
 from handrail.authz._errors import PolicyError
-from handrail.authz._policy_index import Guard, Indexed, SetCache, VerbIndex, guards_of
+from handrail.authz._policy_index import Guard, Indexed, SetCache, VerbIndex, context_attrs, guards_of
 
 #: The policies shipped with the package.
 DEFAULT_POLICIES_DIR = Path(__file__).resolve().parent / "policies"
@@ -113,6 +114,9 @@ class PolicyInfo:
         verbs: the verbs its action scope can match.
         approval: it is annotated ``@approval("required")``.
         approval_timeout_ms: from ``@approval_timeout_s``; 0 when not set.
+        principal: the agent its principal scope names, if any.
+        guards: the leading conditions of its ``when`` clause (see :mod:`._policy_index`).
+        context_attrs: the context attributes it reads; None when it may read any.
     """
 
     policy_id: str
@@ -124,6 +128,7 @@ class PolicyInfo:
     approval_timeout_ms: int = 0
     principal: str | None = None
     guards: tuple[Guard, ...] = ()
+    context_attrs: frozenset[str] | None = None
 
 
 def _scope_verbs(action: Any) -> frozenset[str]:
@@ -188,6 +193,7 @@ def _check_file(path: Path, schema: cedarpy.Schema, seen: dict[str, str], infos:
                     timeout_ms,
                     principal,
                     guards,
+                    context_attrs(policy),
                 )
             )
     result = cedarpy.validate_policies(text, schema)
@@ -228,11 +234,20 @@ class PolicyEngine:
         self.last_evaluated = 0
         """How many policies the latest :meth:`evaluate` handed to Cedar (for tests)."""
 
-    def _policy_set(self, key: tuple[int, ...]) -> cedarpy.PolicySet:
-        found = self._sets.get(key)
+    def _policy_set(self, key: tuple[int, ...]) -> tuple[cedarpy.PolicySet, frozenset[str] | None]:
+        """The Cedar policy set of the policies at ``key`` (plus permit-all), and the context
+        attributes they read (None: any)."""
+        found: tuple[cedarpy.PolicySet, frozenset[str] | None] | None = self._sets.get(key)
         if found is None:
-            texts = [self.policies[i].text for i in key]
-            found = cedarpy.PolicySet.from_str("\n".join([*texts, _PERMIT_ALL]))
+            chosen = [self.policies[i] for i in key]
+            attrs: frozenset[str] | None = frozenset()
+            for policy in chosen:
+                if attrs is None or policy.context_attrs is None:
+                    attrs = None
+                else:
+                    attrs |= policy.context_attrs
+            texts = [p.text for p in chosen]
+            found = (cedarpy.PolicySet.from_str("\n".join([*texts, _PERMIT_ALL])), attrs)
             self._sets.put(key, found)
         return found
 
@@ -309,6 +324,9 @@ class PolicyEngine:
         self.last_evaluated = len(key)
         if not key:
             return PolicyResult()  # no policy can fire: nothing to ask Cedar
+        policy_set, attrs = self._policy_set(key)
+        if attrs is not None:  # only what the policies read (Cedar parses all it is sent)
+            context = {name: context[name] for name in attrs if name in context}
         result = cedarpy.is_authorized(
             {
                 "principal": {"type": "Agent", "id": request.principal},
@@ -319,7 +337,7 @@ class PolicyEngine:
                 },
                 "context": json.dumps(context),
             },
-            self._policy_set(key),
+            policy_set,
             self._entities,
         )
         diagnostics = result.diagnostics

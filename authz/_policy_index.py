@@ -18,14 +18,21 @@ have found not to fire without evaluating anything else (context attributes alwa
 the schema declares them and the engine always sends them). Everything else — ``unless``
 clauses, disjunctions, later conjuncts — is left to Cedar, which sees the policy whenever
 the guards hold.
+
+Cedar's cost also grows with the size of the request context it parses (a few µs per
+attribute), so each policy records the context attributes it reads (:func:`context_attrs`)
+and Cedar is sent only those of the policies it is handed. A policy reads an attribute only
+through ``context.F`` or ``context has F``; one that uses ``context`` any other way is sent
+the whole context.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -168,6 +175,38 @@ def guards_of(policy: Any) -> tuple[str | None, tuple[Guard, ...]]:
                 break
             guards.append(guard)
     return principal, tuple(guards)
+
+
+def context_attrs(policy: Any) -> frozenset[str] | None:
+    """The context attributes ``policy`` (a PST node) reads, or None when it may read any.
+
+    Every use of the variable ``context`` must be the base of ``context.F`` or
+    ``context has F``; any other use (the record as a whole) gives None.
+    """
+    found: set[str] = set()
+
+    def walk(node: Any) -> bool:
+        kind = type(node).__name__
+        if kind in ("GetAttr", "HasAttr") and _is_context(node.base):
+            found.update([node.attr] if kind == "GetAttr" else node.attrs[:1])
+            return True
+        if _is_context(node):
+            return False
+        if isinstance(node, (str, bytes, int, float, bool)) or node is None:
+            return True
+        if isinstance(node, Mapping):
+            return all(walk(v) for v in node.values())
+        if isinstance(node, (tuple, list)):
+            return all(walk(v) for v in node)
+        if dataclasses.is_dataclass(node):
+            return all(walk(getattr(node, f.name)) for f in dataclasses.fields(node))
+        return False  # a node shape this walk does not know: send everything
+
+    return frozenset(found) if walk(list(policy.clauses)) else None
+
+
+def _is_context(node: Any) -> bool:
+    return type(node).__name__ == "Var" and node.name == "context"
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The policy index hands Cedar fewer policies but never changes its answer."""
+"""The policy index hands Cedar fewer policies (and less context) but never changes its answer."""
 
 from __future__ import annotations
 
@@ -33,6 +33,8 @@ conditions = st.sampled_from(
         '(context.origin == "https://a.test" || context.password_field)',
         'context.path like "/admin/*"',
         'context.grant_verbs.contains("delete")',
+        "context.grant_origins.contains(context.origin)",
+        "context has grant_task",
         "true",
     ]
 )
@@ -125,3 +127,23 @@ def test_index_agrees_with_cedar_on_the_whole_set(texts: list[str], request: Che
     if indexed.forbidden:
         assert set(indexed.policies) == fired
     assert engine.last_evaluated <= len(texts)
+
+
+def test_context_attrs_are_those_a_policy_reads() -> None:
+    from handrail.authz._policy_index import context_attrs
+
+    text = (
+        '@id("a")\nforbid (principal, action, resource)\nwhen { context.password_field }\n'
+        "unless { context.grant_verbs.contains(context.origin) };\n"
+        '@id("b")\nforbid (principal, action, resource)\nwhen { context has window_title };\n'
+        '@id("c")\nforbid (principal, action, resource)\nwhen { context == {"origin": ""} };\n'
+        '@id("d")\nforbid (principal, action, resource);\n'
+    )
+    policies = cedarpy.PolicySet.from_str(text).to_pst().static_policies.values()
+    found = {p.annotations["id"]: context_attrs(p) for p in policies}
+    assert found == {
+        "a": {"password_field", "grant_verbs", "origin"},
+        "b": {"window_title"},
+        "c": None,  # the record as a whole: Cedar gets the whole context
+        "d": frozenset(),
+    }
