@@ -5,10 +5,10 @@ See :mod:`handrail.authz._store` for what is durable when.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hmac
 import json
-import os
 import random
 import secrets
 import sqlite3
@@ -36,6 +36,7 @@ from handrail.authz._errors import (
     LeaseConflictError,
     NotFoundError,
 )
+from handrail.authz._journal import JOURNAL_BYTES, Journal, journal_paths, read_lines
 from handrail.authz._sqlite_schema import (
     APPROVAL_ACTION_FIELDS,
     APPROVAL_COLS,
@@ -50,7 +51,6 @@ from handrail.authz._sqlite_schema import (
     SEQ_DIGITS,
     approval_row,
     as_row,
-    decision_parts,
     decision_record,
     decision_row,
     grant_row,
@@ -60,7 +60,8 @@ from handrail.authz._sqlite_schema import (
     seq_of,
 )
 
-_JOURNAL_SUFFIX = ".decisions.journal"
+#: Bytes of a spare journal whose pages are mapped ahead, off the request path.
+_PREFAULT_BYTES = 128 * 1024
 
 
 class SqliteStore:
@@ -94,9 +95,10 @@ class SqliteStore:
         self._journal = journal and not durable_decisions
         self._journal_lock = threading.Lock()
         self._flush_lock = threading.Lock()
-        self._journal_fd: int | None = None
-        self._journal_path: Path | None = None
-        self._journal_rows: list[tuple[Any, ...]] = []
+        self._journal_file: Journal | None = None  # where decisions are appended
+        self._journal_spare: Journal | None = None  # the next one, made off the request path
+        self._journal_full: list[Journal] = []  # full ones, deleted once flushed
+        self._journal_rows: list[tuple[Any, ...]] = []  # journaled, not yet in SQLite
         self._checkpointer: threading.Thread | None = None
         self._stop_checkpoints = threading.Event()
         self.migrate()
@@ -164,6 +166,11 @@ class SqliteStore:
             self._checkpointer.join(5)
         if not self._closed:
             self.flush_decisions()
+            with self._journal_lock:
+                left = [j for j in (self._journal_file, self._journal_spare) if j is not None]
+                self._journal_file = self._journal_spare = None
+            for journal in left:  # flushed: nothing in them is needed any more
+                journal.discard()
         with self._lock:
             self._closed = True
             conns, self._all = self._all, []
@@ -509,26 +516,38 @@ class SqliteStore:
     def record_decision(self, record: DecisionRecord) -> None:
         """Append one decision, allow or deny, to the decision log.
 
-        With the journal on, the record is appended to a journal file with one ``write()``
-        (in the page cache when this returns: it survives ``kill -9`` exactly as a WAL commit
-        with ``synchronous=NORMAL`` does), and a background flush moves journaled records
-        into SQLite in batches, then deletes the journal. A crash leaves the journal behind;
-        the next start replays it (inserts are idempotent by sequence number). Without the
-        journal, the record is inserted directly.
+        With the journal on, the record's line is copied into a memory-mapped journal file
+        (:mod:`._journal`: in the page cache when this returns, it survives ``kill -9``
+        exactly as a WAL commit with ``synchronous=NORMAL`` does), and a background flush
+        moves journaled records into SQLite in batches, then deletes full journals. A crash
+        leaves journals behind; the next start replays them (inserts are idempotent by
+        sequence number). Without the journal, the record is inserted directly.
         """
-        parts = decision_parts(record)
+        row = decision_row(record)
         if not self._journal:
             with self._write_lock:
-                self._log_writer.execute(INSERT_DECISION, as_row(parts, json.dumps(parts)))
+                self._log_writer.execute(INSERT_DECISION, row)
             return
-        text = json.dumps(parts)
-        line = text.encode("utf-8") + b"\n"
+        line = row[-1].encode("utf-8") + b"\n"
         with self._journal_lock:
-            if self._journal_fd is None:
-                self._journal_path = self.path.with_name(f"{self.path.name}.{time.time_ns()}{_JOURNAL_SUFFIX}")
-                self._journal_fd = os.open(self._journal_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            os.write(self._journal_fd, line)
-            self._journal_rows.append(as_row(parts, text))
+            journal = self._journal_file
+            if journal is None or not journal.append(line):
+                journal = self._next_journal(len(line))
+                journal.append(line)
+            self._journal_rows.append(row)
+
+    def _next_journal(self, need: int) -> Journal:
+        """Retire the current journal (full) and start the spare or a new one; caller holds
+        the journal lock."""
+        if self._journal_file is not None:
+            self._journal_full.append(self._journal_file)
+        spare, self._journal_spare = self._journal_spare, None
+        if spare is None or spare.size < need:
+            if spare is not None:
+                self._journal_full.append(spare)  # empty: deleted at the next flush
+            spare = Journal.create(self.path, max(JOURNAL_BYTES, need))
+        self._journal_file = spare
+        return spare
 
     def flush_decisions(self) -> int:
         """Move journaled decisions into SQLite now; return how many."""
@@ -537,23 +556,30 @@ class SqliteStore:
         with self._flush_lock:
             with self._journal_lock:
                 rows, self._journal_rows = self._journal_rows, []
-                fd, self._journal_fd = self._journal_fd, None
-                path, self._journal_path = self._journal_path, None
+                full, self._journal_full = self._journal_full, []
             if rows:
                 with self.atomic(self._log_writer) as conn:
                     conn.executemany(INSERT_DECISION_ONCE, rows)
-            if fd is not None:
-                os.close(fd)
-            if path is not None:
-                path.unlink(missing_ok=True)
+            for journal in full:  # every line of it is in SQLite now
+                journal.discard()
             return len(rows)
+
+    def _prepare_journal(self) -> None:
+        """Make the spare journal, if there is none, so that no check has to make one."""
+        with self._journal_lock:
+            if self._journal_spare is not None or self._closed:
+                return
+        spare: Journal | None = Journal.create(self.path, prefault=_PREFAULT_BYTES)
+        with self._journal_lock:
+            if self._journal_spare is None and not self._closed:
+                spare, self._journal_spare = None, spare
+        if spare is not None:
+            spare.discard()
 
     def _replay_journals(self) -> None:
         """Insert what journals left by a crash hold (complete lines only); delete them."""
-        for path in sorted(self.path.parent.glob(f"{self.path.name}.*{_JOURNAL_SUFFIX}")):
-            data = path.read_bytes()
-            complete = data[: data.rfind(b"\n") + 1]  # a torn last line was never answered
-            rows = [as_row(json.loads(line), line.decode("utf-8")) for line in complete.splitlines() if line]
+        for path in journal_paths(self.path):
+            rows = [as_row(json.loads(line), line.decode("utf-8")) for line in read_lines(path)]
             if rows:
                 with self.atomic(self._log_writer) as conn:
                     conn.executemany(INSERT_DECISION_ONCE, rows)
@@ -665,7 +691,8 @@ class SqliteStore:
 
     def start_checkpointer(self, interval_s: float = 0.5, flush_s: float = 0.02) -> None:
         """Move WAL checkpoints and journal flushes off the write path, onto a thread:
-        journaled decisions every ``flush_s``, a WAL checkpoint every ``interval_s``.
+        journaled decisions every ``flush_s`` (and the next journal file made ahead), a WAL
+        checkpoint every ``interval_s``.
 
         Without it, SQLite checkpoints inside whichever commit crosses 1000 WAL pages, which
         is a multi-millisecond stall of one check.
@@ -682,6 +709,9 @@ class SqliteStore:
                 ticks += 1
                 try:
                     self.flush_decisions()
+                    if self._journal:
+                        with contextlib.suppress(OSError):  # a full disk: a check will say so
+                            self._prepare_journal()
                     if ticks * flush_s >= interval_s:
                         ticks = 0
                         conn.execute("PRAGMA wal_checkpoint(PASSIVE)")

@@ -15,11 +15,12 @@ SQLite specifics:
   never a cached decision, and expiry is judged against the store's clock at every check.
 * All writes go through one lock: SQLite has one writer anyway, and waiting on a Python lock
   costs microseconds where SQLite's busy handler sleeps milliseconds.
-* The decision log: when the sidecar answers a check, its decision has been written with
-  one ``write()`` to a journal file next to the database (the page cache: it survives
-  ``kill -9`` of the sidecar, as a WAL commit with ``synchronous=NORMAL`` would) and a
-  background thread moves journaled decisions into SQLite every 20 ms, in one transaction,
-  then deletes the journal; a restart replays any journal a crash left. Power loss or an OS
+* The decision log: when the sidecar answers a check, its decision has been copied into a
+  memory-mapped journal file next to the database (the page cache, with no system call:
+  it survives ``kill -9`` of the sidecar, as a WAL commit with ``synchronous=NORMAL`` would;
+  see :mod:`._journal`) and a background thread moves journaled decisions into SQLite every
+  20 ms, in one transaction, and deletes full journals; a restart replays any journal a
+  crash left. Power loss or an OS
   crash may lose the last decisions; ``durable_decisions=True`` inserts and fsyncs each one
   instead. A check that changes state (consumes a single-use grant, creates or uses an
   approval) commits its decision in the same ``synchronous=FULL`` transaction as the change.

@@ -1,0 +1,122 @@
+"""The memory-mapped decision journal: what a kill leaves behind is read back exactly, and
+the line logged for a decision is the JSON of its parts."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from handrail.authz import _journal
+from handrail.authz._core import CheckInput, Decision, DecisionRecord, LeaseInfo
+from handrail.authz._journal import Journal, journal_paths, read_lines
+from handrail.authz._sqlite_schema import decision_parts, decision_record, decision_row
+from handrail.authz._store import Store
+
+
+def test_appended_lines_are_in_the_file_at_once(tmp_path: Path) -> None:
+    journal = Journal.create(tmp_path / "a.sqlite", 4096, prefault=4096)
+    assert journal.append(b'["one"]\n') and journal.append(b'["two"]\n')
+    # another process (a restart after kill -9) reads the file, not the mapping
+    assert read_lines(journal.path) == [b'["one"]', b'["two"]']
+    assert journal_paths(tmp_path / "a.sqlite") == [journal.path]
+    journal.discard()
+    assert journal_paths(tmp_path / "a.sqlite") == []
+
+
+def test_a_line_that_does_not_fit_is_not_copied(tmp_path: Path) -> None:
+    journal = Journal.create(tmp_path / "a.sqlite", 16)
+    assert journal.append(b"0123456789\n")
+    assert not journal.append(b"0123456789\n")
+    assert journal.end == 11
+    journal.discard()
+
+
+def test_lines_cut_short_by_a_kill_are_dropped(tmp_path: Path) -> None:
+    path = tmp_path / f"a.sqlite.1{_journal.SUFFIX}"
+    # a whole line; one whose newline was copied before its middle; one cut before its end
+    path.write_bytes(b'["ok"]\n["to' + b"\0" * 4 + b'"]\n["cut' + b"\0" * 100)
+    assert read_lines(path) == [b'["ok"]']
+
+
+def _record(store: Store, i: int) -> DecisionRecord:
+    decision_id = store.new_decision_id()
+    request = CheckInput("agent-a", "t", 1, "submit", element_name=f"b{i}")
+    return DecisionRecord(decision_id, i, "exe", request, Decision(True, "ALLOW", "ok", decision_id))
+
+
+def test_full_journals_are_replaced_and_deleted_once_flushed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("handrail.authz._sqlite.JOURNAL_BYTES", 2048)
+    store = Store.in_dir(tmp_path, journal=True)
+    records = [_record(store, i) for i in range(10)]
+    for record in records:
+        store.record_decision(record)
+    db = tmp_path / "authz.sqlite"
+    assert len(journal_paths(db)) > 1  # a line is about 700 bytes: the journal filled up
+    assert sum(len(read_lines(p)) for p in journal_paths(db)) == 10
+    assert store.flush_decisions() == 10
+    assert len(journal_paths(db)) == 1  # the one in use stays
+    store.close()
+    assert journal_paths(db) == []
+
+
+def test_journals_left_by_a_kill_are_replayed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("handrail.authz._sqlite.JOURNAL_BYTES", 2048)
+    store = Store.in_dir(tmp_path, journal=True)
+    records = [_record(store, i) for i in range(6)]
+    for record in records[:3]:
+        store.record_decision(record)
+    store.flush_decisions()  # some are in SQLite already: replaying them again is harmless
+    for record in records[3:]:
+        store.record_decision(record)
+    # a kill: the store is never closed
+    with Store.in_dir(tmp_path, journal=True) as again:
+        assert again.count_decisions() == 6
+        assert [again.get_decision(r.decision_id).request.element_name for r in records] == [f"b{i}" for i in range(6)]
+    assert journal_paths(tmp_path / "authz.sqlite") == []
+
+
+def test_the_checkpointer_makes_the_next_journal_ahead(tmp_path: Path) -> None:
+    store = Store.in_dir(tmp_path, journal=True)
+    store.start_checkpointer(flush_s=0.005)
+    try:
+        store.record_decision(_record(store, 0))
+        for _ in range(200):
+            if store._journal_spare is not None and store.count_decisions() == 1:
+                break
+            time.sleep(0.01)
+        assert store._journal_spare is not None
+    finally:
+        store.close()
+    assert journal_paths(tmp_path / "authz.sqlite") == []
+
+
+texts = st.text(max_size=20)  # any code point: quotes, controls, non-ASCII
+ids = st.lists(st.text(max_size=8), max_size=3).map(tuple)
+leases = st.none() | st.builds(LeaseInfo, texts, texts, texts, st.integers(0, 2**62), st.integers(0, 2**62), texts)
+records = st.builds(
+    DecisionRecord,
+    st.sampled_from(["", "decision-1", "00000000000a" + "0" * 20]),
+    st.integers(0, 2**62),
+    texts,
+    st.builds(CheckInput, texts, texts, st.integers(0, 2**62), texts, texts, texts, texts, texts, texts, st.booleans()),
+    st.builds(
+        Decision, st.booleans(), texts, texts, texts, ids, texts, st.integers(0, 2**62), texts, ids, st.booleans()
+    ),
+    leases,
+    ids,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(record=records)
+def test_the_logged_line_is_the_json_of_the_decision_parts(record: DecisionRecord) -> None:
+    row = decision_row(record)
+    parts = decision_parts(record)
+    assert row[-1] == json.dumps(parts)
+    assert row[:-1] == parts[:6]
+    assert decision_record(row[1:]).request == record.request
