@@ -245,8 +245,10 @@ class GrantInfo:
         return "active"
 
     def is_active(self, now_ms: int) -> bool:
-        """Not revoked, used up, closed or expired at ``now_ms``."""
-        return self.state(now_ms) == "active"
+        """Not revoked, used up, closed or expired at ``now_ms`` (:meth:`state` is ``active``)."""
+        if self.revoked or self.used_at_ms or self.closed_at_ms:
+            return False
+        return not self.expires_at_ms or self.expires_at_ms > now_ms
 
     def state_at(self, at_ms: int) -> str:
         """The state the grant had at ``at_ms`` (for explaining past decisions)."""
@@ -480,6 +482,21 @@ def validate_check(request: CheckInput) -> str:
     Raises:
         InvalidArgumentError: naming the first offending field.
     """
+    r = request
+    longest = max(
+        len(r.principal),
+        len(r.target),
+        len(r.element_role),
+        len(r.element_name),
+        len(r.window_class),
+        len(r.window_title),
+        len(r.action_id),
+        len(r.fingerprint),
+        len(r.observation_id),
+        len(r.url),
+    )
+    if longest <= MAX_FIELD_CHARS and r.principal and r.target and r.lease_epoch >= 0 and r.verb in VERBS:
+        return url_origin("resource.url", r.url)  # every field checked at once (the usual case)
     check_text("principal", request.principal, required=True)
     check_text("target", request.target, required=True)
     if request.lease_epoch < 0:

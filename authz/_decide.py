@@ -101,6 +101,8 @@ def grant_mismatch(grant: GrantInfo, request: CheckInput, origin: str, path: str
         return f"origin {origin or '(none)'!r} is not one of {', '.join(grant.origins)}"
     if grant.path_globs and not _any(path, grant.path_globs, fold=False):
         return f"path {path or '(none)'!r} matches none of {', '.join(grant.path_globs)}"
+    if not (grant.role_patterns or grant.name_patterns or grant.window_class_patterns or grant.window_title_patterns):
+        return None
     checks = (
         ("element role", request.element_role, grant.role_patterns),
         ("element name", request.element_name, grant.name_patterns),
@@ -178,8 +180,8 @@ def decide(
             nor the policy sets one.
         decision_id: the id to stamp on the decision.
     """
-    grants = list(grants)
-    considered = tuple(g.grant_id for g in grants)
+    grants = grants if isinstance(grants, list) else list(grants)
+    considered = tuple([g.grant_id for g in grants])
     refusal = judge_lease(request, lease, now_ms)
     if refusal is not None:
         return Verdict(refusal, considered=considered)
@@ -188,9 +190,9 @@ def decide(
 
     path = url_path(request.url)
     scoped = [g for g in grants if grant_mismatch(g, request, origin, path) is None]
-    what = f"{request.verb} on {origin or request.target}"
     active = [g for g in scoped if g.is_active(now_ms)]
     if not active:
+        what = f"{request.verb} on {origin or request.target}"
         if not scoped:
             message = f"no grant allows {what} for {request.principal!r}"
             return Verdict(_deny(Reason.OUT_OF_SCOPE, message, lease), considered=considered)
@@ -200,8 +202,8 @@ def decide(
                 grant = states[state]
                 decision = _deny(reason, f"the grant for {what} {text}", lease, grant_id=grant.grant_id)
                 return Verdict(decision, grant, considered=considered)
-    # Reusable grants first: a single-use grant is spent only when nothing else allows.
-    active.sort(key=lambda g: g.single_use)
+    if len(active) > 1:  # reusable grants first: a single-use grant is spent only when nothing else allows
+        active.sort(key=lambda g: g.single_use)
 
     forbid: tuple[GrantInfo, PolicyResult] | None = None
     needs: tuple[GrantInfo, PolicyResult] | None = None

@@ -252,20 +252,28 @@ class VerbIndex:
     def candidates(self, principal: str, context: dict[str, Any], verb: str) -> tuple[int, ...]:
         """Positions of the policies that can fire, in load order."""
         found = [p.position for p in self.unguarded]
-        pools = [self.by_principal.get(principal, ())]
-        pools += [self.by_eq.get((f, context.get(f)), ()) for f in self.eq_fields]  # type: ignore[arg-type]
-        pools.append(self.others)
+        _add_holding(found, self.by_principal.get(principal, ()), principal, context, verb)
+        for field in self.eq_fields:
+            _add_holding(found, self.by_eq.get((field, context.get(field)), ()), principal, context, verb)  # type: ignore[arg-type]
+        _add_holding(found, self.others, principal, context, verb)
         for field, combined, members in self.like_groups:
             if combined.fullmatch(str(context.get(field, ""))) is not None:
-                pools.append(members)
-        for pool in pools:
-            for p in pool:
-                if p.principal is not None and p.principal != principal:
-                    continue
-                if all(g.holds(context, verb) for g in p.guards):
-                    found.append(p.position)
-        found.sort()
+                _add_holding(found, members, principal, context, verb)
+        if len(found) > 1:
+            found.sort()
         return tuple(found)
+
+
+def _add_holding(found: list[int], pool: Sequence[Indexed], principal: str, context: dict[str, Any], verb: str) -> None:
+    """Append the positions of the policies of ``pool`` whose principal and guards hold."""
+    for p in pool:
+        if p.principal is not None and p.principal != principal:
+            continue
+        for guard in p.guards:
+            if not guard.holds(context, verb):
+                break
+        else:
+            found.append(p.position)
 
 
 class SetCache:

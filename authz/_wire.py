@@ -155,18 +155,21 @@ def check_request_from_pb(msg: pb.CheckRequest) -> CheckInput:
 
 def decision_to_pb(decision: Decision) -> pb.CheckResponse:
     """Encode a decision."""
-    return pb.CheckResponse(
+    msg = pb.CheckResponse(
         allow=decision.allow,
         reason=decision.reason,
         message=decision.message,
         decision_id=decision.decision_id,
-        policies=list(decision.policies),
         grant_id=decision.grant_id,
         lease_epoch=decision.lease_epoch,
         approval_id=decision.approval_id,
-        shadow_policies=list(decision.shadow_policies),
         grant_consumed=decision.grant_consumed,
     )
+    if decision.policies:  # the repeated fields only when set (most decisions have none)
+        msg.policies.extend(decision.policies)
+    if decision.shadow_policies:
+        msg.shadow_policies.extend(decision.shadow_policies)
+    return msg
 
 
 def decision_from_pb(msg: pb.CheckResponse) -> Decision:
