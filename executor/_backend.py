@@ -86,6 +86,7 @@ class DispatchResult:
     message: str = ""
     typed_chars: int = 0
     reason: str = ""  # for PARTIAL / NOT_STARTED: the check that stopped it, if any
+    via: str = ""  # how the input went out, where a backend has more than one way
 
 
 # A backend calls this when it sees a person act on its surface (desktop).

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 import os
 import re
 from pathlib import Path
@@ -49,8 +50,19 @@ from handrail.executor._models import (
     TabInfo,
     WaitFor,
 )
-from handrail.executor._pagescript import CHECK_ELEMENT, INIT_SCRIPT, QUIET_SINCE, READ_CLOCK
+from handrail.executor._pagescript import (
+    ARM_POINTER,
+    CHECK_ELEMENT,
+    CHECK_PICKED,
+    DISARM_POINTER,
+    INIT_SCRIPT,
+    PICK_ENGINE,
+    PICK_SELECTOR,
+    READ_CLOCK,
+)
 from handrail.executor._snapshot import RefInfo, viewport_filter
+
+log = logging.getLogger(__name__)
 
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ENV = "HANDRAIL_CHROMIUM"
@@ -74,11 +86,26 @@ _NEEDS_FACTS = frozenset({ActionKind.FILL, ActionKind.TYPE, ActionKind.PRESS, Ac
 # Actions that start no request of the page's own.
 _NO_REQUESTS = frozenset({ActionKind.WAIT_FOR, ActionKind.TAB_SWITCH, ActionKind.TAB_CLOSE, ActionKind.HOVER})
 _EXPECT_DEFAULT_MS = 2_000
+# Pointer actions the executor dispatches itself when its checks leave Playwright's
+# actionability wait nothing to wait for (see ARM_POINTER).
+_POINTER = frozenset({ActionKind.CLICK, ActionKind.DOUBLE_CLICK})
 _VIEWPORT = {"width": 1280, "height": 800}
 
 
 class _NavigatedError(Exception):
     """The page navigated while it was being observed."""
+
+
+class _NotStartedError(Exception):
+    """A check at dispatch time stopped the action: nothing reached the page."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class _MaybeStartedError(Exception):
+    """The input reached the page and what it started did not finish within its bound."""
 
 
 def chromium_path(explicit: str | None = None) -> str:
@@ -109,6 +136,7 @@ class BrowserHost:
     async def start(self) -> None:
         path = chromium_path(self._executable_path)
         self._playwright = await async_playwright().start()
+        await self._playwright.selectors.register(PICK_SELECTOR, PICK_ENGINE, content_script=True)
         try:
             self._browser = await self._playwright.chromium.launch(
                 executable_path=path, headless=True, args=CHROMIUM_ARGS
@@ -155,17 +183,37 @@ class _Tab:
         # Requests of the page's that failed (a form post whose connection dropped): one
         # listener for the tab's life, read by dispatch before and after an action.
         self.failed_requests: list[Request] = []
+        # Futures resolved when the main frame commits a navigation or its navigation
+        # request fails: how a dispatch waits for the navigation its input started.
+        self._navigation_waiters: list[asyncio.Future[None]] = []
         page.on("framenavigated", self._on_navigated)
         page.on("dialog", self._on_dialog)
         page.on("requestfailed", self._on_request_failed)
 
+    def navigation_ends(self) -> asyncio.Future[None]:
+        """A future resolved by the main frame's next commit or failed navigation."""
+        waiter = asyncio.get_running_loop().create_future()
+        self._navigation_waiters = [w for w in self._navigation_waiters if not w.done()]
+        self._navigation_waiters.append(waiter)
+        return waiter
+
+    def _wake_navigation_waiters(self) -> None:
+        waiters, self._navigation_waiters = self._navigation_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
     def _on_request_failed(self, request: Request) -> None:
         self.failed_requests.append(request)
         del self.failed_requests[:-20]  # only the newest matter
+        with contextlib.suppress(PlaywrightError):  # a service worker's request has no frame
+            if request.is_navigation_request() and request.frame is self.page.main_frame:
+                self._wake_navigation_waiters()
 
     def _on_navigated(self, frame: Any) -> None:
         if frame is self.page.main_frame:
             self.navigations += 1
+            self._wake_navigation_waiters()
 
     def _on_dialog(self, dialog: Dialog) -> None:
         # Listening keeps the dialog open (Playwright would dismiss it otherwise): the
@@ -191,6 +239,10 @@ class BrowserSurface:
         self._seen_clock = 0.0
         self._last_facts: dict[str, Any] = {}
         self._pending: set[asyncio.Future[None]] = set()
+        self._picks = itertools.count(1)
+        # The ref prefix of the main frame's document in the latest snapshot ("" for the
+        # first document, "f2" … after a navigation; a child frame's refs have another).
+        self._main_document = ""
         context.on("page", self._on_page)
 
     def _on_page(self, page: Page) -> None:
@@ -267,6 +319,9 @@ class BrowserSurface:
         self._seen_navigations = tab.navigations
         self._seen_dialogs = tab.dialogs_opened
         self._seen_clock = float(clock)
+        first_ref = _FIRST_REF.search(snapshot)
+        if first_ref is not None:
+            self._main_document = _document_of(first_ref.group(1))
         frames = tuple(
             FrameInfo(frame_id="" if f is page.main_frame else f"f{i}", name=f.name, url=f.url)
             for i, f in enumerate(page.frames)
@@ -321,22 +376,43 @@ class BrowserSurface:
         return await self._check_element(tab.page, target, spec.kind)
 
     async def _check_element(self, page: Page, info: RefInfo, kind: ActionKind) -> Refusal | None:
-        # Two round trips, both cheap on any page size: the ref still resolves (a lookup
-        # in the snapshot's ref map: the very element object the observation named), and
-        # the page script finds it attached, unchanged since the observation — nor its
-        # ancestors, its labels or its content, so its role and accessible name are the
-        # ones observed — visible, enabled and not covered.
+        # The ref still resolves (a lookup in the snapshot's ref map: the very element
+        # object the observation named — the count pre-check), and the page script finds
+        # it attached, unchanged since the observation — nor its ancestors, its labels or
+        # its content, so its role and accessible name are the ones observed — visible,
+        # enabled and not covered.
+        if info.frame != self._main_document:
+            return await self._check_by_handle(page, info)
+        count, facts = await self._on_picked(page, info.ref, CHECK_PICKED)
+        if count != 1:
+            return Refusal(STALE_REF, f"ref {info.ref} no longer resolves ({info.role} {info.name!r} is gone)")
+        if facts is None:
+            return await self._check_by_handle(page, info)
+        if facts.get("problem"):
+            return Refusal(STALE_REF, f"{info.role} {info.name!r} ({info.ref}): {facts['problem']}")
+        self._last_facts = facts
+        return None
+
+    async def _on_picked(self, page: Page, ref: str, script: str) -> tuple[int, dict[str, Any] | None]:
+        """Run ``script`` on the element of ``ref``: (the ref's count, the script's answer).
+
+        Both calls go out at once and the page runs them in order, so the pick (in
+        Playwright's world) is there when the script (in the page's) asks for it; were it
+        not, the script runs again after the count has answered. None: no element came.
+        """
+        token = f"p{next(self._picks)}"
+        picked = page.locator(f"aria-ref={ref} >> {PICK_SELECTOR}={token}")
+        args = [token, self._seen_clock]
+        count, answer = await asyncio.gather(picked.count(), page.evaluate(script, args))
+        if count == 1 and answer.get("unpicked"):
+            answer = await page.evaluate(script, args)
+        return count, None if answer.get("unpicked") else answer
+
+    async def _check_by_handle(self, page: Page, info: RefInfo) -> Refusal | None:
+        # In a frame the page script runs on the element's handle (the ref resolved in
+        # Playwright's world, adopted into the frame's). The count pre-check goes out with
+        # it: the handle is the slow part, and it is wasted only when the ref is gone.
         ref = page.locator(f"aria-ref={info.ref}")
-        if not info.frame and not info.disabled and kind not in _NEEDS_FACTS:
-            # The fast path, one round trip: the count pre-check and "nothing changed".
-            count, quiet = await asyncio.gather(ref.count(), page.evaluate(QUIET_SINCE, self._seen_clock))
-            if count != 1:
-                return Refusal(STALE_REF, f"ref {info.ref} no longer resolves ({info.role} {info.name!r} is gone)")
-            if quiet:
-                return None
-        # The count pre-check and the element's handle for the page script go out at once:
-        # the handle (the ref resolved in Playwright's world, adopted into the page's) is
-        # the slow part, and it is wasted only when the ref is already gone.
         counting = asyncio.ensure_future(ref.count())
         handling = asyncio.ensure_future(ref.element_handle(timeout=_CHECK_TIMEOUT_MS))
         try:
@@ -386,13 +462,17 @@ class BrowserSurface:
         page = tab.page
         seen = list(tab.failed_requests)
         try:
-            await self._dispatch(spec, timeout_ms)
+            via = await self._dispatch(spec, timeout_ms)
             if spec.kind not in _NO_REQUESTS:
                 # Let a navigation or a form post the action started commit or fail.
                 with contextlib.suppress(PlaywrightError):
                     await page.wait_for_load_state("domcontentloaded", timeout=min(timeout_ms, _SETTLE_MS))
         except InvalidArgumentError as exc:  # judged in check_fresh; changed since: not sent
             return DispatchResult(DispatchStatus.NOT_STARTED, str(exc))
+        except _NotStartedError as exc:
+            return DispatchResult(DispatchStatus.NOT_STARTED, str(exc), reason=exc.reason)
+        except _MaybeStartedError as exc:
+            return DispatchResult(DispatchStatus.MAYBE_STARTED, str(exc))
         except PlaywrightTimeoutError as exc:
             return DispatchResult(_status_after_error(exc, spec.kind), _first_line(exc))
         except PlaywrightError as exc:
@@ -406,10 +486,11 @@ class BrowserSurface:
                 if lost
                 else "the page ended on an error page"
             )
-            return DispatchResult(DispatchStatus.MAYBE_STARTED, f"{what}: the server may have processed it")
-        return DispatchResult(DispatchStatus.DONE)
+            return DispatchResult(DispatchStatus.MAYBE_STARTED, f"{what}: the server may have processed it", via=via)
+        return DispatchResult(DispatchStatus.DONE, via=via)
 
-    async def _dispatch(self, spec: ActionSpec, timeout_ms: int) -> None:
+    async def _dispatch(self, spec: ActionSpec, timeout_ms: int) -> str:
+        """Send the action to the page; answer how a pointer action went out."""
         tab = self.active
         page = tab.page
         kind = spec.kind
@@ -459,6 +540,8 @@ class BrowserSurface:
             await self._wait_for(page, spec.wait_for, timeout_ms)
         else:
             assert locator is not None  # validated: these kinds need a ref
+            if kind in _POINTER and await self._pointer(tab, spec, timeout_ms):
+                return "pointer"
             if kind is ActionKind.CLICK:
                 await locator.click(timeout=timeout_ms, button=button, click_count=spec.click_count or 1)
             elif kind is ActionKind.DOUBLE_CLICK:
@@ -479,6 +562,64 @@ class BrowserSurface:
                 await locator.set_input_files(self._upload_paths(spec.files), timeout=timeout_ms)
             else:
                 raise InvalidArgumentError("kind", f"{kind.value} is not a browser action")
+        return "playwright" if kind in _POINTER else ""
+
+    async def _pointer(self, tab: _Tab, spec: ActionSpec, timeout_ms: int) -> bool:
+        """Click at the checked element's centre, guarded; False: let Playwright click.
+
+        Playwright's click waits two animation frames (~33 ms) to see the element hold
+        still, then hit-tests and guards the input. Armed on the element right before the
+        input, ARM_POINTER checks the element again as CHECK_ELEMENT does, finds no
+        animation on it or its ancestors (the mutation clock already says nothing moved
+        it), hit-tests its centre and guards the input the same way; where it cannot vouch
+        for the element (outside the viewport, animating, under another element) it says
+        so and Playwright's click runs instead. A navigation the input starts is waited
+        for until it commits or fails, as Playwright's click waits for it.
+        """
+        page = tab.page
+        if _document_of(spec.ref) != self._main_document:
+            return False  # in a child frame: Playwright's click
+        try:
+            count, armed = await self._on_picked(page, spec.ref, ARM_POINTER)
+        except PlaywrightError:
+            return False  # navigated meanwhile: Playwright's click will say what it finds
+        if count == 0:
+            raise _NotStartedError(STALE_REF, f"not dispatched: ref {spec.ref} no longer resolves")
+        if count != 1 or armed is None:
+            return False
+        if armed.get("problem"):
+            raise _NotStartedError(STALE_REF, f"not dispatched: at dispatch time {armed['problem']}")
+        if "x" not in armed:
+            log.debug("click on %s goes through Playwright: %s", spec.ref, armed.get("fallback"))
+            return False
+        ends = tab.navigation_ends()
+        navigations = tab.navigations
+        button: Any = spec.button or "left"
+        try:
+            if spec.kind is ActionKind.DOUBLE_CLICK:
+                await page.mouse.dblclick(armed["x"], armed["y"], button=button)
+            else:
+                await page.mouse.click(armed["x"], armed["y"], button=button, click_count=spec.click_count or 1)
+            try:
+                report = await page.evaluate(DISARM_POINTER)
+            except PlaywrightError:  # the page went away under the report: a navigation
+                report = {"blocked": "", "navigating": True}
+            if report["blocked"]:
+                # Swallowed before the page saw it, as Playwright's guard would: its click
+                # (which waits for the element to be the target again) takes over.
+                return False
+            if report["navigating"] and tab.navigations == navigations:
+                bound = timeout_ms / 1000
+                try:
+                    await asyncio.wait_for(asyncio.shield(ends), bound)
+                except TimeoutError:
+                    raise _MaybeStartedError(
+                        f"the click started a navigation that neither committed nor failed within {bound:g} s"
+                    ) from None
+        finally:
+            if not ends.done():
+                ends.cancel()
+        return True
 
     def _require_tab(self, tab_id: str) -> _Tab:
         tab = self._tabs.get(tab_id)
@@ -557,6 +698,19 @@ class BrowserSurface:
     async def close(self) -> None:
         with contextlib.suppress(PlaywrightError):  # already gone with the browser
             await self._context.close()
+
+
+_FIRST_REF = re.compile(r"\[ref=([a-z0-9]+)\]")
+
+
+def _document_of(ref: str) -> str:
+    """The document part of a ref: "" for ``e12``, "f2" for ``f2e12``.
+
+    A ref of the main frame's document or of a child frame's: which one is the main
+    frame's is what the latest snapshot's first ref says. Were it wrong, a check takes
+    the element-handle path and a click Playwright's: slower, never less safe.
+    """
+    return ref[: ref.index("e")] if ref.startswith("f") and "e" in ref else ""
 
 
 def _scale_png(png: bytes, scale: float) -> bytes:

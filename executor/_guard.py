@@ -470,6 +470,7 @@ class GuardedExecutor:
                 f"the outcome is unknown: {dispatched.message}; observe and reconcile",
                 started=True,
                 evidence=Evidence.NONE,
+                via=dispatched.via,
             )
 
         new_obs: Observation | None = None
@@ -488,6 +489,7 @@ class GuardedExecutor:
             started=True,
             evidence=evidence,
             typed_chars=dispatched.typed_chars,
+            via=dispatched.via,
         )
         await self._fault.hit("after-result", spec.idempotency_key)
         return ActResponse(response.result, new_obs)
@@ -753,10 +755,13 @@ class GuardedExecutor:
         started: bool,
         evidence: Evidence,
         typed_chars: int = 0,
+        via: str = "",
     ) -> ActResponse:
         extra: dict[str, object] = {"decision_id": decision.decision_id}
         if typed_chars:
             extra["typed_chars"] = typed_chars
+        if via:
+            extra["via"] = via
         self._ledger.result(
             session.session_id,
             action_id,

@@ -8,6 +8,23 @@ target or any of its ancestors changed since an observation. Times are
 
 from __future__ import annotations
 
+PICK_EVENT = "__handrail_pick"
+
+# A selector engine run in Playwright's isolated world (``content_script=True``). Chained
+# after an aria-ref — ``aria-ref=e5 >> handrail-pick=TOKEN`` — it dispatches PICK_EVENT on
+# the element the ref resolves to, and the init script keeps that element for the next
+# page-world script that asks for TOKEN. One ``count()`` round trip, against the ~5 ms of
+# an element handle adopted into the page's world.
+PICK_SELECTOR = "handrail-pick"
+PICK_ENGINE = """{
+  query(root, token) { return this.queryAll(root, token)[0] || null; },
+  queryAll(root, token) {
+    if (!root || root.nodeType !== 1) return [];
+    root.dispatchEvent(new CustomEvent("PICK_EVENT", { detail: token }));
+    return [root];
+  }
+}""".replace("PICK_EVENT", PICK_EVENT)
+
 INIT_SCRIPT = r"""
 (() => {
   if (window.__handrail) return;
@@ -36,9 +53,15 @@ INIT_SCRIPT = r"""
     subtree: true, childList: true, attributes: true, characterData: true,
   });
   Object.defineProperty(window, "__handrail", { value: state, enumerable: false });
+  // PICK_ENGINE hands an element over from Playwright's world (where the snapshot's refs
+  // live) to this one: an event on it, caught here before the page can see it.
+  document.addEventListener(PICK_EVENT, (e) => {
+    state.pick = { token: e.detail, el: e.target };
+    e.stopImmediatePropagation();
+  }, true);
   start();
 })();
-"""
+""".replace("PICK_EVENT", repr(PICK_EVENT))
 
 # Runs on the target element (locator.evaluate). ``since`` is the observation's time.
 # Returns what changed, or facts the loop needs (password field) when nothing did.
@@ -98,17 +121,128 @@ CHECK_ELEMENT = r"""
 }
 """
 
+# The element PICK_ENGINE handed over for ``token``, taken (the page keeps no reference).
+_TAKE_PICKED = r"""
+  const h = window.__handrail, picked = h && h.pick;
+  if (h) h.pick = null;
+  if (!picked || picked.token !== token) return { unpicked: true };
+  const el = picked.el;
+"""
+
+# CHECK_ELEMENT on the element picked for ``token``.
+CHECK_PICKED = (
+    r"""
+([token, since]) => {
+  const check = """
+    + CHECK_ELEMENT.strip()
+    + r""";
+  """
+    + _TAKE_PICKED
+    + r"""
+  return check(el, since);
+}
+"""
+)
+
 # The main frame's mutation count, clock and title, read at observation time.
 READ_CLOCK = (
     "() => [window.__handrail ? window.__handrail.mutations : 0,"
     " performance.timeOrigin + performance.now(), document.title]"
 )
 
-# The fast path of the element check: nothing at all changed in the page since ``since``
-# and no modal is open. Then the element the observation named is as it was: attached
-# (the count says so), visible and enabled as the snapshot showed it, nothing over it
-# that was not there when the agent looked.
-QUIET_SINCE = (
-    "(since) => !!window.__handrail && window.__handrail.last <= since"
-    " && !document.querySelector('dialog[open], [aria-modal=\"true\"]')"
+# The executor's own pointer dispatch, armed on the target element right before the input
+# goes out (element handle evaluate; ``args.since`` is the observation's time). It re-runs
+# CHECK_ELEMENT at dispatch time — so a change in the moments since the check refuses —
+# and answers the point to press (the element's centre) only when Playwright's two-frame
+# stability wait would find nothing to wait for: the centre inside the viewport, no
+# animation running on the element or an ancestor, and the element the topmost thing at
+# that point. Otherwise it answers ``{fallback}`` and Playwright's own click does it all.
+# Armed, it guards the input as Playwright's click does: trusted pointer events that do
+# not land on the element are swallowed before the page sees them. It also notes a
+# navigation the input starts (the Navigation API's ``navigate`` event), so the executor
+# waits for that navigation to commit or fail before it reports.
+ARM_POINTER = (
+    r"""
+([token, since]) => {
+  const check = """
+    + CHECK_ELEMENT.strip()
+    + r""";
+  """
+    + _TAKE_PICKED
+    + r"""
+  if (!window.navigation) return { fallback: "no navigation API in this page" };
+  const facts = check(el, since);
+  if (facts.problem) return { problem: facts.problem };
+  for (const a of document.getAnimations()) {
+    const t = a.effect && a.effect.target;
+    if (a.playState === "running" && t && (t === el || t.contains(el)))
+      return { fallback: "the element is animating" };
+  }
+  const r = el.getBoundingClientRect();
+  const x = r.left + r.width / 2, y = r.top + r.height / 2;
+  if (!(r.width > 0 && r.height > 0 && x >= 0 && y >= 0 && x < window.innerWidth && y < window.innerHeight))
+    return { fallback: "the element's centre is outside the viewport" };
+  const inside = (n) => {
+    for (; n; n = n.parentNode || n.host) if (n === el) return true;
+    return false;
+  };
+  let hit = document.elementFromPoint(x, y);
+  while (hit && hit.shadowRoot) {
+    const deeper = hit.shadowRoot.elementFromPoint(x, y);
+    if (!deeper || deeper === hit) break;
+    hit = deeper;
+  }
+  if (!inside(hit)) return { fallback: "another element is on top at its centre" };
+  const guarded = new Set(["pointerdown", "pointerup", "mousedown", "mouseup", "click", "auxclick",
+                           "dblclick", "contextmenu"]);
+  const arm = { blocked: "", navigate: null, submit: null, listeners: [] };
+  const onInput = (e) => {
+    if (!guarded.has(e.type) || !e.isTrusted) return;
+    if (!arm.blocked && !inside(e.composedPath()[0])) {
+      const n = e.composedPath()[0];
+      arm.blocked = n && n.nodeType === 1 ? n.tagName.toLowerCase() + (n.id ? "#" + n.id : "") : String(n);
+    }
+    if (arm.blocked) { e.preventDefault(); e.stopPropagation(); e.stopImmediatePropagation(); }
+  };
+  for (const type of guarded) {
+    window.addEventListener(type, onInput, true);
+    arm.listeners.push([window, type, onInput]);
+  }
+  const onNavigate = (e) => { if (!arm.navigate) arm.navigate = e; };
+  window.navigation.addEventListener("navigate", onNavigate, true);
+  arm.listeners.push([window.navigation, "navigate", onNavigate]);
+  // A form's navigation is planned in a task of its own, which may come after the report
+  // is read: its submit event, fired during the click, says one is coming.
+  const onSubmit = (e) => { if (e.isTrusted && !arm.submit) arm.submit = e; };
+  window.addEventListener("submit", onSubmit, true);
+  arm.listeners.push([window, "submit", onSubmit]);
+  if (h.arm) h.arm.listeners.forEach(([t, type, f]) => t.removeEventListener(type, f, true));
+  h.arm = arm;
+  return { x, y };
+}
+"""
 )
+
+# Disarms the guard and says what happened: whether input was swallowed, and whether a
+# navigation of this page to another document started (not cancelled, not a download) or
+# a form submission will start one. One task passes first, so that a navigation the input
+# planned has fired its navigate event.
+DISARM_POINTER = r"""
+async () => {
+  const h = window.__handrail, arm = h && h.arm;
+  // Not armed here: this is another document already, the one the input navigated to.
+  if (!arm) return { blocked: "", navigating: true };
+  await new Promise((r) => setTimeout(r, 0));
+  if (h.arm === arm) h.arm = null;
+  for (const [t, type, f] of arm.listeners) t.removeEventListener(type, f, true);
+  const e = arm.navigate, s = arm.submit;
+  let navigating = !!e && !e.defaultPrevented && !e.downloadRequest && !e.destination.sameDocument;
+  if (!e && s && !s.defaultPrevented) {
+    const form = s.target, by = s.submitter;
+    const method = ((by && by.getAttribute("formmethod")) || form.getAttribute("method") || "get").toLowerCase();
+    const target = (by && by.getAttribute("formtarget")) || form.getAttribute("target") || "";
+    navigating = method !== "dialog" && (target === "" || target === "_self");
+  }
+  return { blocked: arm.blocked, navigating };
+}
+"""

@@ -222,7 +222,7 @@ def test_batch_runs_in_order_and_stops_at_structural_change(stack: Stack, agent:
         (ActionKind.CLICK, {"ref": order}),
         (ActionKind.CLICK, {"ref": poke}),
     )
-    assert [r.outcome for r in batch.results] == [Outcome.DONE, Outcome.DONE, Outcome.DONE]
+    assert [r.outcome for r in batch.results] == [Outcome.DONE, Outcome.DONE, Outcome.DONE], batch.results
     assert batch.not_started == (3,)  # the form post navigated: "Poke" was never tried
     assert "action 2 changed the surface" in batch.stop_reason and "navigated" in batch.stop_reason
     assert site.posts == [{"page": ["form"], "name": ["Grace"], "terms": ["on"]}]

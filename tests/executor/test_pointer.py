@@ -1,0 +1,159 @@
+"""The executor's own guarded click: when it runs, when Playwright's runs, what it refuses."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from handrail._procs import start_executor
+from handrail.executor import ExecutorClient, Outcome, Session
+from handrail.executor._browser import BrowserHost
+from handrail.executor._pagescript import ARM_POINTER, DISARM_POINTER, PICK_SELECTOR, READ_CLOCK
+from handrail.recorder import Ledger
+from tests.conftest import AgentSetup, Stack
+from tests.executor.site import Site, serve
+
+pytestmark = pytest.mark.browser
+
+
+def _form(name: str, style: str = "") -> str:
+    return (
+        f'<form method="post" action="/submit"><input type="hidden" name="page" value="{name}">'
+        f'<button id="{name}" style="{style}">{name.title()}</button></form>'
+    )
+
+
+POINTER = (
+    "<!doctype html><title>Pointer</title><main><h1>Pointer</h1>"
+    + _form("near")
+    + _form("spin")
+    + "<p id=\"status\">idle</p><button onclick=\"document.getElementById('status').textContent = 'poked'\">Poke</button>"
+    + '<div style="height: 3000px"></div>'
+    + _form("far")
+    + "</main>"
+)
+DONE = "<!doctype html><title>Thanks</title><main><h1>Thank you</h1></main>"
+
+
+@pytest.fixture
+def site() -> Iterator[Site]:
+    with serve({"/pointer": POINTER, "/submit": DONE}) as s:
+        yield s
+
+
+def _session(stack: Stack, agent: AgentSetup, site: Site, client: ExecutorClient | None = None) -> Session:
+    with stack.operator_client() as ops:
+        ops.grant(agent.principal.name, agent.target, ["submit", "navigate"], [site.url])
+    session = (client or agent.client).open_session(target=agent.target, start_url=site.url + "/pointer")
+    session.observe()
+    return session
+
+
+def _via(stack: Stack, session: Session) -> list[str]:
+    with Ledger(stack.data_dir / "ledger.sqlite") as ledger:
+        results = ledger.entries(session_id=session.session_id, kind="result")
+        return [str(e.body.get("extra", {}).get("via", "")) for e in results]
+
+
+def test_a_click_in_view_goes_out_guarded_and_the_rest_through_playwright(
+    stack: Stack, agent: AgentSetup, site: Site
+) -> None:
+    session = _session(stack, agent, site)
+    r = session.click(session.find("button", "Near"))
+    assert r.result.outcome is Outcome.DONE, r.result
+    assert r.observation is not None and "Thank you" in r.observation.snapshot  # waited for the post
+    # Below the fold: Playwright scrolls it into view and clicks it.
+    session.navigate(site.url + "/pointer")
+    r = session.click(session.find("button", "Far"))
+    assert r.result.outcome is Outcome.DONE, r.result
+    # Moving (an animation the DOM does not show): Playwright waits until it holds still.
+    session.navigate(site.url + "/pointer")
+    session.observe()
+    site.run_js(
+        "document.getElementById('spin').animate("
+        "[{transform: 'translateX(0)'}, {transform: 'translateX(40px)'}], {duration: 700});"
+    )
+    r = session.click(session.find("button", "Spin"))
+    assert r.result.outcome is Outcome.DONE, r.result
+    # A click that starts no navigation reports at once, with the page's change seen.
+    session.navigate(site.url + "/pointer")
+    r = session.click(session.find("button", "Poke"))
+    assert r.result.outcome is Outcome.DONE, r.result
+    assert r.observation is not None and "poked" in r.observation.snapshot
+    assert [p["page"] for p in site.posts] == [["near"], ["far"], ["spin"]]
+    assert _via(stack, session) == ["pointer", "", "playwright", "", "playwright", "", "pointer"]
+
+
+@pytest.mark.slow
+def test_a_change_between_check_and_dispatch_stops_the_click(
+    stack: Stack, agent: AgentSetup, site: Site, tmp_path: Path
+) -> None:
+    # An executor that pauses 1.5 s after each intent: the page changes meanwhile.
+    slow = start_executor(
+        tmp_path, stack.authz.address, stack.executor_principal.token, extra=["--fault", "after-intent:sleep=1500"]
+    )
+    try:
+        with ExecutorClient(slow.address, agent.principal.token) as client:
+            session = _session(stack, agent, site, client)
+            for change, said in (
+                ("document.getElementById('near').textContent = 'Cancel';", "content changed"),
+                (
+                    "var d = document.createElement('div'); d.id = 'toast';"
+                    "d.style.cssText = 'position:fixed;inset:0;background:#fff';"
+                    "document.body.appendChild(d);",
+                    "covered by div#toast",
+                ),
+            ):
+                ref = session.find("button", "Near")
+                box: dict[str, object] = {}
+                worker = threading.Thread(target=lambda ref=ref, box=box: box.update(r=session.click(ref)))
+                worker.start()
+                time.sleep(0.8)  # the intent is durable; the dispatch waits
+                site.run_js(change)
+                worker.join(30)
+                r = box["r"].result  # type: ignore[attr-defined]
+                assert (r.outcome, r.reason, r.execution_started) == (Outcome.FAILED, "STALE_REF", False), r
+                assert "at dispatch time" in r.message and said in r.message, r.message
+                session.navigate(site.url + "/pointer")
+            assert site.posts == []
+    finally:
+        slow.stop()
+
+
+def test_the_guard_swallows_input_that_lands_on_something_else(site: Site) -> None:
+    async def run() -> tuple[dict[str, object], str]:
+        host = BrowserHost()
+        await host.start()
+        try:
+            surface = await host.open_page(site.url + "/pointer")
+            page = surface.active.page
+            await page.aria_snapshot(mode="ai")
+            since = (await page.evaluate(READ_CLOCK))[1]
+            snapshot = await page.aria_snapshot(mode="ai")
+            ref = next(line for line in snapshot.splitlines() if '"Poke"' in line).split("[ref=")[1].split("]")[0]
+            count = await page.locator(f"aria-ref={ref} >> {PICK_SELECTOR}=t1").count()
+            armed = await page.evaluate(ARM_POINTER, ["t1", since])
+            assert count == 1 and "x" in armed, armed
+            # Between the arm and the input, something else comes to lie over the button.
+            await page.evaluate(
+                "() => { const d = document.createElement('div'); d.id = 'late';"
+                " d.style.cssText = 'position:fixed;inset:0';"
+                " d.onclick = () => { document.getElementById('status').textContent = 'late got it'; };"
+                " document.body.appendChild(d); }"
+            )
+            await page.mouse.click(armed["x"], armed["y"])
+            report = await page.evaluate(DISARM_POINTER)
+            status = await page.evaluate("() => document.getElementById('status').textContent")
+            await surface.close()
+            return report, status
+        finally:
+            await host.close()
+
+    report, status = asyncio.run(run())
+    assert report == {"blocked": "div#late", "navigating": False}
+    assert status == "idle"  # neither the overlay nor the button saw the click
