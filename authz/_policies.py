@@ -37,7 +37,16 @@ import cedarpy
 from handrail.authz._core import VERBS, CheckInput, GrantInfo, PolicyResult
 from handrail.authz._decide import url_path
 from handrail.authz._errors import PolicyError
-from handrail.authz._policy_index import Guard, Indexed, SetCache, VerbIndex, context_attrs, guards_of
+from handrail.authz._policy_index import (
+    Condition,
+    Guard,
+    Indexed,
+    SetCache,
+    VerbIndex,
+    condition_of,
+    context_attrs,
+    guards_of,
+)
 
 #: The policies shipped with the package.
 DEFAULT_POLICIES_DIR = Path(__file__).resolve().parent / "policies"
@@ -117,6 +126,7 @@ class PolicyInfo:
         principal: the agent its principal scope names, if any.
         guards: the leading conditions of its ``when`` clause (see :mod:`._policy_index`).
         context_attrs: the context attributes it reads; None when it may read any.
+        condition: its clauses, when it has an ``unless`` (see :func:`._policy_index.surely_false`).
     """
 
     policy_id: str
@@ -129,6 +139,7 @@ class PolicyInfo:
     principal: str | None = None
     guards: tuple[Guard, ...] = ()
     context_attrs: frozenset[str] | None = None
+    condition: Condition | None = None
 
 
 def _scope_verbs(action: Any) -> frozenset[str]:
@@ -194,6 +205,7 @@ def _check_file(path: Path, schema: cedarpy.Schema, seen: dict[str, str], infos:
                     principal,
                     guards,
                     context_attrs(policy),
+                    condition_of(policy),
                 )
             )
     result = cedarpy.validate_policies(text, schema)
@@ -227,7 +239,7 @@ class PolicyEngine:
         self._index: dict[str, VerbIndex] = {}
         self._sizes: dict[str, int] = {}
         for verb in VERBS:
-            mine = [Indexed(i, p.principal, p.guards) for i, p in enumerate(policies) if verb in p.verbs]
+            mine = [Indexed(i, p.principal, p.guards, p.condition) for i, p in enumerate(policies) if verb in p.verbs]
             self._index[verb] = VerbIndex(mine)
             self._sizes[verb] = len(mine)
         self._sets = SetCache()

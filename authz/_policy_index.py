@@ -15,9 +15,16 @@ A policy is left out only when a necessary condition of it is false for the requ
 Only the *leading* run of such simple conjuncts is used: Cedar evaluates ``&&`` left to
 right and stops at the first false operand, so a policy left out here is one Cedar would
 have found not to fire without evaluating anything else (context attributes always exist:
-the schema declares them and the engine always sends them). Everything else — ``unless``
-clauses, disjunctions, later conjuncts — is left to Cedar, which sees the policy whenever
-the guards hold.
+the schema declares them and the engine always sends them).
+
+A policy with an ``unless`` clause is also left out when its condition is certainly false:
+its clauses, read left to right as Cedar does (``when {a} unless {b}`` is ``a && !b``),
+reach a ``when`` that is false or an ``unless`` that is true before anything that is not
+one of the simple shapes above, or that could fail to evaluate (a missing attribute, a
+value of the wrong type). Cedar would find that policy not to fire without an error. The
+shipped navigation rule is one: ``unless { context.origin == "" || context.origin_granted }``
+is true for every navigation to a granted origin. Everything else is left to Cedar, which
+sees the policy whenever it cannot be ruled out.
 
 Cedar's cost also grows with the size of the request context it parses (a few µs per
 attribute), so each policy records the context attributes it reads (:func:`context_attrs`)
@@ -94,6 +101,56 @@ class Guard:
         if self.kind == "true":
             return context.get(self.field) is True
         return (verb == self.value) != self.negate  # verb
+
+    def certain(self, context: dict[str, Any], verb: str) -> bool | None:
+        """What Cedar would make of the condition, or None when it could fail to evaluate
+        (an attribute missing or of the wrong type)."""
+        if self.kind == "any":  # ``||``, left to right: an error stops it
+            for option in self.options:
+                value = option.certain(context, verb)
+                if value is None or value:
+                    return value
+            return False
+        if self.kind == "verb":
+            return (verb == self.value) != self.negate
+        found = context.get(self.field)
+        if self.kind == "eq":
+            return None if self.field not in context else bool(found == self.value)
+        if self.kind == "like":
+            return None if not isinstance(found, str) else self.holds(context, verb)
+        return found if isinstance(found, bool) else None  # true
+
+
+#: A policy's condition as :func:`condition_of` reads it: its clauses in order, each
+#: ``(is_unless, conjuncts)`` with None for a conjunct that is not a :class:`Guard`.
+Condition = tuple[tuple[bool, tuple[Guard | None, ...]], ...]
+
+
+def condition_of(policy: Any) -> Condition | None:
+    """The condition of a policy that has an ``unless`` clause (None for the others: their
+    leading guards say all that can be said without Cedar)."""
+    clauses = list(policy.clauses)
+    if not any(type(c).__name__ == "Unless" for c in clauses):
+        return None
+    return tuple(
+        (type(c).__name__ == "Unless", tuple(_guard(conjunct) for conjunct in _conjuncts(c.expr))) for c in clauses
+    )
+
+
+def surely_false(condition: Condition, context: dict[str, Any], verb: str) -> bool:
+    """Whether Cedar would certainly find ``condition`` false, without an error."""
+    for is_unless, conjuncts in condition:
+        value = True
+        for guard in conjuncts:
+            known = None if guard is None else guard.certain(context, verb)
+            if known is None:
+                return False  # Cedar could find it true, or fail: it must see the policy
+            if not known:
+                value = False
+                break
+        if value == is_unless:  # a false ``when`` or a true ``unless``
+            return True
+    return False
 
 
 def _context_attr(node: Any) -> str | None:
@@ -216,6 +273,7 @@ class Indexed:
     position: int
     principal: str | None
     guards: tuple[Guard, ...]
+    condition: Condition | None = None
 
 
 class VerbIndex:
@@ -238,7 +296,7 @@ class VerbIndex:
                 self.by_principal.setdefault(p.principal, []).append(p)
             elif like is not None:
                 likes.setdefault(like.field, []).append(p)
-            elif p.guards:
+            elif p.guards or p.condition is not None:
                 self.others.append(p)
             else:
                 self.unguarded.append(p)
@@ -273,7 +331,8 @@ def _add_holding(found: list[int], pool: Sequence[Indexed], principal: str, cont
             if not guard.holds(context, verb):
                 break
         else:
-            found.append(p.position)
+            if p.condition is None or not surely_false(p.condition, context, verb):
+                found.append(p.position)
 
 
 class SetCache:
