@@ -1,8 +1,9 @@
 """The browser backend: one shared headless Chromium, a context per session, tabs in it.
 
-Only this module imports Playwright. Every action goes to the session's active tab by its
-page object, never to whichever tab happens to be in front; every check is one or two
-round trips and never waits on Playwright's 30-second default timeout.
+Only this module and ``_pointer`` (the executor's guarded click) import Playwright. Every
+action goes to the session's active tab by its page object, never to whichever tab
+happens to be in front; every check is one or two round trips and never waits on
+Playwright's 30-second default timeout.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import logging
 import os
 import re
 from pathlib import Path
@@ -51,18 +51,23 @@ from handrail.executor._models import (
     WaitFor,
 )
 from handrail.executor._pagescript import (
-    ARM_POINTER,
     CHECK_ELEMENT,
     CHECK_PICKED,
-    DISARM_POINTER,
     INIT_SCRIPT,
     PICK_ENGINE,
     PICK_SELECTOR,
     READ_CLOCK,
 )
+from handrail.executor._pointer import (
+    FIRST_REF,
+    POINTER_KINDS,
+    MaybeStartedError,
+    NotStartedError,
+    document_of,
+    guarded_click,
+    on_picked,
+)
 from handrail.executor._snapshot import RefInfo, viewport_filter
-
-log = logging.getLogger(__name__)
 
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ENV = "HANDRAIL_CHROMIUM"
@@ -86,26 +91,11 @@ _NEEDS_FACTS = frozenset({ActionKind.FILL, ActionKind.TYPE, ActionKind.PRESS, Ac
 # Actions that start no request of the page's own.
 _NO_REQUESTS = frozenset({ActionKind.WAIT_FOR, ActionKind.TAB_SWITCH, ActionKind.TAB_CLOSE, ActionKind.HOVER})
 _EXPECT_DEFAULT_MS = 2_000
-# Pointer actions the executor dispatches itself when its checks leave Playwright's
-# actionability wait nothing to wait for (see ARM_POINTER).
-_POINTER = frozenset({ActionKind.CLICK, ActionKind.DOUBLE_CLICK})
 _VIEWPORT = {"width": 1280, "height": 800}
 
 
 class _NavigatedError(Exception):
     """The page navigated while it was being observed."""
-
-
-class _NotStartedError(Exception):
-    """A check at dispatch time stopped the action: nothing reached the page."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-
-
-class _MaybeStartedError(Exception):
-    """The input reached the page and what it started did not finish within its bound."""
 
 
 def chromium_path(explicit: str | None = None) -> str:
@@ -239,7 +229,6 @@ class BrowserSurface:
         self._seen_clock = 0.0
         self._last_facts: dict[str, Any] = {}
         self._pending: set[asyncio.Future[None]] = set()
-        self._picks = itertools.count(1)
         # The ref prefix of the main frame's document in the latest snapshot ("" for the
         # first document, "f2" … after a navigation; a child frame's refs have another).
         self._main_document = ""
@@ -319,9 +308,9 @@ class BrowserSurface:
         self._seen_navigations = tab.navigations
         self._seen_dialogs = tab.dialogs_opened
         self._seen_clock = float(clock)
-        first_ref = _FIRST_REF.search(snapshot)
+        first_ref = FIRST_REF.search(snapshot)
         if first_ref is not None:
-            self._main_document = _document_of(first_ref.group(1))
+            self._main_document = document_of(first_ref.group(1))
         frames = tuple(
             FrameInfo(frame_id="" if f is page.main_frame else f"f{i}", name=f.name, url=f.url)
             for i, f in enumerate(page.frames)
@@ -383,7 +372,7 @@ class BrowserSurface:
         # enabled and not covered.
         if info.frame != self._main_document:
             return await self._check_by_handle(page, info)
-        count, facts = await self._on_picked(page, info.ref, CHECK_PICKED)
+        count, facts = await on_picked(page, info.ref, CHECK_PICKED, self._seen_clock)
         if count != 1:
             return Refusal(STALE_REF, f"ref {info.ref} no longer resolves ({info.role} {info.name!r} is gone)")
         if facts is None:
@@ -392,21 +381,6 @@ class BrowserSurface:
             return Refusal(STALE_REF, f"{info.role} {info.name!r} ({info.ref}): {facts['problem']}")
         self._last_facts = facts
         return None
-
-    async def _on_picked(self, page: Page, ref: str, script: str) -> tuple[int, dict[str, Any] | None]:
-        """Run ``script`` on the element of ``ref``: (the ref's count, the script's answer).
-
-        Both calls go out at once and the page runs them in order, so the pick (in
-        Playwright's world) is there when the script (in the page's) asks for it; were it
-        not, the script runs again after the count has answered. None: no element came.
-        """
-        token = f"p{next(self._picks)}"
-        picked = page.locator(f"aria-ref={ref} >> {PICK_SELECTOR}={token}")
-        args = [token, self._seen_clock]
-        count, answer = await asyncio.gather(picked.count(), page.evaluate(script, args))
-        if count == 1 and answer.get("unpicked"):
-            answer = await page.evaluate(script, args)
-        return count, None if answer.get("unpicked") else answer
 
     async def _check_by_handle(self, page: Page, info: RefInfo) -> Refusal | None:
         # In a frame the page script runs on the element's handle (the ref resolved in
@@ -469,9 +443,9 @@ class BrowserSurface:
                     await page.wait_for_load_state("domcontentloaded", timeout=min(timeout_ms, _SETTLE_MS))
         except InvalidArgumentError as exc:  # judged in check_fresh; changed since: not sent
             return DispatchResult(DispatchStatus.NOT_STARTED, str(exc))
-        except _NotStartedError as exc:
+        except NotStartedError as exc:
             return DispatchResult(DispatchStatus.NOT_STARTED, str(exc), reason=exc.reason)
-        except _MaybeStartedError as exc:
+        except MaybeStartedError as exc:
             return DispatchResult(DispatchStatus.MAYBE_STARTED, str(exc))
         except PlaywrightTimeoutError as exc:
             return DispatchResult(_status_after_error(exc, spec.kind), _first_line(exc))
@@ -540,7 +514,11 @@ class BrowserSurface:
             await self._wait_for(page, spec.wait_for, timeout_ms)
         else:
             assert locator is not None  # validated: these kinds need a ref
-            if kind in _POINTER and await self._pointer(tab, spec, timeout_ms):
+            if (
+                kind in POINTER_KINDS
+                and document_of(spec.ref) == self._main_document  # a child frame's: Playwright's
+                and await guarded_click(tab.page, tab, spec, self._seen_clock, timeout_ms)
+            ):
                 return "pointer"
             if kind is ActionKind.CLICK:
                 await locator.click(timeout=timeout_ms, button=button, click_count=spec.click_count or 1)
@@ -562,64 +540,7 @@ class BrowserSurface:
                 await locator.set_input_files(self._upload_paths(spec.files), timeout=timeout_ms)
             else:
                 raise InvalidArgumentError("kind", f"{kind.value} is not a browser action")
-        return "playwright" if kind in _POINTER else ""
-
-    async def _pointer(self, tab: _Tab, spec: ActionSpec, timeout_ms: int) -> bool:
-        """Click at the checked element's centre, guarded; False: let Playwright click.
-
-        Playwright's click waits two animation frames (~33 ms) to see the element hold
-        still, then hit-tests and guards the input. Armed on the element right before the
-        input, ARM_POINTER checks the element again as CHECK_ELEMENT does, finds no
-        animation on it or its ancestors (the mutation clock already says nothing moved
-        it), hit-tests its centre and guards the input the same way; where it cannot vouch
-        for the element (outside the viewport, animating, under another element) it says
-        so and Playwright's click runs instead. A navigation the input starts is waited
-        for until it commits or fails, as Playwright's click waits for it.
-        """
-        page = tab.page
-        if _document_of(spec.ref) != self._main_document:
-            return False  # in a child frame: Playwright's click
-        try:
-            count, armed = await self._on_picked(page, spec.ref, ARM_POINTER)
-        except PlaywrightError:
-            return False  # navigated meanwhile: Playwright's click will say what it finds
-        if count == 0:
-            raise _NotStartedError(STALE_REF, f"not dispatched: ref {spec.ref} no longer resolves")
-        if count != 1 or armed is None:
-            return False
-        if armed.get("problem"):
-            raise _NotStartedError(STALE_REF, f"not dispatched: at dispatch time {armed['problem']}")
-        if "x" not in armed:
-            log.debug("click on %s goes through Playwright: %s", spec.ref, armed.get("fallback"))
-            return False
-        ends = tab.navigation_ends()
-        navigations = tab.navigations
-        button: Any = spec.button or "left"
-        try:
-            if spec.kind is ActionKind.DOUBLE_CLICK:
-                await page.mouse.dblclick(armed["x"], armed["y"], button=button)
-            else:
-                await page.mouse.click(armed["x"], armed["y"], button=button, click_count=spec.click_count or 1)
-            try:
-                report = await page.evaluate(DISARM_POINTER)
-            except PlaywrightError:  # the page went away under the report: a navigation
-                report = {"blocked": "", "navigating": True}
-            if report["blocked"]:
-                # Swallowed before the page saw it, as Playwright's guard would: its click
-                # (which waits for the element to be the target again) takes over.
-                return False
-            if report["navigating"] and tab.navigations == navigations:
-                bound = timeout_ms / 1000
-                try:
-                    await asyncio.wait_for(asyncio.shield(ends), bound)
-                except TimeoutError:
-                    raise _MaybeStartedError(
-                        f"the click started a navigation that neither committed nor failed within {bound:g} s"
-                    ) from None
-        finally:
-            if not ends.done():
-                ends.cancel()
-        return True
+        return "playwright" if kind in POINTER_KINDS else ""
 
     def _require_tab(self, tab_id: str) -> _Tab:
         tab = self._tabs.get(tab_id)
@@ -698,19 +619,6 @@ class BrowserSurface:
     async def close(self) -> None:
         with contextlib.suppress(PlaywrightError):  # already gone with the browser
             await self._context.close()
-
-
-_FIRST_REF = re.compile(r"\[ref=([a-z0-9]+)\]")
-
-
-def _document_of(ref: str) -> str:
-    """The document part of a ref: "" for ``e12``, "f2" for ``f2e12``.
-
-    A ref of the main frame's document or of a child frame's: which one is the main
-    frame's is what the latest snapshot's first ref says. Were it wrong, a check takes
-    the element-handle path and a click Playwright's: slower, never less safe.
-    """
-    return ref[: ref.index("e")] if ref.startswith("f") and "e" in ref else ""
 
 
 def _scale_png(png: bytes, scale: float) -> bytes:
