@@ -144,7 +144,8 @@ class Authorizer:
         origin = _core.validate_check(request)
         _core.authorize_check(caller, request.principal)
         engine, shadow = self._engines
-        base = engine.base_context(request, origin, url_path(request.url))
+        path = url_path(request.url)
+        base = engine.base_context(request, origin, path)
         store = self.store
 
         def evaluate(grant: GrantInfo) -> _core.PolicyResult:
@@ -166,6 +167,7 @@ class Authorizer:
                 approval=approval,
                 default_approval_timeout_ms=self.approval_timeout_ms,
                 decision_id=decision_id,
+                path=path,
             )
             decision = verdict.decision
             if decision.decision_id != decision_id:  # denials are built without it

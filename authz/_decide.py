@@ -145,6 +145,8 @@ def judge_lease(request: CheckInput, lease: LeaseInfo | None, now_ms: int) -> De
     return None
 
 
+_ALLOW = Reason.ALLOW.value
+
 _INACTIVE = (
     ("revoked", Reason.GRANT_REVOKED, "was revoked"),
     ("exhausted", Reason.GRANT_EXHAUSTED, "was single-use and is used up"),
@@ -164,6 +166,7 @@ def decide(
     approval: Callable[[], ApprovalInfo | None] = lambda: None,
     default_approval_timeout_ms: int = DEFAULT_APPROVAL_TIMEOUT_MS,
     decision_id: str = "",
+    path: str | None = None,
 ) -> Verdict:
     """Decide one action (see the module docstring for the order).
 
@@ -179,6 +182,7 @@ def decide(
         default_approval_timeout_ms: the deadline of a new approval when neither the grant
             nor the policy sets one.
         decision_id: the id to stamp on the decision.
+        path: ``url_path(request.url)``, when the caller has it already.
     """
     grants = grants if isinstance(grants, list) else list(grants)
     considered = tuple([g.grant_id for g in grants])
@@ -188,7 +192,8 @@ def decide(
     assert lease is not None
     epoch = lease.epoch
 
-    path = url_path(request.url)
+    if path is None:
+        path = url_path(request.url)
     scoped = [g for g in grants if grant_mismatch(g, request, origin, path) is None]
     active = [g for g in scoped if g.is_active(now_ms)]
     if not active:
@@ -217,7 +222,7 @@ def decide(
             continue
         decision = Decision(
             True,
-            Reason.ALLOW.value,
+            _ALLOW,
             f"allowed by grant {grant.grant_id}",
             decision_id=decision_id,
             grant_id=grant.grant_id,

@@ -321,17 +321,19 @@ class PolicyEngine:
         """
         if base is None:
             base = self.base_context(request, origin, url_path(request.url))
-        context = dict(base)
-        context["has_grant"] = grant is not None
         if grant is not None:
-            context["grant_verbs"] = list(grant.verbs)
-            context["grant_origins"] = list(grant.origins)
-            context["origin_granted"] = bool(origin) and origin in grant.origins
-            context["grant_allows_password"] = grant.allow_password_input
-            context["grant_single_use"] = grant.single_use
-            context["grant_task"] = grant.task_id
+            context = {
+                **base,
+                "has_grant": True,
+                "grant_verbs": list(grant.verbs),
+                "grant_origins": list(grant.origins),
+                "origin_granted": bool(origin) and origin in grant.origins,
+                "grant_allows_password": grant.allow_password_input,
+                "grant_single_use": grant.single_use,
+                "grant_task": grant.task_id,
+            }
         else:
-            context.update(_NO_GRANT)
+            context = {**base, "has_grant": False, **_NO_GRANT}
         key = self._index[request.verb].candidates(request.principal, context, request.verb)
         self.last_evaluated = len(key)
         if not key:

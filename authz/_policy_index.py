@@ -85,6 +85,7 @@ class Guard:
     negate: bool = False
     options: tuple[Guard, ...] = ()
     needle: str = ""  # like: a literal the value must contain (a cheap first test)
+    needles: tuple[str, ...] = ()  # like: the value contains one of these, or it cannot match
 
     def holds(self, context: dict[str, Any], verb: str) -> bool:
         """Whether the condition is true for this request."""
@@ -186,7 +187,8 @@ def _guard(node: Any) -> Guard | None:
         if all(g.kind == "like" and g.pattern is not None for g in options) and len(fields) == 1:
             # one regex for a disjunction of patterns on one field
             combined = "|".join(f"(?:{g.pattern.pattern})" for g in options if g.pattern)
-            return Guard("like", fields.pop(), pattern=re.compile(combined, re.DOTALL))
+            needles = tuple(n for g in options for n in g.needles)
+            return Guard("like", fields.pop(), pattern=re.compile(combined, re.DOTALL), needles=needles)
         return Guard("any", options=tuple(options))
     field = _context_attr(node)
     if field in _BOOL_FIELDS:
@@ -195,7 +197,7 @@ def _guard(node: Any) -> Guard | None:
         field = _context_attr(node.base)
         if field in _STRING_FIELDS:
             regex, needle = _like_regex(node.pattern)
-            return Guard("like", field, pattern=regex, needle=needle)
+            return Guard("like", field, pattern=regex, needle=needle, needles=(needle,))
         return None
     if kind != "BinaryOp" or node.op not in ("eq", "not_eq"):
         return None
@@ -300,12 +302,18 @@ class VerbIndex:
                 self.others.append(p)
             else:
                 self.unguarded.append(p)
-        # One regex per field rejects, in one call, every like-guarded policy of that field.
-        self.like_groups: list[tuple[str, re.Pattern[str], list[Indexed]]] = []
+        # One regex per field rejects, in one call, every like-guarded policy of that field;
+        # before it, a search for the literals one of which a match must contain (a value
+        # that holds none of them, the usual case, is rejected without backtracking).
+        self.like_groups: list[tuple[str, re.Pattern[str] | None, re.Pattern[str], list[Indexed]]] = []
         for field, members in likes.items():
-            patterns = [next(g for g in m.guards if g.kind == "like").pattern for m in members]
-            combined = "|".join(f"(?:{p.pattern})" for p in patterns if p is not None)
-            self.like_groups.append((field, re.compile(combined, re.DOTALL), members))
+            guards = [next(g for g in m.guards if g.kind == "like") for m in members]
+            combined = "|".join(f"(?:{g.pattern.pattern})" for g in guards if g.pattern is not None)
+            literals = None
+            if all(g.needles and all(g.needles) for g in guards):
+                needles = sorted({n for g in guards for n in g.needles}, key=len, reverse=True)
+                literals = re.compile("|".join(map(re.escape, needles)), re.DOTALL)
+            self.like_groups.append((field, literals, re.compile(combined, re.DOTALL), members))
 
     def candidates(self, principal: str, context: dict[str, Any], verb: str) -> tuple[int, ...]:
         """Positions of the policies that can fire, in load order."""
@@ -314,8 +322,11 @@ class VerbIndex:
         for field in self.eq_fields:
             _add_holding(found, self.by_eq.get((field, context.get(field)), ()), principal, context, verb)  # type: ignore[arg-type]
         _add_holding(found, self.others, principal, context, verb)
-        for field, combined, members in self.like_groups:
-            if combined.fullmatch(str(context.get(field, ""))) is not None:
+        for field, literals, combined, members in self.like_groups:
+            value = str(context.get(field, ""))
+            if literals is not None and literals.search(value) is None:
+                continue
+            if combined.fullmatch(value) is not None:
                 _add_holding(found, members, principal, context, verb)
         if len(found) > 1:
             found.sort()
