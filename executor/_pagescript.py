@@ -59,6 +59,37 @@ INIT_SCRIPT = r"""
     state.pick = { token: e.detail, el: e.target };
     e.stopImmediatePropagation();
   }, true);
+  // The guard of the executor's own click (ARM_POINTER sets state.arm, DISARM_POINTER
+  // reads it): registered here, before any of the page's scripts, its listeners are the
+  // first to see an event. Trusted pointer events that do not land on the armed element
+  // are swallowed; a form submission and a navigation the click starts are noted.
+  const inside = (n, el) => {
+    for (; n; n = n.parentNode || n.host) if (n === el) return true;
+    return false;
+  };
+  const armed = () => (state.arm && now() < state.arm.until ? state.arm : null);
+  const onInput = (e) => {
+    const arm = armed();
+    if (!arm || !e.isTrusted) return;
+    const n = e.composedPath()[0];
+    if (!arm.blocked && !inside(n, arm.el))
+      arm.blocked = n && n.nodeType === 1 ? n.tagName.toLowerCase() + (n.id ? "#" + n.id : "") : String(n);
+    if (arm.blocked) { e.preventDefault(); e.stopPropagation(); e.stopImmediatePropagation(); }
+  };
+  for (const type of ["pointerdown", "pointerup", "mousedown", "mouseup", "click", "auxclick", "dblclick",
+                      "contextmenu"])
+    window.addEventListener(type, onInput, true);
+  // A form's navigation is planned in a task of its own, which may come after the report
+  // is read: its submit event, fired during the click, says one is coming.
+  window.addEventListener("submit", (e) => {
+    const arm = armed();
+    if (arm && e.isTrusted && !arm.submit) arm.submit = e;
+  }, true);
+  if (window.navigation)
+    window.navigation.addEventListener("navigate", (e) => {
+      const arm = armed();
+      if (arm && !arm.navigate) arm.navigate = e;
+    });
   start();
 })();
 """.replace("PICK_EVENT", repr(PICK_EVENT))
@@ -124,7 +155,7 @@ CHECK_ELEMENT = r"""
 # The element PICK_ENGINE handed over for ``token``, taken (the page keeps no reference).
 _TAKE_PICKED = r"""
   const h = window.__handrail, picked = h && h.pick;
-  if (h) h.pick = null;
+  if (h) { h.pick = null; h.arm = null; }
   if (!picked || picked.token !== token) return { unpicked: true };
   const el = picked.el;
 """
@@ -151,16 +182,15 @@ READ_CLOCK = (
 )
 
 # The executor's own pointer dispatch, armed on the target element right before the input
-# goes out (element handle evaluate; ``args.since`` is the observation's time). It re-runs
-# CHECK_ELEMENT at dispatch time — so a change in the moments since the check refuses —
-# and answers the point to press (the element's centre) only when Playwright's two-frame
-# stability wait would find nothing to wait for: the centre inside the viewport, no
-# animation running on the element or an ancestor, and the element the topmost thing at
-# that point. Otherwise it answers ``{fallback}`` and Playwright's own click does it all.
-# Armed, it guards the input as Playwright's click does: trusted pointer events that do
-# not land on the element are swallowed before the page sees them. It also notes a
-# navigation the input starts (the Navigation API's ``navigate`` event), so the executor
-# waits for that navigation to commit or fail before it reports.
+# goes out (on the element PICK_ENGINE handed over for ``token``; ``since`` is the
+# observation's time). It re-runs CHECK_ELEMENT at dispatch time — so a change in the
+# moments since the check refuses — and answers the point to press (the element's centre)
+# only when Playwright's two-frame stability wait would find nothing to wait for: the
+# centre inside the viewport, no animation running on the element or an ancestor, and the
+# element the topmost thing at that point. Otherwise it answers ``{fallback}`` and
+# Playwright's own click does it all. Armed, the init script's guard swallows trusted
+# pointer events that do not land on the element, as Playwright's click does, and notes a
+# navigation the input starts, so the executor waits for it to commit or fail.
 ARM_POINTER = (
     r"""
 ([token, since]) => {
@@ -193,31 +223,8 @@ ARM_POINTER = (
     hit = deeper;
   }
   if (!inside(hit)) return { fallback: "another element is on top at its centre" };
-  const guarded = new Set(["pointerdown", "pointerup", "mousedown", "mouseup", "click", "auxclick",
-                           "dblclick", "contextmenu"]);
-  const arm = { blocked: "", navigate: null, submit: null, listeners: [] };
-  const onInput = (e) => {
-    if (!guarded.has(e.type) || !e.isTrusted) return;
-    if (!arm.blocked && !inside(e.composedPath()[0])) {
-      const n = e.composedPath()[0];
-      arm.blocked = n && n.nodeType === 1 ? n.tagName.toLowerCase() + (n.id ? "#" + n.id : "") : String(n);
-    }
-    if (arm.blocked) { e.preventDefault(); e.stopPropagation(); e.stopImmediatePropagation(); }
-  };
-  for (const type of guarded) {
-    window.addEventListener(type, onInput, true);
-    arm.listeners.push([window, type, onInput]);
-  }
-  const onNavigate = (e) => { if (!arm.navigate) arm.navigate = e; };
-  window.navigation.addEventListener("navigate", onNavigate, true);
-  arm.listeners.push([window.navigation, "navigate", onNavigate]);
-  // A form's navigation is planned in a task of its own, which may come after the report
-  // is read: its submit event, fired during the click, says one is coming.
-  const onSubmit = (e) => { if (e.isTrusted && !arm.submit) arm.submit = e; };
-  window.addEventListener("submit", onSubmit, true);
-  arm.listeners.push([window, "submit", onSubmit]);
-  if (h.arm) h.arm.listeners.forEach(([t, type, f]) => t.removeEventListener(type, f, true));
-  h.arm = arm;
+  // Armed for a few seconds at most: a click that never came must not guard the next one.
+  h.arm = { el, blocked: "", navigate: null, submit: null, until: h.now() + 5000 };
   return { x, y };
 }
 """
@@ -234,7 +241,6 @@ async () => {
   if (!arm) return { blocked: "", navigating: true };
   await new Promise((r) => setTimeout(r, 0));
   if (h.arm === arm) h.arm = null;
-  for (const [t, type, f] of arm.listeners) t.removeEventListener(type, f, true);
   const e = arm.navigate, s = arm.submit;
   let navigating = !!e && !e.defaultPrevented && !e.downloadRequest && !e.destination.sameDocument;
   if (!e && s && !s.defaultPrevented) {
