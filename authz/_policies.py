@@ -325,8 +325,8 @@ class PolicyEngine:
             context = {
                 **base,
                 "has_grant": True,
-                "grant_verbs": list(grant.verbs),
-                "grant_origins": list(grant.origins),
+                "grant_verbs": grant.verbs,  # JSON arrays, as lists would be
+                "grant_origins": grant.origins,
                 "origin_granted": bool(origin) and origin in grant.origins,
                 "grant_allows_password": grant.allow_password_input,
                 "grant_single_use": grant.single_use,

@@ -13,6 +13,11 @@ Check is a real decision that is logged before it is answered (WAL, synchronous=
 survives kill -9 of the sidecar); the checks cycle through 50 agents, each holding its
 target's lease, and through 20 element names, and all are allowed.
 
+No measured check reaches Cedar: the policy index rules out every policy that could apply
+(the shipped navigation rule cannot fire for a navigation to a granted origin, and no other
+rule's guards hold), and the answer is still Cedar's (a property test holds the index to
+the whole policy set). ``check_navigate_*`` is the latency of the navigation checks.
+
 Run: ``python bench/authz_check.py [--quick]``. Prints readable lines, then one JSON line.
 """
 
@@ -161,8 +166,9 @@ def seed(data_dir: Path) -> dict[str, str]:
 
 
 def check_requests() -> list[bytes]:
-    """Every fifth check is a navigation (Cedar evaluates the shipped navigation rule); the
-    others are clicks on ordinary buttons (no policy can fire: Cedar is not asked)."""
+    """Every fifth check is a navigation to a granted origin (the shipped navigation rule
+    applies but cannot fire); the others are clicks on ordinary buttons (no policy can fire).
+    Cedar is not asked about any of them."""
     out = []
     for i in range(ACTIVE_AGENTS * len(NAMES)):
         a, n = i % ACTIVE_AGENTS, i % len(NAMES)
@@ -330,9 +336,9 @@ def main() -> int:
     figures["p50_ratio"] = round(c50 / e50, 3)
     figures["p99_ratio"] = round(c99 / e99, 3)
     figures["check_added_p50_us"] = round((c50 - e50) * 1e6, 1)
-    cedar = [x for i, x in enumerate(check_s) if i % 5 == 4]
-    figures["check_cedar_path_p50_ms"] = round(statistics.median(cedar) * 1000, 3)
-    figures["check_cedar_path_p99_ms"] = round(pct(cedar, 99) * 1000, 3)
+    navigate = [x for i, x in enumerate(check_s) if i % 5 == 4]
+    figures["check_navigate_p50_ms"] = round(statistics.median(navigate) * 1000, 3)
+    figures["check_navigate_p99_ms"] = round(pct(navigate, 99) * 1000, 3)
     figures["checks_per_s"] = round(check_rate)
     figures["echo_per_s"] = round(echo_rate)
     figures["client_threads"] = args.threads
