@@ -127,7 +127,8 @@ CHECK_ELEMENT = r"""
   }
   if (el.checkVisibility && !el.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true }))
     return { problem: "the element is not visible" };
-  if (el.disabled || el.getAttribute("aria-disabled") === "true")
+  // Disabled itself, by a disabled fieldset, or by aria-disabled on it or an ancestor.
+  if (el.disabled || (el.matches && el.matches(":disabled")) || el.closest('[aria-disabled="true"]'))
     return { problem: "the element is disabled" };
   if (el.closest("[inert]")) return { problem: "the element is inert" };
   // The page behind the topmost open modal is inert: highest z-index, then last in the

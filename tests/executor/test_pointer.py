@@ -33,6 +33,10 @@ POINTER = (
     + _form("near")
     + _form("spin")
     + "<p id=\"status\">idle</p><button onclick=\"document.getElementById('status').textContent = 'poked'\">Poke</button>"
+    + "<fieldset disabled><legend>Closed</legend><button onclick=\"document.getElementById('status')"
+    + ".textContent = 'fenced'\">Fenced</button></fieldset>"
+    + '<div aria-disabled="true"><button onclick="document.getElementById(\'status\')'
+    + ".textContent = 'greyed'\">Greyed</button></div>"
     + '<div style="height: 3000px"></div>'
     + _form("far")
     + "</main>"
@@ -162,3 +166,14 @@ def test_the_guard_swallows_input_that_lands_on_something_else(site: Site) -> No
     report, status = asyncio.run(run())
     assert report == {"blocked": "div#late", "navigating": False}
     assert status == "idle"  # neither the overlay, nor the button, nor the page's own listener saw it
+
+
+def test_a_control_disabled_by_its_fieldset_or_an_ancestor_is_not_clicked(
+    stack: Stack, agent: AgentSetup, site: Site
+) -> None:
+    session = _session(stack, agent, site)
+    for name in ("Fenced", "Greyed"):
+        r = session.click(session.find("button", name))
+        assert (r.result.outcome, r.result.reason) == (Outcome.REFUSED, "STALE_REF"), r.result
+        assert "disabled" in r.result.message
+    assert "idle" in session.observe().snapshot
