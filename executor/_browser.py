@@ -115,11 +115,16 @@ class BrowserHost:
     Args:
         executable_path: Chromium to launch (default: ``chromium_path()``).
         upload_dir: the only directory files may be uploaded from; None forbids uploads.
+        playwright_clicks: send every click through Playwright's click, never the
+            executor's guarded pointer (``_pointer``).
     """
 
-    def __init__(self, executable_path: str | None = None, upload_dir: Path | None = None) -> None:
+    def __init__(
+        self, executable_path: str | None = None, upload_dir: Path | None = None, *, playwright_clicks: bool = False
+    ) -> None:
         self._executable_path = executable_path
         self.upload_dir = upload_dir.resolve() if upload_dir else None
+        self._playwright_clicks = playwright_clicks
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
 
@@ -141,7 +146,7 @@ class BrowserHost:
             raise BackendError("the browser host is not started")
         context = await self._browser.new_context(viewport=_VIEWPORT)  # type: ignore[arg-type]
         await context.add_init_script(INIT_SCRIPT)
-        surface = BrowserSurface(context, self.upload_dir)
+        surface = BrowserSurface(context, self.upload_dir, pointer_clicks=not self._playwright_clicks)
         page = await context.new_page()
         surface.adopt(page, activate=True)
         if start_url:
@@ -217,8 +222,9 @@ class BrowserSurface:
 
     kind = "browser"
 
-    def __init__(self, context: BrowserContext, upload_dir: Path | None) -> None:
+    def __init__(self, context: BrowserContext, upload_dir: Path | None, *, pointer_clicks: bool = True) -> None:
         self._context = context
+        self._pointer_clicks = pointer_clicks
         self._upload_dir = upload_dir
         self._ids = itertools.count(1)
         self._tabs: dict[str, _Tab] = {}
@@ -516,6 +522,7 @@ class BrowserSurface:
             assert locator is not None  # validated: these kinds need a ref
             if (
                 kind in POINTER_KINDS
+                and self._pointer_clicks
                 and document_of(spec.ref) == self._main_document  # a child frame's: Playwright's
                 and await guarded_click(tab.page, tab, spec, self._seen_clock, timeout_ms)
             ):

@@ -55,6 +55,12 @@ def register(sub: Any) -> None:
         help="the only directory files may be uploaded from (default: uploads are off)",
     )
     serve.add_argument(
+        "--playwright-clicks",
+        action="store_true",
+        help="send every click through Playwright's click (its two-frame stability wait) instead of "
+        "the executor's own guarded pointer (docs/browser.md)",
+    )
+    serve.add_argument(
         "--fault",
         default=os.environ.get("HANDRAIL_FAULT", ""),
         help="inject a fault: POINT[:IDEMPOTENCY_KEY][:sleep=MS], POINT one of before-intent, "
@@ -88,6 +94,7 @@ async def _serve_async(args: argparse.Namespace) -> int:
         chromium=args.chromium,
         lease_ttl_ms=args.lease_ttl_ms,
         upload_dir=args.upload_dir,
+        playwright_clicks=args.playwright_clicks,
         fault=fault,
     )
     host = args.listen.rsplit(":", 1)[0]

@@ -168,12 +168,13 @@ async def start_server(
     chromium: str | None = None,
     lease_ttl_ms: int = 30_000,
     upload_dir: Path | None = None,
+    playwright_clicks: bool = False,
     fault: Fault | None = None,
 ) -> ExecutorServer:
     """Recover the ledger, start Chromium, the core and the gRPC server; return them running."""
     data_dir.mkdir(parents=True, exist_ok=True)
     ledger = Ledger(data_dir / "ledger.sqlite")
-    host = BrowserHost(chromium, upload_dir)
+    host = BrowserHost(chromium, upload_dir, playwright_clicks=playwright_clicks)
     await host.start()
     authz = AsyncAuthzClient(authz_address, token)
 

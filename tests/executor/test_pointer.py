@@ -177,3 +177,20 @@ def test_a_control_disabled_by_its_fieldset_or_an_ancestor_is_not_clicked(
         assert (r.result.outcome, r.result.reason) == (Outcome.REFUSED, "STALE_REF"), r.result
         assert "disabled" in r.result.message
     assert "idle" in session.observe().snapshot
+
+
+@pytest.mark.slow
+def test_an_operator_can_send_every_click_through_playwright(
+    stack: Stack, agent: AgentSetup, site: Site, tmp_path: Path
+) -> None:
+    plain = start_executor(tmp_path, stack.authz.address, stack.executor_principal.token, extra=["--playwright-clicks"])
+    try:
+        with ExecutorClient(plain.address, agent.principal.token) as client:
+            session = _session(stack, agent, site, client)
+            r = session.click(session.find("button", "Poke"))
+            assert r.result.outcome is Outcome.DONE, r.result
+        with Ledger(tmp_path / "ledger.sqlite") as ledger:
+            results = ledger.entries(session_id=session.session_id, kind="result")
+            assert [e.body["extra"]["via"] for e in results] == ["playwright"]
+    finally:
+        plain.stop()
