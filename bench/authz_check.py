@@ -17,6 +17,11 @@ No measured check reaches Cedar: the policy index rules out every policy that co
 (the shipped navigation rule cannot fire for a navigation to a granted origin, and no other
 rule's guards hold), and the answer is still Cedar's (a property test holds the index to
 the whole policy set). ``check_navigate_*`` is the latency of the navigation checks.
+So that the cost of a decision Cedar has to make is on record too, a third series, timed in
+the same alternating blocks but outside the target mix, clicks "Delete draft N" buttons:
+the shipped destructive-control rule's condition holds, the index cannot rule it out, and
+Cedar decides (allowed: those agents' grants carry ``delete``). ``check_cedar_*`` are its
+figures.
 
 Run: ``python bench/authz_check.py [--quick]``. Prints readable lines, then one JSON line.
 """
@@ -147,7 +152,7 @@ def seed(data_dir: Path) -> dict[str, str]:
                 "",
                 f"agent-{a}",
                 f"browser:{a}-{t}",
-                ("submit", "input", "navigate"),
+                ("submit", "input", "navigate", "delete") if t == 0 else ("submit", "input", "navigate"),
                 (ORIGIN,),
                 note="bench",
             )
@@ -165,14 +170,15 @@ def seed(data_dir: Path) -> dict[str, str]:
     return tokens
 
 
-def check_requests() -> list[bytes]:
+def check_requests(*, destructive: bool = False) -> list[bytes]:
     """Every fifth check is a navigation to a granted origin (the shipped navigation rule
     applies but cannot fire); the others are clicks on ordinary buttons (no policy can fire).
-    Cedar is not asked about any of them."""
+    Cedar is not asked about any of them. ``destructive``: every check clicks "Delete draft
+    N" instead, which Cedar decides."""
     out = []
     for i in range(ACTIVE_AGENTS * len(NAMES)):
         a, n = i % ACTIVE_AGENTS, i % len(NAMES)
-        navigate = i % 5 == 4
+        navigate = i % 5 == 4 and not destructive
         out.append(
             pb.CheckRequest(
                 principal=f"agent-{a}",
@@ -182,7 +188,7 @@ def check_requests() -> list[bytes]:
                 resource=pb.Resource(
                     url=f"{ORIGIN}/account/settings?tab={n}",
                     element_role="" if navigate else "button",
-                    element_name="" if navigate else NAMES[n],
+                    element_name="" if navigate else f"Delete draft {n}" if destructive else NAMES[n],
                 ),
                 action_id=f"act-{i}",
                 fingerprint=f"{i:064x}",
@@ -282,6 +288,7 @@ def main() -> int:
         echo_proc, echo_address = start_echo()
         metadata = (("authorization", f"Bearer {tokens['exe']}"),)
         payloads = check_requests()
+        cedar_payloads = check_requests(destructive=True)
 
         def channel_call(address: str, method: str) -> Callable[[bytes], bytes]:
             channel = grpc.insecure_channel(address)
@@ -297,17 +304,21 @@ def main() -> int:
         reply = pb.CheckResponse.FromString(check(payloads[0]))
         if not reply.allow:
             raise SystemExit(f"the bench check is refused: {reply}")
-        for p in payloads[:200]:
+        for p in payloads[:200] + cedar_payloads[:200]:
             assert pb.CheckResponse.FromString(check(p)).allow
         _timed(echo, payloads, 500, 0)
         _timed(check, payloads, 500, 0)
 
+        _timed(check, cedar_payloads, 500, 0)
         echo_s: list[float] = []
         check_s: list[float] = []
+        cedar_s: list[float] = []
         block = 500
         for start in range(0, samples, block):
             echo_s += _timed(echo, payloads, block, start)
             check_s += _timed(check, payloads, block, start)
+            if start % (4 * block) == 0:  # a quarter as many: it is on record, not in the mix
+                cedar_s += _timed(check, cedar_payloads, block, start)
 
         echo_rate = sustained(lambda: channel_call(echo_address, "/bench.Echo/Echo"), payloads, args.threads, seconds)
         check_rate = sustained(
@@ -339,6 +350,8 @@ def main() -> int:
     navigate = [x for i, x in enumerate(check_s) if i % 5 == 4]
     figures["check_navigate_p50_ms"] = round(statistics.median(navigate) * 1000, 3)
     figures["check_navigate_p99_ms"] = round(pct(navigate, 99) * 1000, 3)
+    figures["check_cedar_p50_ms"] = round(statistics.median(cedar_s) * 1000, 3)
+    figures["check_cedar_p99_ms"] = round(pct(cedar_s, 99) * 1000, 3)
     figures["checks_per_s"] = round(check_rate)
     figures["echo_per_s"] = round(echo_rate)
     figures["client_threads"] = args.threads
@@ -354,6 +367,10 @@ def main() -> int:
     print(
         f"ratios p50 {figures['p50_ratio']:.2f} (target <= 1.3)   p99 {figures['p99_ratio']:.2f}"
         f" (target <= 2.0)   {args.threads} client threads, {seconds:.0f} s"
+    )
+    print(
+        f"a check Cedar decides (not in the mix): p50 {figures['check_cedar_p50_ms'] * 1000:.0f} us   "
+        f"p99 {figures['check_cedar_p99_ms'] * 1000:.0f} us"
     )
     print(
         f"store: {figures['grants']} grants, {policies} policies, {logged} decisions logged; {figures['cores']} cores"
