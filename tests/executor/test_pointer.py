@@ -32,6 +32,7 @@ POINTER = (
     "<!doctype html><title>Pointer</title><main><h1>Pointer</h1>"
     + _form("near")
     + _form("spin")
+    + '<p><a href="/thanks">Read the thanks</a> <a href="#later">Skip ahead</a></p>'
     + "<p id=\"status\">idle</p><button onclick=\"document.getElementById('status').textContent = 'poked'\">Poke</button>"
     + "<fieldset disabled><legend>Closed</legend><button onclick=\"document.getElementById('status')"
     + ".textContent = 'fenced'\">Fenced</button></fieldset>"
@@ -46,7 +47,7 @@ DONE = "<!doctype html><title>Thanks</title><main><h1>Thank you</h1></main>"
 
 @pytest.fixture
 def site() -> Iterator[Site]:
-    with serve({"/pointer": POINTER, "/submit": DONE}) as s:
+    with serve({"/pointer": POINTER, "/thanks": DONE}) as s:
         yield s
 
 
@@ -194,3 +195,15 @@ def test_an_operator_can_send_every_click_through_playwright(
             assert [e.body["extra"]["via"] for e in results] == ["playwright"]
     finally:
         plain.stop()
+
+
+def test_a_link_is_followed_and_a_fragment_link_is_not_waited_for(stack: Stack, agent: AgentSetup, site: Site) -> None:
+    session = _session(stack, agent, site)
+    r = session.click(session.find("link", "Skip ahead"))
+    assert r.result.outcome is Outcome.DONE, r.result
+    assert r.observation is not None and r.observation.url.endswith("/pointer#later")
+    r = session.click(session.find("link", "Read the thanks"))
+    assert r.result.outcome is Outcome.DONE, r.result
+    assert r.observation is not None and r.observation.url.endswith("/thanks")
+    assert "Thank you" in r.observation.snapshot
+    assert _via(stack, session) == ["pointer", "pointer"]
