@@ -589,7 +589,7 @@ class GuardedExecutor:
             latest = obs.observation_id if obs else "none"
             return STALE_OBSERVATION, (f"observation {spec.observation_id} is not the latest ({latest}); observe again")
         if obs.lease_epoch != session.fence.epoch or obs.lease_epoch < session.fence.highest_epoch:
-            if session.fence.human_holds:
+            if session.fence.human_holds and await self._human_holds_now(session):
                 return HELD_BY_HUMAN, f"a person has taken control of {session.target} since the observation"
             return STALE_OBSERVATION, (
                 f"observation {obs.observation_id} was taken under lease epoch {obs.lease_epoch}; "
@@ -599,6 +599,25 @@ class GuardedExecutor:
         if refusal is not None:
             return refusal.reason, f"{refusal.message}; observe again"
         return None
+
+    async def _human_holds_now(self, session: Session) -> bool:
+        """Whether a person still holds the lease, as the sidecar says now.
+
+        The fence learns of a takeover and of the hand-back after it one pushed event at a
+        time; an action that comes in between is refused either way, but with the reason
+        that is true now (a person holds it, or it was handed back and the observation is
+        merely stale), so that the agent neither waits for a person who has gone nor acts
+        while one is there. Without an answer from the sidecar the person is taken to hold it.
+        """
+        try:
+            lease = await self._authz.get_lease(session.target)
+        except AuthzError:
+            return True
+        fence = session.fence
+        fence.saw(lease.epoch)
+        if lease.epoch >= fence.highest_epoch:
+            fence.human_holds = lease.holder_kind == "human"
+        return fence.human_holds
 
     def _repeat(self, session: Session, spec: ActionSpec, fingerprint: str) -> ActionResult | None:
         """The recorded outcome of an earlier action with this idempotency key, if any."""
