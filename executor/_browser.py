@@ -58,16 +58,8 @@ from handrail.executor._pagescript import (
     PICK_SELECTOR,
     READ_CLOCK,
 )
-from handrail.executor._pointer import (
-    FIRST_REF,
-    POINTER_KINDS,
-    MaybeStartedError,
-    NotStartedError,
-    document_of,
-    guarded_click,
-    on_picked,
-)
-from handrail.executor._snapshot import RefInfo, viewport_filter
+from handrail.executor._pointer import POINTER_KINDS, MaybeStartedError, NotStartedError, guarded_click, on_picked
+from handrail.executor._snapshot import RefInfo, document_of, main_document, viewport_filter
 
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ENV = "HANDRAIL_CHROMIUM"
@@ -86,8 +78,6 @@ CHROMIUM_ARGS = [
 _SETTLE_MS = 3_000
 _TWO_FRAMES = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(0))))"
 _CHECK_TIMEOUT_MS = 1_000
-# Actions whose authz request needs facts only the page script reads (a password field).
-_NEEDS_FACTS = frozenset({ActionKind.FILL, ActionKind.TYPE, ActionKind.PRESS, ActionKind.HOTKEY})
 # Actions that start no request of the page's own.
 _NO_REQUESTS = frozenset({ActionKind.WAIT_FOR, ActionKind.TAB_SWITCH, ActionKind.TAB_CLOSE, ActionKind.HOVER})
 _EXPECT_DEFAULT_MS = 2_000
@@ -314,9 +304,9 @@ class BrowserSurface:
         self._seen_navigations = tab.navigations
         self._seen_dialogs = tab.dialogs_opened
         self._seen_clock = float(clock)
-        first_ref = FIRST_REF.search(snapshot)
-        if first_ref is not None:
-            self._main_document = document_of(first_ref.group(1))
+        document = main_document(snapshot)
+        if document is not None:  # a dialog's empty snapshot says nothing about it
+            self._main_document = document
         frames = tuple(
             FrameInfo(frame_id="" if f is page.main_frame else f"f{i}", name=f.name, url=f.url)
             for i, f in enumerate(page.frames)
@@ -368,9 +358,9 @@ class BrowserSurface:
             return Refusal(STALE_OBSERVATION, f"a {kind} dialog opened; observe and handle it first")
         if target is None:
             return None
-        return await self._check_element(tab.page, target, spec.kind)
+        return await self._check_element(tab.page, target)
 
-    async def _check_element(self, page: Page, info: RefInfo, kind: ActionKind) -> Refusal | None:
+    async def _check_element(self, page: Page, info: RefInfo) -> Refusal | None:
         # The ref still resolves (a lookup in the snapshot's ref map: the very element
         # object the observation named — the count pre-check), and the page script finds
         # it attached, unchanged since the observation — nor its ancestors, its labels or

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import re
 from typing import Any, Protocol
 
 from playwright.async_api import Error as PlaywrightError
@@ -34,7 +33,6 @@ log = logging.getLogger(__name__)
 
 # The actions guarded_click can send.
 POINTER_KINDS = frozenset({ActionKind.CLICK, ActionKind.DOUBLE_CLICK})
-FIRST_REF = re.compile(r"\[ref=([a-z0-9]+)\]")
 _tokens = itertools.count(1)
 
 
@@ -58,16 +56,6 @@ class NavigationWatch(Protocol):
     def navigation_ends(self) -> asyncio.Future[None]:
         """A future resolved by the main frame's next commit or failed navigation."""
         ...
-
-
-def document_of(ref: str) -> str:
-    """The document part of a ref: "" for ``e12``, "f2" for ``f2e12``.
-
-    A ref of the main frame's document or of a child frame's: which one is the main
-    frame's is what the latest snapshot's first ref says. Were it wrong, a check takes
-    the element-handle path and a click Playwright's: slower, never less safe.
-    """
-    return ref[: ref.index("e")] if ref.startswith("f") and "e" in ref else ""
 
 
 async def on_picked(page: Page, ref: str, script: str, since: float) -> tuple[int, dict[str, Any] | None]:

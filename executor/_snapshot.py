@@ -13,6 +13,7 @@ _LINE = re.compile(
     r"(?P<rest>.*?)\[ref=(?P<ref>[a-z0-9]+)\]"
 )
 _REF = re.compile(r"^(?:f\d+)?e\d+$")
+_FIRST_REF = re.compile(r"\[ref=([a-z0-9]+)\]")
 
 
 @dataclass(frozen=True)
@@ -22,8 +23,28 @@ class RefInfo:
     ref: str
     role: str
     name: str
-    frame: str  # "" for the main frame, "f1" ... for child frames
-    disabled: bool = False  # the snapshot marked it [disabled]
+    frame: str  # the document part of the ref (see document_of)
+
+
+def document_of(ref: str) -> str:
+    """The document part of a ref: "" for ``e12``, "f2" for ``f2e12``.
+
+    Playwright prefixes the refs of every document but the first it snapshots in a page:
+    a child frame's, and the main frame's after a navigation. Which one is the main
+    frame's is what :func:`main_document` reads from the latest snapshot.
+    """
+    return ref[: ref.index("e")] if ref.startswith("f") and "e" in ref else ""
+
+
+def main_document(snapshot: str) -> str | None:
+    """The document part of the main frame's refs: that of the snapshot's first ref.
+
+    Were a page to start with a child frame's refs, the browser backend would take its
+    main-frame refs for a child frame's: slower checks and Playwright's click, never less
+    safe. None: the snapshot has no ref.
+    """
+    first = _FIRST_REF.search(snapshot)
+    return None if first is None else document_of(first.group(1))
 
 
 def is_ref(text: str) -> bool:
@@ -56,9 +77,7 @@ def parse_refs(snapshot: str) -> dict[str, RefInfo]:
         raw_name = m.group("name")
         name = json.loads(raw_name) if raw_name else ""
         ref = m.group("ref")
-        frame = ref[: ref.index("e")] if ref.startswith("f") else ""
-        disabled = "[disabled]" in (m.group("rest") or "")
-        refs[ref] = RefInfo(ref=ref, role=m.group("role"), name=name, frame=frame, disabled=disabled)
+        refs[ref] = RefInfo(ref=ref, role=m.group("role"), name=name, frame=document_of(ref))
     return refs
 
 
