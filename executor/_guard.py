@@ -161,9 +161,7 @@ class GuardedExecutor:
         if not open_here:
             return
         fence = open_here[0].fence  # one fence per target: held epochs end here
-        fence.saw(lease.epoch)
-        if lease.epoch >= fence.highest_epoch:
-            fence.human_holds = lease.holder_kind == "human"
+        fence.saw_lease(lease.epoch, lease.holder_kind)
         if event.change in ("renew", "resync"):
             return
         kind = {"human": "human", "agent": "agent"}.get(lease.holder_kind, "system")
@@ -613,11 +611,8 @@ class GuardedExecutor:
             lease = await self._authz.get_lease(session.target)
         except AuthzError:
             return True
-        fence = session.fence
-        fence.saw(lease.epoch)
-        if lease.epoch >= fence.highest_epoch:
-            fence.human_holds = lease.holder_kind == "human"
-        return fence.human_holds
+        session.fence.saw_lease(lease.epoch, lease.holder_kind)
+        return session.fence.human_holds
 
     def _repeat(self, session: Session, spec: ActionSpec, fingerprint: str) -> ActionResult | None:
         """The recorded outcome of an earlier action with this idempotency key, if any."""

@@ -37,6 +37,13 @@ class LeaseFence:
         if self.held_epoch is not None and epoch > self.held_epoch:
             self.held_epoch = None  # someone else changed the holder since
 
+    def saw_lease(self, epoch: int, holder_kind: str) -> None:
+        """Record a lease the sidecar showed: its epoch, and whether a person holds it
+        (unless a newer epoch has been seen already)."""
+        self.saw(epoch)
+        if epoch >= self.highest_epoch:
+            self.human_holds = holder_kind == "human"
+
     def hold(self, epoch: int) -> None:
         self.saw(epoch)
         self.held_epoch = epoch
