@@ -366,42 +366,44 @@ class BrowserSurface:
         # it attached, unchanged since the observation — nor its ancestors, its labels or
         # its content, so its role and accessible name are the ones observed — visible,
         # enabled and not covered.
-        if info.frame != self._main_document:
-            return await self._check_by_handle(page, info)
-        count, facts = await on_picked(page, info.ref, CHECK_PICKED, self._seen_clock)
-        if count != 1:
+        count, facts = 1, None
+        if info.frame == self._main_document:
+            count, facts = await on_picked(page, info.ref, CHECK_PICKED, self._seen_clock)
+        if count == 1 and facts is None:  # a child frame's element, or one not handed over
+            try:
+                count, facts = await self._facts_by_handle(page, info)
+            except PlaywrightError as exc:
+                return Refusal(STALE_REF, f"ref {info.ref} could not be checked: {_first_line(exc)}")
+        if count != 1 or facts is None:
             return Refusal(STALE_REF, f"ref {info.ref} no longer resolves ({info.role} {info.name!r} is gone)")
-        if facts is None:
-            return await self._check_by_handle(page, info)
         if facts.get("problem"):
             return Refusal(STALE_REF, f"{info.role} {info.name!r} ({info.ref}): {facts['problem']}")
         self._last_facts = facts
         return None
 
-    async def _check_by_handle(self, page: Page, info: RefInfo) -> Refusal | None:
-        # In a frame the page script runs on the element's handle (the ref resolved in
-        # Playwright's world, adopted into the frame's). The count pre-check goes out with
-        # it: the handle is the slow part, and it is wasted only when the ref is gone.
+    async def _facts_by_handle(self, page: Page, info: RefInfo) -> tuple[int, dict[str, Any] | None]:
+        # In a frame (or where the hand-over to the page's world failed) the page script
+        # runs on the element's handle: the ref resolved in Playwright's world, adopted
+        # into the frame's. The count pre-check goes out with it: the handle is the slow
+        # part, and it is wasted only when the ref is gone.
         ref = page.locator(f"aria-ref={info.ref}")
         counting = asyncio.ensure_future(ref.count())
         handling = asyncio.ensure_future(ref.element_handle(timeout=_CHECK_TIMEOUT_MS))
         try:
-            if await counting != 1:
+            count = await counting
+            if count != 1:
                 handling.cancel()
                 await asyncio.gather(handling, return_exceptions=True)
-                return Refusal(STALE_REF, f"ref {info.ref} no longer resolves ({info.role} {info.name!r} is gone)")
+                return count, None
             handle = await handling
             try:
-                facts = await handle.evaluate(CHECK_ELEMENT, self._seen_clock)
+                facts: dict[str, Any] = await handle.evaluate(CHECK_ELEMENT, self._seen_clock)
             finally:
                 self._dispose_later(handle)
-        except PlaywrightError as exc:
+        except PlaywrightError:
             await asyncio.gather(counting, handling, return_exceptions=True)
-            return Refusal(STALE_REF, f"ref {info.ref} could not be checked: {_first_line(exc)}")
-        if facts.get("problem"):
-            return Refusal(STALE_REF, f"{info.role} {info.name!r} ({info.ref}): {facts['problem']}")
-        self._last_facts = facts
-        return None
+            raise
+        return count, facts
 
     def _dispose_later(self, handle: ElementHandle) -> None:
         # Releasing the handle needs no answer: it is sent, not awaited.
