@@ -63,10 +63,12 @@ INIT_SCRIPT = r"""
   // reads it): registered here, before any of the page's scripts, its listeners are the
   // first to see an event. Trusted pointer events that do not land on the armed element
   // are swallowed; a form submission and a navigation the click starts are noted.
+  // Whether node n is el or inside it, across shadow roots.
   const inside = (n, el) => {
     for (; n; n = n.parentNode || n.host) if (n === el) return true;
     return false;
   };
+  state.inside = inside;
   const armed = () => (state.arm && now() < state.arm.until ? state.arm : null);
   const onInput = (e) => {
     const arm = armed();
@@ -153,28 +155,27 @@ CHECK_ELEMENT = r"""
 }
 """
 
-# The element PICK_ENGINE handed over for ``token``, taken (the page keeps no reference).
-_TAKE_PICKED = r"""
+
+def _on_picked(body: str) -> str:
+    """A page script on the element PICK_ENGINE handed over for ``token``, taken (the page
+    keeps no reference): ``body`` sees ``el``, ``since``, ``h`` (the init script's state)
+    and ``check`` (CHECK_ELEMENT). Answers ``{unpicked}`` when no element came."""
+    return (
+        "([token, since]) => {\n  const check = "
+        + CHECK_ELEMENT.strip()
+        + """;
   const h = window.__handrail, picked = h && h.pick;
   if (h) { h.pick = null; h.arm = null; }
   if (!picked || picked.token !== token) return { unpicked: true };
   const el = picked.el;
 """
+        + body
+        + "\n}\n"
+    )
+
 
 # CHECK_ELEMENT on the element picked for ``token``.
-CHECK_PICKED = (
-    r"""
-([token, since]) => {
-  const check = """
-    + CHECK_ELEMENT.strip()
-    + r""";
-  """
-    + _TAKE_PICKED
-    + r"""
-  return check(el, since);
-}
-"""
-)
+CHECK_PICKED = _on_picked("  return check(el, since);")
 
 # The main frame's mutation count, clock and title, read at observation time.
 READ_CLOCK = (
@@ -192,15 +193,8 @@ READ_CLOCK = (
 # Playwright's own click does it all. Armed, the init script's guard swallows trusted
 # pointer events that do not land on the element, as Playwright's click does, and notes a
 # navigation the input starts, so the executor waits for it to commit or fail.
-ARM_POINTER = (
+ARM_POINTER = _on_picked(
     r"""
-([token, since]) => {
-  const check = """
-    + CHECK_ELEMENT.strip()
-    + r""";
-  """
-    + _TAKE_PICKED
-    + r"""
   if (!window.navigation) return { fallback: "no navigation API in this page" };
   const facts = check(el, since);
   if (facts.problem) return { problem: facts.problem };
@@ -213,21 +207,16 @@ ARM_POINTER = (
   const x = r.left + r.width / 2, y = r.top + r.height / 2;
   if (!(r.width > 0 && r.height > 0 && x >= 0 && y >= 0 && x < window.innerWidth && y < window.innerHeight))
     return { fallback: "the element's centre is outside the viewport" };
-  const inside = (n) => {
-    for (; n; n = n.parentNode || n.host) if (n === el) return true;
-    return false;
-  };
   let hit = document.elementFromPoint(x, y);
   while (hit && hit.shadowRoot) {
     const deeper = hit.shadowRoot.elementFromPoint(x, y);
     if (!deeper || deeper === hit) break;
     hit = deeper;
   }
-  if (!inside(hit)) return { fallback: "another element is on top at its centre" };
+  if (!h.inside(hit, el)) return { fallback: "another element is on top at its centre" };
   // Armed for a few seconds at most: a click that never came must not guard the next one.
   h.arm = { el, blocked: "", navigate: null, submit: null, until: h.now() + 5000 };
   return { x, y };
-}
 """
 )
 
