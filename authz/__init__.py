@@ -6,19 +6,9 @@ Run it with ``handrail authz serve``; talk to it with :class:`AuthzClient` or
 
 from __future__ import annotations
 
+from handrail._vocabulary import VERBS, Reason
 from handrail.authz._authorizer import Authorizer
 from handrail.authz._client import AsyncAuthzClient, AuthzClient
-from handrail.authz._core import (
-    VERBS,
-    ApprovalInfo,
-    ApprovalStatus,
-    Decision,
-    DecisionRecord,
-    GrantInfo,
-    LeaseInfo,
-    Reason,
-    WatchEventInfo,
-)
 from handrail.authz._errors import (
     AuthzError,
     AuthzRpcError,
@@ -29,6 +19,15 @@ from handrail.authz._errors import (
     PermissionDeniedError,
     PolicyError,
     UnauthenticatedError,
+)
+from handrail.authz._models import (
+    ApprovalInfo,
+    ApprovalStatus,
+    Decision,
+    DecisionRecord,
+    GrantInfo,
+    LeaseInfo,
+    WatchEventInfo,
 )
 from handrail.authz._policies import PolicyEngine
 from handrail.authz._service import AuthzServer, serve

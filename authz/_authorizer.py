@@ -15,20 +15,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from handrail._vocabulary import Reason
 from handrail.authz import _core
-from handrail.authz._core import (
-    DEFAULT_APPROVAL_TIMEOUT_MS,
-    ApprovalInfo,
-    ApprovalStatus,
-    CheckInput,
-    Decision,
-    DecisionRecord,
-    GrantInfo,
-    LeaseInfo,
-    Principal,
-    Reason,
-    WatchEventInfo,
-)
 from handrail.authz._decide import (
     APPROVAL_CREATE,
     APPROVAL_USE,
@@ -44,6 +32,21 @@ from handrail.authz._errors import (
     UnauthenticatedError,
 )
 from handrail.authz._explain import explain_text, redact_check
+from handrail.authz._models import (
+    DEFAULT_APPROVAL_TIMEOUT_MS,
+    ApprovalInfo,
+    ApprovalStatus,
+    CheckInput,
+    Decision,
+    DecisionRecord,
+    GrantInfo,
+    GrantState,
+    LeaseInfo,
+    PolicyResult,
+    Principal,
+    Role,
+    WatchEventInfo,
+)
 from handrail.authz._policies import PolicyEngine
 from handrail.authz._store import SqliteStore
 from handrail.authz._watch import EventHub, Subscription
@@ -148,7 +151,7 @@ class Authorizer:
         base = engine.base_context(request, origin, path)
         store = self.store
 
-        def evaluate(grant: GrantInfo) -> _core.PolicyResult:
+        def evaluate(grant: GrantInfo) -> PolicyResult:
             return engine.evaluate(request, origin, grant, base=base)
 
         def approval() -> ApprovalInfo | None:
@@ -299,7 +302,7 @@ class Authorizer:
 
     def list_grants(self, caller: Principal, principal: str, target: str, include_inactive: bool) -> list[GrantInfo]:
         """Grants, optionally filtered; an agent sees its own only."""
-        if caller.role == "agent":
+        if caller.role == Role.AGENT:
             if principal and principal != caller.name:
                 raise PermissionDeniedError("role agent may only list its own grants")
             principal = caller.name
@@ -384,12 +387,13 @@ class Authorizer:
         return self._decide_approval(caller, approval_id, note, ApprovalStatus.DENIED)
 
     def _decide_approval(self, caller: Principal, approval_id: str, note: str, status: ApprovalStatus) -> ApprovalInfo:
-        _core.authorize_manage(caller, f"{'approve' if status == 'APPROVED' else 'deny'}")
+        change = "approve" if status is ApprovalStatus.APPROVED else "deny"
+        _core.authorize_manage(caller, change)
         before = self.store.get_approval(approval_id)
         approval = self.store.decide_approval(approval_id, status.value, caller.name, note)
         if before.status != approval.status:
             log.info("approval %s %s by %s: %s", approval_id, status.lower(), caller.name, note)
-            self._publish_approval("approve" if status == "APPROVED" else "deny", approval)
+            self._publish_approval(change, approval)
         return approval
 
     def get_approval(self, caller: Principal, approval_id: str) -> ApprovalInfo:
@@ -560,7 +564,7 @@ class Authorizer:
                 self._publish_lease("expire", row.effective(now))
             elif kind == "grant":
                 grant = self.store.indexed_grant(key)
-                if grant is not None and grant.state(now) == "expired":
+                if grant is not None and grant.state(now) == GrantState.EXPIRED:
                     self._publish_grant("expire", grant)
             else:
                 approvals = True

@@ -25,17 +25,18 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from handrail._vocabulary import VERBS
 from handrail.authz._client import AuthzClient
-from handrail.authz._core import (
-    VERBS,
+from handrail.authz._errors import AuthzError, PolicyError
+from handrail.authz._explain import explain_text, one_line, parse_since
+from handrail.authz._models import (
+    ROLES,
     ApprovalInfo,
     DecisionRecord,
     GrantInfo,
     LeaseInfo,
     WatchEventInfo,
 )
-from handrail.authz._errors import AuthzError, PolicyError
-from handrail.authz._explain import explain_text, one_line, parse_since
 from handrail.authz._policies import DEFAULT_POLICIES_DIR
 
 DEFAULT_LISTEN = "127.0.0.1:7700"
@@ -137,7 +138,7 @@ def register(subparsers: _Subparsers) -> None:
     principal_sub = principal.add_subparsers(dest="principal_command", required=True, metavar="COMMAND")
     add = principal_sub.add_parser("add", help="create a principal and print its token")
     add.add_argument("name")
-    add.add_argument("--role", required=True, choices=["agent", "operator", "executor", "admin"])
+    add.add_argument("--role", required=True, choices=ROLES)
     add.add_argument("--token", default=None, help="the token to use (default: generated)")
     _data_dir_arg(add)
     add.set_defaults(func=cmd_principal_add)

@@ -1,38 +1,93 @@
-"""The pure core of the sidecar: plain types, request validation, roles and lease transitions.
+"""The pure rules of the sidecar: request validation, who may do what, lease transitions.
 
-Nothing here does I/O. The decision function lives in :mod:`._decide`; lease transitions
-here take the current row and the store's clock and return the next row (or raise), and the
-store writes them with a compare-and-set on the epoch.
+Nothing here does I/O. The records these rules take and return live in :mod:`._models`;
+the decision function lives in :mod:`._decide`. Lease transitions take the current row and
+the store's clock and return the next row (or raise), and the store writes them with a
+compare-and-set on the epoch.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import enum
 from collections.abc import Sequence
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from handrail._vocabulary import VERBS, Reason
 from handrail.authz._errors import (
     InvalidArgumentError,
     LeaseConflictError,
     PermissionDeniedError,
 )
-
-#: Verbs as lowercase strings, from least to most consequential (the Cedar action ids).
-VERBS: tuple[str, ...] = (
-    "read",
-    "input",
-    "navigate",
-    "submit",
-    "purchase",
-    "delete",
-    "upload",
-    "download",
+from handrail.authz._models import (
+    DEFAULT_APPROVAL_TIMEOUT_MS,
+    ROLES,
+    ApprovalInfo,
+    ApprovalStatus,
+    CheckInput,
+    Decision,
+    DecisionRecord,
+    GrantInfo,
+    HolderKind,
+    LeaseInfo,
+    PolicyResult,
+    Principal,
+    Role,
+    WatchEventInfo,
+    is_pattern,
 )
 
-#: Principal roles.
-ROLES: tuple[str, ...] = ("agent", "operator", "executor", "admin")
+__all__ = [
+    "ADMINS",
+    "DEFAULT_AGENT_TTL_MS",
+    "DEFAULT_HUMAN_TTL_MS",
+    "DESK_REPORTERS",
+    "MANAGERS",
+    "MAX_APPROVAL_TIMEOUT_MS",
+    "MAX_FIELD_CHARS",
+    "MAX_TTL_MS",
+    "READERS",
+    "WATCHERS",
+    "authorize_check",
+    "authorize_manage",
+    "check_role",
+    "check_text",
+    "check_ttl",
+    "check_verb",
+    "desk_holder",
+    "lease_acquire",
+    "lease_expire",
+    "lease_hand_back",
+    "lease_release",
+    "lease_renew",
+    "lease_report_activity",
+    "lease_take_over",
+    "normalize_origin",
+    "require_role",
+    "resolve_holder",
+    "url_origin",
+    "validate_check",
+    "validate_grant",
+]
+# Old import paths, kept for one release: the records moved to ._models and the shared words
+# to handrail._vocabulary (tests/authz/test_exports.py pins these names).
+__all__ += [
+    "DEFAULT_APPROVAL_TIMEOUT_MS",
+    "ROLES",
+    "VERBS",
+    "ApprovalInfo",
+    "ApprovalStatus",
+    "CheckInput",
+    "Decision",
+    "DecisionRecord",
+    "GrantInfo",
+    "HolderKind",
+    "LeaseInfo",
+    "PolicyResult",
+    "Principal",
+    "Reason",
+    "WatchEventInfo",
+    "is_pattern",
+]
 
 #: Longest accepted string field, in characters.
 MAX_FIELD_CHARS = 4096
@@ -46,7 +101,6 @@ _PATTERN_FIELDS = (
     "window_title_patterns",
 )
 
-DEFAULT_APPROVAL_TIMEOUT_MS = 5 * 60_000
 MAX_APPROVAL_TIMEOUT_MS = 24 * 60 * 60_000
 
 DEFAULT_AGENT_TTL_MS = 30_000
@@ -54,349 +108,6 @@ DEFAULT_HUMAN_TTL_MS = 10 * 60_000
 MAX_TTL_MS = 60 * 60_000
 
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
-
-
-class Reason(enum.StrEnum):
-    """Why a decision came out the way it did (mirrors the wire enum)."""
-
-    ALLOW = "ALLOW"
-    UNAUTHENTICATED = "UNAUTHENTICATED"
-    NO_LEASE = "NO_LEASE"
-    STALE_EPOCH = "STALE_EPOCH"
-    HELD_BY_HUMAN = "HELD_BY_HUMAN"
-    OUT_OF_SCOPE = "OUT_OF_SCOPE"
-    GRANT_EXPIRED = "GRANT_EXPIRED"
-    GRANT_REVOKED = "GRANT_REVOKED"
-    GRANT_EXHAUSTED = "GRANT_EXHAUSTED"
-    POLICY_FORBID = "POLICY_FORBID"
-    APPROVAL_REQUIRED = "APPROVAL_REQUIRED"
-    AUTHZ_UNAVAILABLE = "AUTHZ_UNAVAILABLE"
-    APPROVAL_DENIED = "APPROVAL_DENIED"
-    APPROVAL_EXPIRED = "APPROVAL_EXPIRED"
-
-
-class ApprovalStatus(enum.StrEnum):
-    """The life of an approval: PENDING → APPROVED → USED, or PENDING → DENIED | EXPIRED."""
-
-    PENDING = "PENDING"
-    APPROVED = "APPROVED"
-    DENIED = "DENIED"
-    EXPIRED = "EXPIRED"
-    USED = "USED"
-
-
-class HolderKind(enum.StrEnum):
-    """Who holds a control lease; ``NONE`` means the lease is free."""
-
-    NONE = ""
-    AGENT = "agent"
-    HUMAN = "human"
-
-
-@dataclass(frozen=True)
-class Principal:
-    """An authenticated caller."""
-
-    name: str
-    role: str
-
-
-@dataclass(frozen=True)
-class CheckInput:
-    """One action to decide on, already decoded from the wire."""
-
-    principal: str
-    target: str
-    lease_epoch: int
-    verb: str
-    url: str = ""
-    element_role: str = ""
-    element_name: str = ""
-    window_class: str = ""
-    window_title: str = ""
-    password_field: bool = False
-    action_id: str = ""
-    fingerprint: str = ""
-    observation_id: str = ""
-
-
-@dataclass(frozen=True)
-class Decision:
-    """The answer to a check.
-
-    Attributes:
-        allow: whether the action may be dispatched.
-        reason: a :class:`Reason` value (``"ALLOW"``, ``"NO_LEASE"`` ...).
-        message: a readable explanation.
-        decision_id: the id under which the decision is logged.
-        policies: ``@id`` of the Cedar policies that decided (forbids).
-        grant_id: the grant an allow rests on.
-        lease_epoch: the target's current lease epoch (0 when there is no lease).
-        approval_id: the pending approval (APPROVAL_REQUIRED), or the approval an allow used.
-        shadow_policies: shadow (dry-run) policies that would have denied; never enforced.
-        grant_consumed: the allow used up a single-use grant.
-    """
-
-    allow: bool
-    reason: str
-    message: str
-    decision_id: str = ""
-    policies: tuple[str, ...] = ()
-    grant_id: str = ""
-    lease_epoch: int = 0
-    approval_id: str = ""
-    shadow_policies: tuple[str, ...] = ()
-    grant_consumed: bool = False
-
-
-@dataclass(frozen=True)
-class LeaseInfo:
-    """The control lease of one target.
-
-    Attributes:
-        target: the controlled browser or desktop session.
-        holder_kind: ``""`` (free), ``"agent"`` or ``"human"``.
-        holder: the holding principal, empty when free.
-        epoch: the fencing epoch; it grows by one on every change of holder.
-        expires_at_ms: unix ms when the lease lapses (0 when free).
-        next_holder: after a hand-back, the only agent that may acquire next.
-    """
-
-    target: str
-    holder_kind: str = ""
-    holder: str = ""
-    epoch: int = 0
-    expires_at_ms: int = 0
-    next_holder: str = ""
-
-    def is_live(self, now_ms: int) -> bool:
-        """Whether someone holds the lease at ``now_ms``."""
-        return self.holder_kind != HolderKind.NONE and self.expires_at_ms > now_ms
-
-    def effective(self, now_ms: int) -> LeaseInfo:
-        """This lease as seen at ``now_ms``: a lapsed lease shows as free (same epoch)."""
-        if self.holder_kind == HolderKind.NONE or self.is_live(now_ms):
-            return self
-        return dataclasses.replace(self, holder_kind="", holder="", expires_at_ms=0)
-
-
-@dataclass(frozen=True)
-class GrantInfo:
-    """A scope grant made by an operator.
-
-    Attributes:
-        grant_id: set by the server.
-        principal: the agent the grant is for.
-        target: the controlled session it applies to.
-        verbs: lowercase verbs it allows (``"submit"`` ...).
-        origins: ``scheme://host[:port]`` it is limited to; empty means any origin.
-        expires_at_ms: unix ms; 0 means no expiry.
-        granted_by: the operator who made it.
-        note: why it was granted.
-        created_at_ms: when it was made.
-        revoked: whether it was revoked.
-        path_globs: URL path globs (fnmatch, case-sensitive); empty means any path.
-        role_patterns: element role patterns (case-insensitive); empty means any.
-        name_patterns: element accessible-name patterns (case-insensitive); empty means any.
-        window_class_patterns: desktop WM_CLASS patterns; empty means any.
-        window_title_patterns: desktop window title patterns; empty means any.
-        allow_password_input: may type into password fields (the shipped policy needs it).
-        single_use: consumed by the first check it allows; later checks get GRANT_EXHAUSTED.
-        task_id: the task it is bound to; ``CloseTask`` ends it.
-        require_approval_verbs: verbs that need an operator's approval even when granted.
-        approval_timeout_ms: deadline of the approvals it asks for (0: server default).
-        revoked_at_ms, used_at_ms, closed_at_ms: set by the server (0 when not).
-    """
-
-    grant_id: str
-    principal: str
-    target: str
-    verbs: tuple[str, ...]
-    origins: tuple[str, ...] = ()
-    expires_at_ms: int = 0
-    granted_by: str = ""
-    note: str = ""
-    created_at_ms: int = 0
-    revoked: bool = False
-    path_globs: tuple[str, ...] = ()
-    role_patterns: tuple[str, ...] = ()
-    name_patterns: tuple[str, ...] = ()
-    window_class_patterns: tuple[str, ...] = ()
-    window_title_patterns: tuple[str, ...] = ()
-    allow_password_input: bool = False
-    single_use: bool = False
-    task_id: str = ""
-    require_approval_verbs: tuple[str, ...] = ()
-    approval_timeout_ms: int = 0
-    revoked_at_ms: int = 0
-    used_at_ms: int = 0
-    closed_at_ms: int = 0
-
-    def state(self, now_ms: int) -> str:
-        """``active``, ``revoked``, ``exhausted``, ``closed`` or ``expired`` at ``now_ms``."""
-        if self.revoked:
-            return "revoked"
-        if self.used_at_ms:
-            return "exhausted"
-        if self.closed_at_ms:
-            return "closed"
-        if self.expires_at_ms and self.expires_at_ms <= now_ms:
-            return "expired"
-        return "active"
-
-    def is_active(self, now_ms: int) -> bool:
-        """Not revoked, used up, closed or expired at ``now_ms`` (:meth:`state` is ``active``)."""
-        if self.revoked or self.used_at_ms or self.closed_at_ms:
-            return False
-        return not self.expires_at_ms or self.expires_at_ms > now_ms
-
-    def state_at(self, at_ms: int) -> str:
-        """The state the grant had at ``at_ms`` (for explaining past decisions)."""
-        if at_ms < self.created_at_ms:
-            return "not yet granted"
-        if self.revoked_at_ms and self.revoked_at_ms <= at_ms:
-            return "revoked"
-        if self.used_at_ms and self.used_at_ms < at_ms:
-            return "exhausted"
-        if self.closed_at_ms and self.closed_at_ms <= at_ms:
-            return "closed"
-        if self.expires_at_ms and self.expires_at_ms <= at_ms:
-            return "expired"
-        return "active"
-
-    @property
-    def is_pattern(self) -> bool:
-        """Whether ``target`` is an fnmatch pattern rather than one target."""
-        return is_pattern(self.target)
-
-
-@dataclass(frozen=True)
-class ApprovalInfo:
-    """An operator's approval of one exact action.
-
-    Attributes:
-        approval_id: set by the server.
-        principal, target, fingerprint, lease_epoch: what it is bound to.
-        status: an :class:`ApprovalStatus` value as stored (see :meth:`effective_status`).
-        deadline_ms: unix ms; a pending approval past it is EXPIRED (a deny).
-        decided_by, note, decided_at_ms: the operator's decision.
-        verb, url, element_role, element_name, window_class, window_title: the action.
-        observation_id, action_id: the executor's ids, for the record.
-        grant_id: the grant the action rests on.
-        policies: the Cedar policies that asked for approval (empty: the grant asked).
-        created_at_ms, used_at_ms: set by the server.
-        decision_id: the check that asked; used_by_decision_id: the check that used it.
-    """
-
-    approval_id: str
-    principal: str
-    target: str
-    fingerprint: str
-    status: str
-    deadline_ms: int
-    lease_epoch: int = 0
-    verb: str = ""
-    url: str = ""
-    element_role: str = ""
-    element_name: str = ""
-    window_class: str = ""
-    window_title: str = ""
-    observation_id: str = ""
-    action_id: str = ""
-    grant_id: str = ""
-    policies: tuple[str, ...] = ()
-    decided_by: str = ""
-    note: str = ""
-    created_at_ms: int = 0
-    decided_at_ms: int = 0
-    used_at_ms: int = 0
-    decision_id: str = ""
-    used_by_decision_id: str = ""
-
-    def effective_status(self, now_ms: int) -> str:
-        """The status at ``now_ms``: a pending approval past its deadline is EXPIRED."""
-        if self.status == ApprovalStatus.PENDING and now_ms >= self.deadline_ms:
-            return ApprovalStatus.EXPIRED.value
-        return self.status
-
-    def effective(self, now_ms: int) -> ApprovalInfo:
-        """This approval with :meth:`effective_status` as its status."""
-        status = self.effective_status(now_ms)
-        return self if status == self.status else dataclasses.replace(self, status=status)
-
-
-@dataclass(frozen=True)
-class PolicyResult:
-    """What the Cedar policies said: whether a ``forbid`` fired, and which ones.
-
-    Attributes:
-        forbidden: a forbid fired (or failed to evaluate).
-        policies: ``@id`` of the forbids that fired.
-        message: a readable summary.
-        approval_only: every forbid that fired is annotated ``@approval("required")``: the
-            action may go ahead once an operator approves it.
-        approval_timeout_ms: the shortest ``@approval_timeout_s`` among them (0: default).
-    """
-
-    forbidden: bool = False
-    policies: tuple[str, ...] = ()
-    message: str = ""
-    approval_only: bool = False
-    approval_timeout_ms: int = 0
-
-
-@dataclass(frozen=True)
-class DecisionRecord:
-    """One logged decision: the request (secrets redacted), what the sidecar saw, the result.
-
-    Attributes:
-        decision_id: the id the caller got.
-        at_ms: the store's clock when it was decided.
-        caller: the authenticated caller (an executor, or the agent itself; ``""`` when the
-            token was unknown).
-        request: the check as asked (``principal`` is the agent the caller asserted).
-        decision: the answer.
-        lease: the target's lease row as the decision saw it (None: never leased).
-        grants_considered: ids of the grants of (principal, target) that were looked at.
-    """
-
-    decision_id: str
-    at_ms: int
-    caller: str
-    request: CheckInput
-    decision: Decision
-    lease: LeaseInfo | None = None
-    grants_considered: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class WatchEventInfo:
-    """One change pushed by ``Watch``.
-
-    Attributes:
-        seq: grows by one per event of the server process.
-        kind: ``"lease"``, ``"grant"``, ``"approval"`` or ``"policy"``.
-        target: the target it concerns (empty for policy reloads).
-        change: what happened (``"takeover"``, ``"revoke"``, ``"approve"`` ...).
-        lease: the lease after the change (lease events).
-        grant_id: the grant (grant events).
-        approval_id, approval_status: the approval (approval events).
-        at_ms: the store's clock.
-        grant: the grant after the change (grant events).
-        approval: the approval after the change (approval events).
-    """
-
-    seq: int
-    kind: str
-    target: str
-    change: str = ""
-    lease: LeaseInfo | None = None
-    grant_id: str = ""
-    approval_id: str = ""
-    approval_status: str = ""
-    at_ms: int = 0
-    grant: GrantInfo | None = None
-    approval: ApprovalInfo | None = None
 
 
 # --- validation -------------------------------------------------------------------------------
@@ -557,21 +268,16 @@ def validate_grant(grant: GrantInfo, now_ms: int) -> GrantInfo:
     )
 
 
-def is_pattern(target: str) -> bool:
-    """Whether a grant target is an fnmatch pattern (``browser:*``) rather than one target."""
-    return any(ch in target for ch in "*?[")
-
-
 # --- who may do what --------------------------------------------------------------------------
 
-_GRANTERS = frozenset({"operator", "admin"})
-_CHECKERS = frozenset({"agent", "executor", "admin"})
-_LEASE_USERS = frozenset({"agent", "executor", "operator", "admin"})
-WATCHERS = frozenset({"executor", "operator", "admin"})
-DESK_REPORTERS = frozenset({"executor", "admin"})
-ADMINS = frozenset({"admin"})
+_GRANTERS = frozenset({Role.OPERATOR, Role.ADMIN})
+_CHECKERS = frozenset({Role.AGENT, Role.EXECUTOR, Role.ADMIN})
+_LEASE_USERS = frozenset({Role.AGENT, Role.EXECUTOR, Role.OPERATOR, Role.ADMIN})
+WATCHERS = frozenset({Role.EXECUTOR, Role.OPERATOR, Role.ADMIN})
+DESK_REPORTERS = frozenset({Role.EXECUTOR, Role.ADMIN})
+ADMINS = frozenset({Role.ADMIN})
 MANAGERS = _GRANTERS
-READERS = frozenset({"executor", "operator", "admin"})
+READERS = frozenset({Role.EXECUTOR, Role.OPERATOR, Role.ADMIN})
 
 
 def require_role(caller: Principal, allowed: frozenset[str] | Sequence[str], what: str) -> None:
@@ -583,7 +289,7 @@ def require_role(caller: Principal, allowed: frozenset[str] | Sequence[str], wha
 def authorize_check(caller: Principal, principal: str) -> None:
     """Executors and admins check for anyone, an agent only for itself."""
     require_role(caller, _CHECKERS, "call Check")
-    if caller.role == "agent" and principal != caller.name:
+    if caller.role == Role.AGENT and principal != caller.name:
         raise PermissionDeniedError(f"role agent may only check for itself ({caller.name!r}), not {principal!r}")
 
 
@@ -599,7 +305,7 @@ def resolve_holder(caller: Principal, holder: str, what: str) -> str:
     admins must name the agent.
     """
     require_role(caller, _LEASE_USERS, what)
-    if caller.role == "agent":
+    if caller.role == Role.AGENT:
         if holder and holder != caller.name:
             raise PermissionDeniedError(f"role agent may only {what} for itself ({caller.name!r}), not {holder!r}")
         return caller.name

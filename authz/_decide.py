@@ -27,17 +27,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from handrail.authz._core import (
+from handrail._vocabulary import Reason
+from handrail.authz._models import (
     DEFAULT_APPROVAL_TIMEOUT_MS,
     ApprovalInfo,
     ApprovalStatus,
     CheckInput,
     Decision,
     GrantInfo,
+    GrantState,
     HolderKind,
     LeaseInfo,
     PolicyResult,
-    Reason,
 )
 
 #: What a verdict asks the store to do about approvals.
@@ -148,10 +149,10 @@ def judge_lease(request: CheckInput, lease: LeaseInfo | None, now_ms: int) -> De
 _ALLOW = Reason.ALLOW.value
 
 _INACTIVE = (
-    ("revoked", Reason.GRANT_REVOKED, "was revoked"),
-    ("exhausted", Reason.GRANT_EXHAUSTED, "was single-use and is used up"),
-    ("closed", Reason.GRANT_EXPIRED, "ended when its task was closed"),
-    ("expired", Reason.GRANT_EXPIRED, "has expired"),
+    (GrantState.REVOKED, Reason.GRANT_REVOKED, "was revoked"),
+    (GrantState.EXHAUSTED, Reason.GRANT_EXHAUSTED, "was single-use and is used up"),
+    (GrantState.CLOSED, Reason.GRANT_EXPIRED, "ended when its task was closed"),
+    (GrantState.EXPIRED, Reason.GRANT_EXPIRED, "has expired"),
 )
 
 

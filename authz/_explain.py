@@ -14,9 +14,11 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from handrail.authz._core import CheckInput, DecisionRecord, GrantInfo, url_origin
+from handrail._vocabulary import Reason
+from handrail.authz._core import url_origin
 from handrail.authz._decide import grant_mismatch, url_path
 from handrail.authz._errors import InvalidArgumentError
+from handrail.authz._models import CheckInput, DecisionRecord, GrantInfo, GrantState
 from handrail.authz._policies import PolicyEngine
 
 REDACTED = "[REDACTED]"
@@ -174,7 +176,7 @@ def explain_text(record: DecisionRecord, grants: Sequence[GrantInfo], engine: Po
         state = grant.state_at(record.at_ms)
         if mismatch is not None:
             verdict = f"does not cover it: {mismatch}"
-        elif state != "active":
+        elif state != GrantState.ACTIVE:
             verdict = f"covers it but was {state}"
         else:
             verdict = "covers it and was active"
@@ -187,7 +189,7 @@ def explain_text(record: DecisionRecord, grants: Sequence[GrantInfo], engine: Po
             info = engine.info(pid) if engine is not None else None
             where = f" ({info.file}:{info.line})" if info is not None else " (no longer loaded)"
             lines.append(f"  fired: {pid}{where}")
-    elif d.reason in ("ALLOW", "APPROVAL_REQUIRED", "APPROVAL_DENIED", "APPROVAL_EXPIRED"):
+    elif d.reason in _POLICIES_PASSED:
         lines.append("  no forbid fired")
     else:
         lines.append("  not evaluated (the lease or the grants decided first)")
@@ -197,6 +199,10 @@ def explain_text(record: DecisionRecord, grants: Sequence[GrantInfo], engine: Po
         lines.append(f"approval: {d.approval_id}")
     lines.append(f"current epoch at the time: {d.lease_epoch}")
     return "\n".join(lines)
+
+
+#: Reasons given only after every policy was evaluated and no hard forbid fired.
+_POLICIES_PASSED = frozenset({Reason.ALLOW, Reason.APPROVAL_REQUIRED, Reason.APPROVAL_DENIED, Reason.APPROVAL_EXPIRED})
 
 
 def _grant_summary(grant: GrantInfo) -> str:

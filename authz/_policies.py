@@ -34,9 +34,10 @@ from typing import Any
 
 import cedarpy
 
-from handrail.authz._core import VERBS, CheckInput, GrantInfo, PolicyResult
+from handrail._vocabulary import VERBS
 from handrail.authz._decide import url_path
 from handrail.authz._errors import PolicyError
+from handrail.authz._models import CheckInput, GrantInfo, PolicyResult
 from handrail.authz._policy_index import (
     Condition,
     Guard,

@@ -21,14 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from handrail.authz import _core
-from handrail.authz._core import (
-    ApprovalInfo,
-    ApprovalStatus,
-    DecisionRecord,
-    GrantInfo,
-    LeaseInfo,
-    Principal,
-)
 from handrail.authz._decide import target_matches
 from handrail.authz._errors import (
     AlreadyExistsError,
@@ -37,6 +29,14 @@ from handrail.authz._errors import (
     NotFoundError,
 )
 from handrail.authz._journal import JOURNAL_BYTES, Journal, journal_paths, read_lines
+from handrail.authz._models import (
+    ApprovalInfo,
+    ApprovalStatus,
+    DecisionRecord,
+    GrantInfo,
+    LeaseInfo,
+    Principal,
+)
 from handrail.authz._sqlite_schema import (
     APPROVAL_ACTION_FIELDS,
     APPROVAL_COLS,

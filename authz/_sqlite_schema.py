@@ -8,7 +8,7 @@ import re
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
-from handrail.authz._core import (
+from handrail.authz._models import (
     ApprovalInfo,
     CheckInput,
     Decision,

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from handrail.authz._core import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, Principal
+from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, Principal
 from handrail.authz._sqlite import SqliteStore
 from handrail.authz._sqlite_schema import DB_NAME, hash_token
 

@@ -16,7 +16,7 @@ import itertools
 import threading
 from collections.abc import Iterable
 
-from handrail.authz._core import WatchEventInfo
+from handrail.authz._models import WatchEventInfo
 
 #: How many recent events are kept for ``since_seq`` replays.
 REPLAY_EVENTS = 10_000
