@@ -7,8 +7,9 @@ Run it with ``handrail authz serve``; talk to it with :class:`AuthzClient` or
 from __future__ import annotations
 
 from handrail._vocabulary import VERBS, Reason
+from handrail.authz._async_client import AsyncAuthzClient
 from handrail.authz._authorizer import Authorizer
-from handrail.authz._client import AsyncAuthzClient, AuthzClient
+from handrail.authz._client import AuthzClient
 from handrail.authz._errors import (
     AuthzError,
     AuthzRpcError,

@@ -1,7 +1,8 @@
 """The gRPC face of the sidecar: a thin servicer over the :class:`Authorizer`.
 
 Each handler authenticates the bearer token, decodes the request (:mod:`._wire`), calls the
-authorizer and encodes the answer; :class:`AuthzError` subclasses become status codes.
+authorizer and encodes the answer (:mod:`._wire_responses`); :class:`AuthzError` subclasses
+become status codes in :func:`_rpc`, the server's one error edge.
 :func:`serve` runs the servicer with health checking, reflection and optional TLS.
 """
 
@@ -22,9 +23,8 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from handrail.authz import _wire
+from handrail.authz import _wire, _wire_responses
 from handrail.authz._authorizer import Authorizer
-from handrail.authz._core import DEFAULT_APPROVAL_TIMEOUT_MS, Principal
 from handrail.authz._errors import (
     AlreadyExistsError,
     AuthzError,
@@ -36,6 +36,7 @@ from handrail.authz._errors import (
     UnauthenticatedError,
 )
 from handrail.authz._explain import when
+from handrail.authz._models import DEFAULT_APPROVAL_TIMEOUT_MS, Principal
 from handrail.authz._policies import PolicyEngine
 from handrail.authz._store import SqliteStore
 from handrail.authz._watch import SubscriptionClosed
@@ -142,27 +143,25 @@ class AuthzServicer(authz_pb2_grpc.AuthzServicer):
     def Grant(self, request: pb.GrantRequest, context: grpc.ServicerContext) -> pb.GrantResponse:
         caller = self._caller(context)
         grant = self.authz.grant(caller, _wire.grant_from_pb(request.grant))
-        return pb.GrantResponse(grant=_wire.grant_to_pb(grant, self.store.now_ms()))
+        return _wire_responses.grant_response(grant, self.store.now_ms())
 
     @_rpc
     def Revoke(self, request: pb.RevokeRequest, context: grpc.ServicerContext) -> pb.RevokeResponse:
         caller = self._caller(context)
         grant = self.authz.revoke(caller, request.grant_id)
-        return pb.RevokeResponse(grant=_wire.grant_to_pb(grant, self.store.now_ms()))
+        return _wire_responses.revoke_response(grant, self.store.now_ms())
 
     @_rpc
     def ListGrants(self, request: pb.ListGrantsRequest, context: grpc.ServicerContext) -> pb.ListGrantsResponse:
         caller = self._caller(context)
         grants = self.authz.list_grants(caller, request.principal, request.target, request.include_inactive)
-        now = self.store.now_ms()
-        return pb.ListGrantsResponse(grants=[_wire.grant_to_pb(g, now) for g in grants])
+        return _wire_responses.list_grants_response(grants, self.store.now_ms())
 
     @_rpc
     def CloseTask(self, request: pb.CloseTaskRequest, context: grpc.ServicerContext) -> pb.CloseTaskResponse:
         caller = self._caller(context)
         grants = self.authz.close_task(caller, request.task_id)
-        now = self.store.now_ms()
-        return pb.CloseTaskResponse(grants=[_wire.grant_to_pb(g, now) for g in grants])
+        return _wire_responses.close_task_response(grants, self.store.now_ms())
 
     # --- leases -------------------------------------------------------------------------------
 
@@ -215,7 +214,7 @@ class AuthzServicer(authz_pb2_grpc.AuthzServicer):
     @_rpc
     def WhoAmI(self, request: pb.WhoAmIRequest, context: grpc.ServicerContext) -> pb.WhoAmIResponse:
         caller = self._caller(context)
-        return pb.WhoAmIResponse(principal=caller.name, role=_wire.role_to_pb(caller.role))
+        return _wire_responses.who_am_i_response(caller)
 
     # --- approvals ----------------------------------------------------------------------------
 
@@ -223,19 +222,19 @@ class AuthzServicer(authz_pb2_grpc.AuthzServicer):
     def Approve(self, request: pb.ApproveRequest, context: grpc.ServicerContext) -> pb.ApprovalResponse:
         caller = self._caller(context)
         approval = self.authz.approve(caller, request.approval_id, request.note)
-        return pb.ApprovalResponse(approval=_wire.approval_to_pb(approval))
+        return _wire_responses.approval_response(approval)
 
     @_rpc
     def Deny(self, request: pb.DenyRequest, context: grpc.ServicerContext) -> pb.ApprovalResponse:
         caller = self._caller(context)
         approval = self.authz.deny(caller, request.approval_id, request.note)
-        return pb.ApprovalResponse(approval=_wire.approval_to_pb(approval))
+        return _wire_responses.approval_response(approval)
 
     @_rpc
     def GetApproval(self, request: pb.GetApprovalRequest, context: grpc.ServicerContext) -> pb.ApprovalResponse:
         caller = self._caller(context)
         approval = self.authz.get_approval(caller, request.approval_id)
-        return pb.ApprovalResponse(approval=_wire.approval_to_pb(approval))
+        return _wire_responses.approval_response(approval)
 
     @_rpc
     def ListApprovals(
@@ -249,7 +248,7 @@ class AuthzServicer(authz_pb2_grpc.AuthzServicer):
             request.target,
             request.limit,
         )
-        return pb.ListApprovalsResponse(approvals=[_wire.approval_to_pb(a) for a in approvals])
+        return _wire_responses.list_approvals_response(approvals)
 
     # --- policies and the decision log --------------------------------------------------------
 
@@ -259,10 +258,10 @@ class AuthzServicer(authz_pb2_grpc.AuthzServicer):
     ) -> pb.ReloadPoliciesResponse:
         caller = self._caller(context)
         engines = self.authz.reload_policies(caller)
-        return pb.ReloadPoliciesResponse(
-            policy_ids=list(engines[0].policy_ids),
-            shadow_policy_ids=list(engines[1].policy_ids) if len(engines) > 1 else [],
-            loaded_at_ms=self.store.now_ms(),
+        return _wire_responses.reload_policies_response(
+            engines[0].policy_ids,
+            engines[1].policy_ids if len(engines) > 1 else (),
+            self.store.now_ms(),
         )
 
     @_rpc
@@ -271,7 +270,7 @@ class AuthzServicer(authz_pb2_grpc.AuthzServicer):
     ) -> pb.ExplainDecisionResponse:
         caller = self._caller(context)
         record, text = self.authz.explain(caller, request.decision_id)
-        return pb.ExplainDecisionResponse(decision=_wire.record_to_pb(record), text=text)
+        return _wire_responses.explain_decision_response(record, text)
 
     @_rpc
     def ListDecisions(
@@ -286,7 +285,7 @@ class AuthzServicer(authz_pb2_grpc.AuthzServicer):
             request.since_ms,
             request.limit,
         )
-        return pb.ListDecisionsResponse(decisions=[_wire.record_to_pb(r) for r in records])
+        return _wire_responses.list_decisions_response(records)
 
     # --- Watch --------------------------------------------------------------------------------
 

@@ -1,55 +1,61 @@
-"""The one module that converts between the protobuf messages and the plain types.
+"""Converting between the protobuf messages and the plain types, both ways.
 
-The servicer and both clients go through these functions; verbs and roles are lowercase
-strings everywhere else.
+The wire adapter is three modules, and they are the only ones of :mod:`handrail.authz` that
+build or read a message: this one converts the records (checks, decisions, grants, leases,
+approvals, logged decisions, Watch events) and the enums; :mod:`._wire_calls` builds each
+RPC's request for the clients and reads its response; :mod:`._wire_responses` builds the
+servicer's responses. Verbs, roles and statuses are lowercase or uppercase strings (the
+values of :class:`~handrail.Verb`, :class:`Role` ...) everywhere else.
+
+The wire enums are derived from the vocabulary, never listed again: ``tests/test_vocabulary.py``
+pins the vocabulary to the ``.proto`` enums. The authz wire's ``Reason`` holds only the
+decision reasons (:data:`handrail.DECISION_REASONS`): an executor-only reason is never
+encoded here.
 """
 
 from __future__ import annotations
 
-from handrail.authz._core import (
+from typing import cast
+
+from handrail._vocabulary import DECISION_REASONS, Verb
+from handrail.authz._errors import InvalidArgumentError
+from handrail.authz._models import (
     ApprovalInfo,
+    ApprovalStatus,
     CheckInput,
     Decision,
     DecisionRecord,
     GrantInfo,
+    HolderKind,
     LeaseInfo,
+    Role,
     WatchEventInfo,
 )
-from handrail.authz._errors import InvalidArgumentError
 from handrail.proto.authz.v1 import authz_pb2 as pb
 
-_VERB_TO_PB = {
-    "read": pb.VERB_READ,
-    "input": pb.VERB_INPUT,
-    "navigate": pb.VERB_NAVIGATE,
-    "submit": pb.VERB_SUBMIT,
-    "purchase": pb.VERB_PURCHASE,
-    "delete": pb.VERB_DELETE,
-    "upload": pb.VERB_UPLOAD,
-    "download": pb.VERB_DOWNLOAD,
-}
+_VERB_TO_PB = {v.value: cast("pb.Verb", pb.Verb.Value(f"VERB_{v.name}")) for v in Verb}
 _PB_TO_VERB = {v: k for k, v in _VERB_TO_PB.items()}
 
-_ROLE_TO_PB = {
-    "agent": pb.ROLE_AGENT,
-    "operator": pb.ROLE_OPERATOR,
-    "executor": pb.ROLE_EXECUTOR,
-    "admin": pb.ROLE_ADMIN,
-}
+_ROLE_TO_PB = {r.value: cast("pb.Role", pb.Role.Value(f"ROLE_{r.name}")) for r in Role}
 _PB_TO_ROLE = {v: k for k, v in _ROLE_TO_PB.items()}
 
-_STATUS_TO_PB = {
+_STATUS_TO_PB: dict[str, pb.ApprovalStatus] = {
     "": pb.APPROVAL_STATUS_UNSPECIFIED,
-    "PENDING": pb.APPROVAL_STATUS_PENDING,
-    "APPROVED": pb.APPROVAL_STATUS_APPROVED,
-    "DENIED": pb.APPROVAL_STATUS_DENIED,
-    "EXPIRED": pb.APPROVAL_STATUS_EXPIRED,
-    "USED": pb.APPROVAL_STATUS_USED,
+    **{
+        s.value: cast("pb.ApprovalStatus", pb.ApprovalStatus.Value(f"APPROVAL_STATUS_{s.name}")) for s in ApprovalStatus
+    },
 }
 _PB_TO_STATUS = {v: k for k, v in _STATUS_TO_PB.items()}
 
-_KIND_TO_PB = {"": pb.HOLDER_KIND_UNSPECIFIED, "agent": pb.HOLDER_AGENT, "human": pb.HOLDER_HUMAN}
+_KIND_TO_PB: dict[str, pb.HolderKind] = {
+    HolderKind.NONE.value: pb.HOLDER_KIND_UNSPECIFIED,
+    HolderKind.AGENT.value: pb.HOLDER_AGENT,
+    HolderKind.HUMAN.value: pb.HOLDER_HUMAN,
+}
 _PB_TO_KIND = {v: k for k, v in _KIND_TO_PB.items()}
+
+_REASON_TO_PB = {r.value: cast("pb.Reason", pb.Reason.Value(r.value)) for r in DECISION_REASONS}
+_PB_TO_REASON: dict[int, str] = {v: k for k, v in _REASON_TO_PB.items()}
 
 
 def verb_to_pb(field: str, verb: str) -> pb.Verb:
@@ -96,16 +102,34 @@ def status_from_pb(value: int) -> str:
 
 
 def reason_to_pb(reason: str) -> pb.Reason:
-    """``"ALLOW"`` → ``ALLOW``; raises InvalidArgumentError for an unknown reason."""
-    try:
-        return pb.Reason.Value(reason.upper())  # type: ignore[return-value]
-    except ValueError:
-        raise InvalidArgumentError("reason", f"unknown reason {reason!r}") from None
+    """``"ALLOW"`` → ``ALLOW`` (case-insensitive); raises InvalidArgumentError for anything
+    but a decision reason (an executor-only reason has no value on this wire)."""
+    value = _REASON_TO_PB.get(reason.upper())
+    if value is None:
+        raise InvalidArgumentError("reason", f"unknown reason {reason!r}")
+    return value
 
 
 def reason_from_pb(value: int) -> str:
     """``ALLOW`` → ``"ALLOW"`` (``""`` when unspecified)."""
-    return "" if value == pb.REASON_UNSPECIFIED else pb.Reason.Name(value)
+    return "" if value == pb.REASON_UNSPECIFIED else _reason_name(value)
+
+
+def _reason_name(value: int) -> str:
+    # a value this side does not know (a newer sidecar) reads as its name on the wire
+    return _PB_TO_REASON.get(value) or pb.Reason.Name(value)
+
+
+def _decision_reason(reason: str) -> pb.Reason:
+    value = _REASON_TO_PB.get(reason)
+    if value is None:
+        raise _not_a_decision_reason(reason)
+    return value
+
+
+def _not_a_decision_reason(reason: str) -> ValueError:
+    # a bug, never a request's fault: the servicer answers INTERNAL
+    return ValueError(f"{reason!r} is not a decision reason; the authz wire cannot carry it")
 
 
 def _resource(request: CheckInput) -> pb.Resource:
@@ -155,9 +179,12 @@ def check_request_from_pb(msg: pb.CheckRequest) -> CheckInput:
 
 def decision_to_pb(decision: Decision) -> pb.CheckResponse:
     """Encode a decision."""
+    reason = _REASON_TO_PB.get(decision.reason)  # _decision_reason, inline: every check
+    if reason is None:
+        raise _not_a_decision_reason(decision.reason)
     msg = pb.CheckResponse(
         allow=decision.allow,
-        reason=decision.reason,
+        reason=reason,
         message=decision.message,
         decision_id=decision.decision_id,
         grant_id=decision.grant_id,
@@ -176,7 +203,7 @@ def decision_from_pb(msg: pb.CheckResponse) -> Decision:
     """Decode a decision."""
     return Decision(
         allow=msg.allow,
-        reason=pb.Reason.Name(msg.reason),
+        reason=_reason_name(msg.reason),
         message=msg.message,
         decision_id=msg.decision_id,
         policies=tuple(msg.policies),
@@ -364,7 +391,7 @@ def record_to_pb(record: DecisionRecord) -> pb.DecisionRecord:
         fingerprint=r.fingerprint,
         observation_id=r.observation_id,
         allow=d.allow,
-        reason=d.reason,
+        reason=_decision_reason(d.reason),
         message=d.message,
         policies=list(d.policies),
         grant_id=d.grant_id,

@@ -194,13 +194,14 @@ def test_invalid_check_names_the_field(sidecar: Sidecar, kwargs: dict[str, objec
 
 
 def test_unspecified_and_unknown_verb(sidecar: Sidecar) -> None:
+    from handrail.authz._wire_calls import Call
     from handrail.proto.authz.v1 import authz_pb2 as pb
 
     client = sidecar.client("exe")
     for verb in (0, 77):
         request = pb.CheckRequest(principal="agent-a", target=TARGET, lease_epoch=1, verb=verb)
         with pytest.raises(AuthzRpcError) as err:
-            client._call(("Check", request, lambda r: r))
+            client._send(Call("Check", request, lambda r: r))
         assert err.value.code_name == "INVALID_ARGUMENT"
         assert err.value.details.startswith("verb: ")
 
