@@ -32,7 +32,8 @@ from handrail.authz._models import (
 )
 from handrail.authz._policies import PolicyEngine
 from handrail.authz._service import AuthzServer, serve
-from handrail.authz._store import AuthzStore, SqliteStore, Store
+from handrail.authz._sqlite import SqliteStore, Store
+from handrail.authz._store import AuthzStore
 
 __all__ = [
     "VERBS",

@@ -48,7 +48,7 @@ from handrail.authz._models import (
     WatchEventInfo,
 )
 from handrail.authz._policies import PolicyEngine
-from handrail.authz._store import SqliteStore
+from handrail.authz._store import AuthzStore
 from handrail.authz._watch import EventHub, Subscription
 
 log = logging.getLogger("handrail.authz")
@@ -75,7 +75,7 @@ class Authorizer:
 
     def __init__(
         self,
-        store: SqliteStore,
+        store: AuthzStore,
         policies: PolicyEngine,
         *,
         shadow: PolicyEngine | None = None,

@@ -321,7 +321,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_principal_add(args: argparse.Namespace) -> int:
     """``handrail authz principal add``: print the new principal's token."""
-    from handrail.authz._store import Store
+    from handrail.authz._sqlite import Store
 
     try:
         store = Store.in_dir(args.data_dir)
@@ -338,7 +338,7 @@ def cmd_principal_add(args: argparse.Namespace) -> int:
 
 def cmd_principal_list(args: argparse.Namespace) -> int:
     """``handrail authz principal list``."""
-    from handrail.authz._store import Store
+    from handrail.authz._sqlite import Store
 
     store = Store.in_dir(args.data_dir)
     try:
@@ -604,7 +604,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     """``handrail authz explain``: over the RPC, or from the file with ``--data-dir``."""
     if args.data_dir:
         from handrail.authz._policies import PolicyEngine
-        from handrail.authz._store import SqliteStore
+        from handrail.authz._sqlite import SqliteStore
 
         try:
             with SqliteStore.in_dir(args.data_dir) as store:
@@ -635,7 +635,7 @@ def cmd_decisions(args: argparse.Namespace) -> int:
         return 1
     reason = args.reason.upper()
     if args.data_dir:
-        from handrail.authz._store import SqliteStore
+        from handrail.authz._sqlite import SqliteStore
 
         try:
             with SqliteStore.in_dir(args.data_dir) as store:

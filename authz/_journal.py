@@ -11,6 +11,9 @@ The file starts as zeros and every byte is written at most once, so a line cut s
 kill holds zero bytes where it was not copied (its newline may have been copied first);
 JSON text never holds a zero byte. :func:`read_lines` keeps the lines that end in a
 newline and hold no zero byte: every line that was acknowledged, and only those.
+
+:class:`DecisionJournal` keeps the journals of one database (the current one, a spare made
+ahead, full ones until flushed); the store decides where their decisions go.
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ from __future__ import annotations
 import itertools
 import mmap
 import os
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 #: The name every journal file ends with.
 SUFFIX = ".decisions.journal"
@@ -103,3 +108,90 @@ def read_lines(path: Path) -> list[bytes]:
     data = path.read_bytes()
     complete = data[: data.rfind(b"\n") + 1]
     return [line for line in complete.split(b"\n") if line and b"\0" not in line]
+
+
+class DecisionJournal:
+    """The journals of one database: decisions are appended to the current one; a spare is
+    made ahead, off the request path; full ones are kept until what they hold is flushed.
+
+    It does not know where decisions go: :meth:`take` hands the pending rows (and the full
+    journals they make redundant) to whoever flushes them, and the caller discards those
+    journals once the rows are stored. Thread-safe.
+
+    Args:
+        database: the database file the journals lie beside.
+    """
+
+    def __init__(self, database: Path) -> None:
+        self.database = database
+        self._lock = threading.Lock()
+        self._current: Journal | None = None  # where decisions are appended
+        self._spare: Journal | None = None  # the next one, made off the request path
+        self._full: list[Journal] = []  # full ones, discarded once flushed
+        self._pending: list[tuple[Any, ...]] = []  # journaled, not yet flushed
+        self._closed = False
+
+    @property
+    def has_spare(self) -> bool:
+        """Whether the next journal is made already."""
+        return self._spare is not None
+
+    def append(self, line: bytes, row: tuple[Any, ...]) -> None:
+        """Copy ``line`` (one decision, newline-terminated) into the current journal, and
+        keep ``row`` (the same decision as its store will insert it) until :meth:`take`.
+
+        Raises:
+            OSError: a new journal was needed and could not be made (a full disk).
+        """
+        with self._lock:
+            journal = self._current
+            if journal is None or not journal.append(line):
+                journal = self._next(len(line))
+                journal.append(line)
+            self._pending.append(row)
+
+    def _next(self, need: int) -> Journal:
+        """Retire the current journal (full) and start the spare or a new one; caller holds
+        the lock."""
+        if self._current is not None:
+            self._full.append(self._current)
+        spare, self._spare = self._spare, None
+        if spare is None or spare.size < need:
+            if spare is not None:
+                self._full.append(spare)  # empty: discarded at the next flush
+            spare = Journal.create(self.database, max(JOURNAL_BYTES, need))
+        self._current = spare
+        return spare
+
+    def take(self) -> tuple[list[tuple[Any, ...]], list[Journal]]:
+        """The rows appended since the last call, and the full journals that held only them
+        and earlier rows: discard those once the rows are stored."""
+        with self._lock:
+            rows, self._pending = self._pending, []
+            full, self._full = self._full, []
+        return rows, full
+
+    def prepare_spare(self, prefault: int = 0) -> None:
+        """Make the spare journal, if there is none, so that no append has to make one.
+
+        Raises:
+            OSError: it could not be made (a full disk).
+        """
+        with self._lock:
+            if self._spare is not None or self._closed:
+                return
+        spare: Journal | None = Journal.create(self.database, prefault=prefault)
+        with self._lock:
+            if self._spare is None and not self._closed:
+                spare, self._spare = None, spare
+        if spare is not None:
+            spare.discard()
+
+    def close(self) -> None:
+        """Discard the current and spare journals (take and store the pending rows first)."""
+        with self._lock:
+            self._closed = True
+            left = [j for j in (self._current, self._spare) if j is not None]
+            self._current = self._spare = None
+        for journal in left:
+            journal.discard()

@@ -38,7 +38,7 @@ from handrail.authz._errors import (
 from handrail.authz._explain import when
 from handrail.authz._models import DEFAULT_APPROVAL_TIMEOUT_MS, Principal
 from handrail.authz._policies import PolicyEngine
-from handrail.authz._store import SqliteStore
+from handrail.authz._sqlite import SqliteStore
 from handrail.authz._watch import SubscriptionClosed
 from handrail.proto.authz.v1 import authz_pb2 as pb
 from handrail.proto.authz.v1 import authz_pb2_grpc

@@ -1,4 +1,7 @@
-"""The SQLite schema of the authz store: recorded migrations, and rows to plain types."""
+"""The SQLite store's tables: their columns, and rows to plain types and back.
+
+The tables are made by the recorded migrations of :mod:`._sqlite_migrations`.
+"""
 
 from __future__ import annotations
 
@@ -22,121 +25,6 @@ DB_NAME = "authz.sqlite"
 #: Grants that ended longer ago than this are not loaded into the in-memory index at start-up
 #: (a check naming one then reads OUT_OF_SCOPE rather than GRANT_REVOKED/EXPIRED).
 ENDED_GRANT_RETENTION_MS = 7 * 24 * 3600_000
-
-MIGRATIONS: tuple[tuple[int, str, str], ...] = (
-    (
-        1,
-        "initial",
-        """
-        CREATE TABLE principals (
-            name TEXT PRIMARY KEY,
-            role TEXT NOT NULL,
-            token_sha256 TEXT NOT NULL UNIQUE,
-            created_at_ms INTEGER NOT NULL
-        );
-        CREATE TABLE grants (
-            grant_id TEXT PRIMARY KEY,
-            principal TEXT NOT NULL,
-            target TEXT NOT NULL,
-            verbs TEXT NOT NULL,          -- JSON list of lowercase verbs
-            origins TEXT NOT NULL,        -- JSON list of normalized origins
-            expires_at_ms INTEGER NOT NULL,
-            granted_by TEXT NOT NULL,
-            note TEXT NOT NULL,
-            created_at_ms INTEGER NOT NULL,
-            revoked_at_ms INTEGER
-        );
-        CREATE INDEX grants_principal_target ON grants (principal, target, created_at_ms);
-        CREATE TABLE leases (
-            target TEXT PRIMARY KEY,
-            holder_kind TEXT NOT NULL,
-            holder TEXT NOT NULL,
-            epoch INTEGER NOT NULL,
-            expires_at_ms INTEGER NOT NULL,
-            next_holder TEXT NOT NULL,
-            updated_at_ms INTEGER NOT NULL
-        );
-        CREATE TABLE decisions (
-            decision_id TEXT PRIMARY KEY,
-            created_at_ms INTEGER NOT NULL,
-            caller TEXT NOT NULL,
-            principal TEXT NOT NULL,
-            target TEXT NOT NULL,
-            lease_epoch INTEGER NOT NULL,
-            verb TEXT NOT NULL,
-            url TEXT NOT NULL,
-            element_role TEXT NOT NULL,
-            element_name TEXT NOT NULL,
-            window_class TEXT NOT NULL,
-            window_title TEXT NOT NULL,
-            password_field INTEGER NOT NULL,
-            action_id TEXT NOT NULL,
-            allow INTEGER NOT NULL,
-            reason TEXT NOT NULL,
-            message TEXT NOT NULL,
-            policies TEXT NOT NULL,       -- JSON list of policy @ids
-            grant_id TEXT NOT NULL,
-            current_epoch INTEGER NOT NULL
-        );
-        CREATE INDEX decisions_target_time ON decisions (target, created_at_ms);
-        """,
-    ),
-    (
-        2,
-        "scopes, approvals, decision details",
-        """
-        ALTER TABLE grants ADD COLUMN scope TEXT NOT NULL DEFAULT '{}';  -- JSON: patterns ...
-        ALTER TABLE grants ADD COLUMN single_use INTEGER NOT NULL DEFAULT 0;
-        ALTER TABLE grants ADD COLUMN task_id TEXT NOT NULL DEFAULT '';
-        ALTER TABLE grants ADD COLUMN used_at_ms INTEGER;
-        ALTER TABLE grants ADD COLUMN closed_at_ms INTEGER;
-        CREATE INDEX grants_task ON grants (task_id) WHERE task_id != '';
-        CREATE TABLE approvals (
-            approval_id TEXT PRIMARY KEY,
-            principal TEXT NOT NULL,
-            target TEXT NOT NULL,
-            fingerprint TEXT NOT NULL,
-            lease_epoch INTEGER NOT NULL,
-            status TEXT NOT NULL,
-            deadline_ms INTEGER NOT NULL,
-            action TEXT NOT NULL,         -- JSON: verb, url, element, window, ids, policies
-            grant_id TEXT NOT NULL,
-            decided_by TEXT NOT NULL DEFAULT '',
-            note TEXT NOT NULL DEFAULT '',
-            created_at_ms INTEGER NOT NULL,
-            decided_at_ms INTEGER NOT NULL DEFAULT 0,
-            used_at_ms INTEGER NOT NULL DEFAULT 0,
-            decision_id TEXT NOT NULL,
-            used_by_decision_id TEXT NOT NULL DEFAULT ''
-        );
-        CREATE UNIQUE INDEX approvals_one_pending
-            ON approvals (principal, target, fingerprint, lease_epoch) WHERE status = 'PENDING';
-        CREATE INDEX approvals_action
-            ON approvals (principal, target, fingerprint, lease_epoch, created_at_ms);
-        CREATE INDEX approvals_status ON approvals (status, created_at_ms);
-        CREATE TABLE decision_log (
-            seq INTEGER PRIMARY KEY,      -- the first 12 hex digits of a new decision_id
-            decision_id TEXT NOT NULL,
-            at_ms INTEGER NOT NULL,
-            principal TEXT NOT NULL,
-            target TEXT NOT NULL,
-            reason TEXT NOT NULL,
-            record TEXT NOT NULL          -- JSON: request (redacted), decision, lease, grants
-        );
-        CREATE INDEX decision_log_principal ON decision_log (principal, at_ms);
-        INSERT INTO decision_log (decision_id, at_ms, principal, target, reason, record)
-            SELECT decision_id, created_at_ms, principal, target, reason, json_object(
-                'caller', caller, 'lease_epoch', lease_epoch, 'verb', verb, 'url', url,
-                'element_role', element_role, 'element_name', element_name,
-                'window_class', window_class, 'window_title', window_title,
-                'password_field', password_field, 'action_id', action_id, 'allow', allow,
-                'message', message, 'policies', json(policies), 'grant_id', grant_id,
-                'current_epoch', current_epoch)
-            FROM decisions ORDER BY created_at_ms, rowid;
-        DROP TABLE decisions;
-        """,
-    ),
-)
 
 GRANT_COLS = (
     "grant_id, principal, target, verbs, origins, expires_at_ms, granted_by, note,"

@@ -1,18 +1,28 @@
-"""The sidecar's state: principals, grants, leases, approvals and the decision log.
+r"""The sidecar's one storage seam: the :class:`AuthzStore` protocol.
 
-:class:`AuthzStore` is the one interface the sidecar uses; :class:`SqliteStore` (exported as
-``Store``) implements it over one SQLite file, and a PostgreSQL backend would implement the
-same protocol (epoch compare-and-set and the single-use consumption as conditional
-``UPDATE``s, expiry judged by the database clock).
+The authorizer (and through it the servicer) uses the store through this protocol only,
+and nothing in it is SQLite's: :class:`~handrail.authz.SqliteStore` implements it over one
+SQLite file (:mod:`._sqlite`), and a PostgreSQL backend will implement the same methods
+(epoch compare-and-set and the single-use consumption as conditional ``UPDATE``\ s, expiry
+judged by the database clock). What only one backend has (SQLite's file, its migrations,
+its checkpointer thread, bulk imports) stays on that backend's class.
 
-SQLite specifics:
+What the protocol promises, whatever the backend:
+
+* Every method that changes state has committed durably when it returns (grants, leases,
+  approvals, principals, and a decision committed with :meth:`AuthzStore.commit_check`).
+* Revocation and expiry act on the very next check: a check reads the current state (or an
+  index the one writing process keeps coherent), never a cached decision, and expiry is
+  judged against :meth:`AuthzStore.now_ms` at every check.
+* A decision logged with :meth:`AuthzStore.record_decision` survives the sidecar being
+  killed once the call returns; the last moments' decisions may be lost to power loss.
+
+SQLite specifics (:class:`~handrail.authz.SqliteStore`):
 
 * The file is the truth. Every change is committed (``BEGIN IMMEDIATE``,
   ``synchronous=FULL``) before the call returns, and only then applied to in-memory indexes
   of grants, leases and principals that make a check cheap. Only the sidecar process writes
-  grants, leases and approvals (``serve`` holds a lock file), so the indexes stay coherent;
-  revocation and expiry are seen by the very next check because a check reads the indexes,
-  never a cached decision, and expiry is judged against the store's clock at every check.
+  grants, leases and approvals (``serve`` holds a lock file), so the indexes stay coherent.
 * All writes go through one lock: SQLite has one writer anyway, and waiting on a Python lock
   costs microseconds where SQLite's busy handler sleeps milliseconds.
 * The decision log: when the sidecar answers a check, its decision has been copied into a
@@ -20,10 +30,10 @@ SQLite specifics:
   it survives ``kill -9`` of the sidecar, as a WAL commit with ``synchronous=NORMAL`` would;
   see :mod:`._journal`) and a background thread moves journaled decisions into SQLite every
   20 ms, in one transaction, and deletes full journals; a restart replays any journal a
-  crash left. Power loss or an OS
-  crash may lose the last decisions; ``durable_decisions=True`` inserts and fsyncs each one
-  instead. A check that changes state (consumes a single-use grant, creates or uses an
-  approval) commits its decision in the same ``synchronous=FULL`` transaction as the change.
+  crash left. Power loss or an OS crash may lose the last decisions;
+  ``durable_decisions=True`` inserts and fsyncs each one instead. A check that changes
+  state (consumes a single-use grant, creates or uses an approval) commits its decision in
+  the same ``synchronous=FULL`` transaction as the change (:mod:`._sqlite_decisions`).
 * WAL checkpoints run on that background thread too, never inside a check.
 """
 
@@ -33,20 +43,14 @@ from collections.abc import Callable
 from typing import Protocol
 
 from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, Principal
-from handrail.authz._sqlite import SqliteStore
-from handrail.authz._sqlite_schema import DB_NAME, hash_token
-
-__all__ = ["DB_NAME", "AuthzStore", "SqliteStore", "Store", "hash_token"]
-
-#: The name the foundation exported; the SQLite store.
-Store = SqliteStore
 
 
 class AuthzStore(Protocol):
     """What the sidecar needs from its storage; SQLite today, PostgreSQL to follow.
 
     Every method that changes state has committed durably when it returns. Expiry is judged
-    by :meth:`now_ms` only.
+    by :meth:`now_ms` only. Lookups of one thing by id raise :class:`NotFoundError`; bad
+    arguments raise :class:`InvalidArgumentError` naming the field.
     """
 
     def now_ms(self) -> int:
@@ -83,6 +87,13 @@ class AuthzStore(Protocol):
 
     def grants_for(self, principal: str, target: str) -> list[GrantInfo]:
         """The grants of ``principal`` whose target is or covers ``target``, oldest first."""
+
+    def indexed_grant(self, grant_id: str) -> GrantInfo | None:
+        """The grant as the store last saw it change, without a read if it can (None when it
+        does not know the grant: it ended long ago, or never was)."""
+
+    def active_grant_expiries(self) -> list[tuple[int, str]]:
+        """``(expires_at_ms, grant_id)`` of every active grant that expires (for Watch)."""
 
     # leases
     def lease_row(self, target: str) -> LeaseInfo | None:
@@ -149,6 +160,9 @@ class AuthzStore(Protocol):
 
     def expire_approvals(self) -> list[ApprovalInfo]:
         """Mark pending approvals past their deadline EXPIRED; return them."""
+
+    def pending_deadlines(self) -> list[tuple[int, str]]:
+        """``(deadline_ms, approval_id)`` of every pending approval (for Watch)."""
 
     def list_approvals(
         self, status: str = "", principal: str = "", target: str = "", limit: int = 100

@@ -98,7 +98,7 @@ def test_principal_add_and_list(tmp_path: Path, capsys: pytest.CaptureFixture[st
         assert store.authenticate(token) is not None
         assert store.authenticate("tok") is not None
         # tokens are stored hashed
-        rows = store._conn().execute("SELECT token_sha256 FROM principals").fetchall()
+        rows = store.db.reader().execute("SELECT token_sha256 FROM principals").fetchall()
         assert all(len(r[0]) == 64 and r[0] not in (token, "tok") for r in rows)
 
 

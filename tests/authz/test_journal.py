@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from handrail.authz import _journal
 from handrail.authz._core import CheckInput, Decision, DecisionRecord, LeaseInfo
 from handrail.authz._journal import Journal, journal_paths, read_lines
+from handrail.authz._sqlite import Store
 from handrail.authz._sqlite_schema import decision_parts, decision_record, decision_row
-from handrail.authz._store import Store
 
 
 def test_appended_lines_are_in_the_file_at_once(tmp_path: Path) -> None:
@@ -50,7 +50,7 @@ def _record(store: Store, i: int) -> DecisionRecord:
 
 
 def test_full_journals_are_replaced_and_deleted_once_flushed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("handrail.authz._sqlite.JOURNAL_BYTES", 2048)
+    monkeypatch.setattr("handrail.authz._journal.JOURNAL_BYTES", 2048)
     store = Store.in_dir(tmp_path, journal=True)
     records = [_record(store, i) for i in range(10)]
     for record in records:
@@ -65,7 +65,7 @@ def test_full_journals_are_replaced_and_deleted_once_flushed(tmp_path: Path, mon
 
 
 def test_journals_left_by_a_kill_are_replayed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("handrail.authz._sqlite.JOURNAL_BYTES", 2048)
+    monkeypatch.setattr("handrail.authz._journal.JOURNAL_BYTES", 2048)
     store = Store.in_dir(tmp_path, journal=True)
     records = [_record(store, i) for i in range(6)]
     for record in records[:3]:
@@ -82,14 +82,16 @@ def test_journals_left_by_a_kill_are_replayed(tmp_path: Path, monkeypatch: pytes
 
 def test_the_checkpointer_makes_the_next_journal_ahead(tmp_path: Path) -> None:
     store = Store.in_dir(tmp_path, journal=True)
+    journal = store._decisions.journal
+    assert journal is not None
     store.start_checkpointer(flush_s=0.005)
     try:
         store.record_decision(_record(store, 0))
         for _ in range(200):
-            if store._journal_spare is not None and store.count_decisions() == 1:
+            if journal.has_spare and store.count_decisions() == 1:
                 break
             time.sleep(0.01)
-        assert store._journal_spare is not None
+        assert journal.has_spare
     finally:
         store.close()
     assert journal_paths(tmp_path / "authz.sqlite") == []

@@ -11,7 +11,7 @@ from handrail.authz._core import lease_acquire
 
 def test_file_settings_and_migrations(tmp_path: Path) -> None:
     with Store.in_dir(tmp_path) as store:
-        conn = store._conn()
+        conn = store.db.reader()
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
         assert [r[0] for r in conn.execute("SELECT version FROM migrations")] == [1, 2]
@@ -61,7 +61,7 @@ def test_closed_store_refuses_new_connections(tmp_path: Path) -> None:
 def test_migration_from_the_first_schema_keeps_the_decision_log(tmp_path: Path) -> None:
     import sqlite3
 
-    from handrail.authz._sqlite_schema import MIGRATIONS as _MIGRATIONS
+    from handrail.authz._sqlite_migrations import MIGRATIONS as _MIGRATIONS
 
     path = tmp_path / "authz.sqlite"
     with sqlite3.connect(path) as conn:
@@ -103,3 +103,35 @@ def test_decision_journal_is_replayed_after_a_crash(tmp_path: Path) -> None:
         assert again.count_decisions() == 3
         assert int(again.new_decision_id()[:12], 16) == 4
     assert not list(tmp_path.glob("*.decisions.journal"))
+
+
+def test_the_sqlite_store_implements_the_whole_protocol() -> None:
+    import inspect
+
+    from handrail.authz import AuthzStore, SqliteStore
+
+    methods = [n for n, v in vars(AuthzStore).items() if inspect.isfunction(v) and not n.startswith("_")]
+    assert len(methods) >= 29
+    for name in methods:
+        ours, theirs = inspect.signature(getattr(AuthzStore, name)), inspect.signature(getattr(SqliteStore, name))
+        assert ours == theirs, name
+
+
+def test_the_authorizer_uses_the_store_through_the_protocol_only() -> None:
+    import ast
+    import inspect
+
+    from handrail.authz import AuthzStore, _authorizer, _service
+
+    protocol = {n for n in vars(AuthzStore) if not n.startswith("_")}
+    for module in (_authorizer, _service):
+        tree = ast.parse(inspect.getsource(module))
+        used = {
+            node.attr
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Attribute | ast.Name)
+            and (getattr(node.value, "attr", None) or getattr(node.value, "id", None)) == "store"
+        }
+        # serve() opens the SQLite store and starts its checkpointer: the one place that knows SQLite
+        assert used - protocol <= {"in_dir", "start_checkpointer"}, module.__name__

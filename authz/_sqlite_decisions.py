@@ -1,0 +1,235 @@
+"""The decision log over SQLite: every check's decision, journaled, then moved into SQLite.
+
+:class:`DecisionLog` owns the ``decision_log`` table and the ids of the decisions in it.
+A decision that changes no state is logged by :meth:`DecisionLog.record`: with the journal
+on, its line is copied into a memory-mapped journal file (:mod:`._journal`: in the page
+cache when the call returns, so it survives ``kill -9`` exactly as a WAL commit with
+``synchronous=NORMAL`` does) and :meth:`DecisionLog.flush` later moves journaled decisions
+into SQLite in one transaction and deletes full journals; a restart replays any journal a
+crash left (inserts are idempotent by sequence number). Without the journal, each decision
+is inserted directly (``synchronous=FULL`` with ``durable``). A decision that rests on a
+state change is inserted in that change's transaction instead (:meth:`DecisionLog.insert`).
+
+:class:`Checkpointer` is the background thread that keeps flushes, the next journal file
+and WAL checkpoints off the request path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+import sqlite3
+import threading
+
+from handrail.authz._core import check_text
+from handrail.authz._errors import InvalidArgumentError, NotFoundError
+from handrail.authz._journal import DecisionJournal, journal_paths, read_lines
+from handrail.authz._models import DecisionRecord
+from handrail.authz._sqlite_db import SqliteDatabase
+from handrail.authz._sqlite_schema import (
+    DECISION_COLS,
+    INSERT_DECISION,
+    INSERT_DECISION_ONCE,
+    SEQ_DIGITS,
+    as_row,
+    decision_record,
+    decision_row,
+    seq_of,
+)
+
+#: Bytes of a spare journal whose pages are mapped ahead, off the request path.
+PREFAULT_BYTES = 128 * 1024
+
+
+class DecisionLog:
+    """The ``decision_log`` table of one database, and the journal in front of it.
+
+    Args:
+        db: the database.
+        durable: fsync every insert (``synchronous=FULL``) and journal nothing.
+        journal: log decisions through the journal; only for the one process that serves
+            the file (it replays journals left by a crash, here).
+
+    Attributes:
+        journal: the journal, or None when decisions are inserted directly.
+    """
+
+    def __init__(self, db: SqliteDatabase, *, durable: bool = False, journal: bool = False) -> None:
+        self._db = db
+        self._conn = db.connect("FULL" if durable else "NORMAL")
+        self.journal = DecisionJournal(db.path) if journal and not durable else None
+        self._flush_lock = threading.Lock()
+        self._seq_lock = threading.Lock()
+        self._last_seq = 0
+
+    def open(self) -> None:
+        """Replay what journals a crash left (with the journal on), then continue the ids
+        after the last logged one. Call once the tables exist."""
+        if self.journal is not None:
+            self._replay()
+        row = self._db.writer.execute("SELECT max(seq) FROM decision_log").fetchone()
+        self._last_seq = int(row[0] or 0)
+
+    def _replay(self) -> None:
+        """Insert what journals left by a crash hold (complete lines only); delete them."""
+        for path in journal_paths(self._db.path):
+            rows = [as_row(json.loads(line), line.decode("utf-8")) for line in read_lines(path)]
+            if rows:
+                with self._db.atomic(self._conn) as conn:
+                    conn.executemany(INSERT_DECISION_ONCE, rows)
+            path.unlink()
+
+    def new_id(self) -> str:
+        """A fresh decision id: 12 hex digits of log sequence, then 20 random ones."""
+        with self._seq_lock:
+            self._last_seq += 1
+            seq = self._last_seq
+        # the random part only keeps ids from being guessed by counting; it is no secret
+        return f"{seq:0{SEQ_DIGITS}x}{random.getrandbits(80):020x}"
+
+    # --- writing ------------------------------------------------------------------------------
+
+    def record(self, record: DecisionRecord) -> None:
+        """Append one decision, allow or deny, to the log (see the module docstring)."""
+        row = decision_row(record)
+        journal = self.journal
+        if journal is None:
+            with self._db.write_lock:
+                self._conn.execute(INSERT_DECISION, row)
+            return
+        journal.append(row[-1].encode("utf-8") + b"\n", row)
+
+    @staticmethod
+    def insert(conn: sqlite3.Connection, record: DecisionRecord) -> None:
+        """Insert one decision inside the caller's transaction on ``conn``."""
+        conn.execute(INSERT_DECISION, decision_row(record))
+
+    def flush(self) -> int:
+        """Move journaled decisions into SQLite now; return how many."""
+        journal = self.journal
+        if journal is None:
+            return 0
+        with self._flush_lock:
+            rows, full = journal.take()
+            if rows:
+                with self._db.atomic(self._conn) as conn:
+                    conn.executemany(INSERT_DECISION_ONCE, rows)
+            for done in full:  # every line of it is in SQLite now
+                done.discard()
+            return len(rows)
+
+    def close(self) -> None:
+        """Flush, and delete the journals (nothing in them is needed any more)."""
+        self.flush()
+        if self.journal is not None:
+            self.journal.close()
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def get(self, decision_id: str) -> DecisionRecord:
+        """One logged decision.
+
+        Raises:
+            NotFoundError: no decision has that id.
+        """
+        check_text("decision_id", decision_id, required=True)
+        self.flush()
+        conn = self._db.reader()
+        seq = seq_of(decision_id)
+        row = None
+        if seq is not None:
+            row = conn.execute(
+                f"SELECT {DECISION_COLS} FROM decision_log WHERE seq = ? AND decision_id = ?",
+                (seq, decision_id),
+            ).fetchone()
+        if row is None:  # an id from before the log had sequence numbers: look it up slowly
+            row = conn.execute(
+                f"SELECT {DECISION_COLS} FROM decision_log WHERE decision_id = ?", (decision_id,)
+            ).fetchone()
+        if row is None:
+            raise NotFoundError(f"no decision with id {decision_id!r}")
+        return decision_record(row)
+
+    def query(
+        self,
+        principal: str = "",
+        target: str = "",
+        reason: str = "",
+        since_ms: int = 0,
+        limit: int = 50,
+    ) -> list[DecisionRecord]:
+        """Logged decisions, newest first, optionally filtered."""
+        if limit <= 0 or limit > 10_000:
+            raise InvalidArgumentError("limit", "must be within 1..10000")
+        self.flush()
+        sql = f"SELECT {DECISION_COLS} FROM decision_log WHERE at_ms >= ?"
+        args: list[object] = [since_ms]
+        for column, value in (("principal", principal), ("target", target), ("reason", reason)):
+            if value:
+                sql += f" AND {column} = ?"
+                args.append(value)
+        sql += " ORDER BY seq DESC LIMIT ?"
+        args.append(limit)
+        return [decision_record(r) for r in self._db.reader().execute(sql, args)]
+
+    def count(self) -> int:
+        """How many decisions the log holds."""
+        self.flush()
+        return int(self._db.reader().execute("SELECT count(*) FROM decision_log").fetchone()[0])
+
+    # --- the background thread ----------------------------------------------------------------
+
+    def start_checkpointer(self, interval_s: float = 0.5, flush_s: float = 0.02) -> Checkpointer:
+        """Start a :class:`Checkpointer` for this log and its database."""
+        checkpointer = Checkpointer(self._db, self, interval_s=interval_s, flush_s=flush_s)
+        checkpointer.start((self._db.writer, self._conn))
+        return checkpointer
+
+
+class Checkpointer:
+    """A thread that moves journal flushes and WAL checkpoints off the write path: journaled
+    decisions every ``flush_s`` (and the next journal file made ahead), a WAL checkpoint
+    every ``interval_s``.
+
+    Without it, SQLite checkpoints inside whichever commit crosses 1000 WAL pages, which is a
+    multi-millisecond stall of one check. Build it with :meth:`DecisionLog.start_checkpointer`.
+    """
+
+    def __init__(self, db: SqliteDatabase, log: DecisionLog, *, interval_s: float, flush_s: float) -> None:
+        self._db = db
+        self._log = log
+        self._interval_s = interval_s
+        self._flush_s = flush_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, writers: tuple[sqlite3.Connection, ...]) -> None:
+        """Take automatic checkpoints away from ``writers`` and start the thread."""
+        for conn in writers:
+            conn.execute("PRAGMA wal_autocheckpoint=0")
+        conn = self._db.connect("FULL")
+        self._thread = threading.Thread(target=self._run, args=(conn,), name="authz-checkpoint", daemon=True)
+        self._thread.start()
+
+    def _run(self, conn: sqlite3.Connection) -> None:
+        ticks = 0
+        log, journal = self._log, self._log.journal
+        while not self._stop.wait(self._flush_s):
+            ticks += 1
+            try:
+                log.flush()
+                if journal is not None:
+                    with contextlib.suppress(OSError):  # a full disk: a check will say so
+                        journal.prepare_spare(PREFAULT_BYTES)
+                if ticks * self._flush_s >= self._interval_s:
+                    ticks = 0
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            except sqlite3.Error:
+                return  # the store is closing
+
+    def stop(self) -> None:
+        """Stop the thread and wait for it (up to 5 s)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
