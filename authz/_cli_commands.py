@@ -1,0 +1,412 @@
+"""What each authz command does, and how it prints what it got.
+
+:mod:`._cli` builds the command line and points each command here. ``serve`` runs the
+sidecar; ``principal add|list`` edit the store file directly; ``policies`` checks a policy
+directory locally; the operator commands talk to a running sidecar through an
+:class:`AuthzClient` (:func:`remote` opens it and turns errors into exit codes);
+``explain`` and ``decisions`` do too, or read the store file with ``--data-dir``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import logging
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+
+from handrail._vocabulary import VERBS
+from handrail.authz._client import AuthzClient
+from handrail.authz._errors import AuthzError, PolicyError
+from handrail.authz._explain import explain_text, one_line, parse_since
+from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, WatchEventInfo
+from handrail.authz._policies import PolicyEngine
+from handrail.authz._service import serve
+from handrail.authz._sqlite import SqliteStore
+
+# --- serve and principals ---------------------------------------------------------------------
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """``handrail authz serve``: run until SIGTERM or SIGINT."""
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        server, port = serve(
+            args.data_dir,
+            args.listen,
+            args.policies,
+            durable_decisions=args.durable_decisions,
+            shadow_policies_dir=args.shadow_policies,
+            approval_timeout_ms=int(args.approval_timeout * 1000),
+            tls_cert=args.tls_cert,
+            tls_key=args.tls_key,
+        )
+    except PolicyError as exc:
+        print(f"handrail-authz: policy error: {exc}", file=sys.stderr)
+        return 2
+    except (AuthzError, RuntimeError, OSError, ValueError) as exc:
+        print(f"handrail-authz: cannot start: {exc}", file=sys.stderr)
+        return 1
+    # What is loaded now (grant and lease indexes, policies, gRPC) lives as long as the
+    # process: keep it out of the collector's full passes, which would otherwise walk it all.
+    gc.collect()
+    gc.freeze()
+    stop = threading.Event()
+    reload = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    def on_hup(signum: int, frame: FrameType | None) -> None:
+        reload.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, on_hup)
+    host = args.listen.rsplit(":", 1)[0]
+    print(f"handrail-authz listening on {host}:{port}", flush=True)
+    try:
+        while not stop.wait(0.2):
+            if reload.is_set():
+                reload.clear()
+                server.reload_policies()  # logs the outcome; a bad set keeps the old one
+    finally:
+        server.stop(grace=2.0).wait()
+        server.store.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0
+
+
+def cmd_principal_add(args: argparse.Namespace) -> int:
+    """``handrail authz principal add``: print the new principal's token."""
+    try:
+        store = SqliteStore.in_dir(args.data_dir)
+        try:
+            token = store.add_principal(args.name, args.role, args.token)
+        finally:
+            store.close()
+    except AuthzError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(token)
+    return 0
+
+
+def cmd_principal_list(args: argparse.Namespace) -> int:
+    """``handrail authz principal list``."""
+    store = SqliteStore.in_dir(args.data_dir)
+    try:
+        for name, role, created in store.list_principals():
+            print(f"{name}\t{role}\t{_when(created)}")
+    finally:
+        store.close()
+    return 0
+
+
+# --- operator commands ------------------------------------------------------------------------
+
+
+def _client(args: argparse.Namespace, timeout_s: float | None = 5.0) -> AuthzClient:
+    ca = Path(args.tls_ca).read_bytes() if args.tls_ca else None
+    return AuthzClient(
+        args.authz,
+        args.token,
+        timeout_s=timeout_s if timeout_s is not None else 5.0,
+        root_certificates=ca,
+        server_name=args.tls_server_name or None,
+    )
+
+
+def remote(
+    command: Callable[[AuthzClient, argparse.Namespace], None],
+    timeout_s: float | None = 5.0,
+) -> Callable[[argparse.Namespace], int]:
+    """The command line's entry for an operator command: check the token, open a client,
+    run ``command`` with it, and turn an authz or OS error into exit code 1."""
+
+    def run(args: argparse.Namespace) -> int:
+        if not args.token:
+            print("error: no token (pass --token or set HANDRAIL_TOKEN)", file=sys.stderr)
+            return 1
+        try:
+            with _client(args, timeout_s) as client:
+                command(client, args)
+        except (AuthzError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            return 130
+        return 0
+
+    return run
+
+
+def _when(ms: int) -> str:
+    if not ms:
+        return "never"
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def _show_grant(grant: GrantInfo, now_ms: int) -> str:
+    state = grant.state(now_ms)
+    extras = []
+    for label, values in (
+        ("paths", grant.path_globs),
+        ("roles", grant.role_patterns),
+        ("names", grant.name_patterns),
+        ("window classes", grant.window_class_patterns),
+        ("window titles", grant.window_title_patterns),
+        ("approval for", grant.require_approval_verbs),
+    ):
+        if values:
+            extras.append(f"{label} {','.join(values)}")
+    for flag, label in (
+        (grant.single_use, "single use"),
+        (grant.allow_password_input, "password input"),
+        (bool(grant.task_id), f"task {grant.task_id}"),
+    ):
+        if flag:
+            extras.append(label)
+    return (
+        f"{grant.grant_id}  {state:9}  {grant.principal} on {grant.target}: "
+        f"{','.join(grant.verbs)} @ {', '.join(grant.origins) or 'any origin'}"
+        + (f"  [{'; '.join(extras)}]" if extras else "")
+        + f"  expires {_when(grant.expires_at_ms)}  by {grant.granted_by}"
+        + (f"  ({grant.note})" if grant.note else "")
+    )
+
+
+def _show_approval(a: ApprovalInfo) -> str:
+    what = a.element_name or a.window_title or a.url
+    text = (
+        f"{a.approval_id}  {a.status:8}  {a.principal} {a.verb} {what!r} on {a.target}"
+        f" (epoch {a.lease_epoch})  deadline {_when(a.deadline_ms)}"
+    )
+    if a.policies:
+        text += f"  asked by {','.join(a.policies)}"
+    if a.decided_by:
+        text += f"  decided by {a.decided_by}" + (f": {a.note}" if a.note else "")
+    return text
+
+
+def _show_event(e: WatchEventInfo) -> str:
+    head = f"#{e.seq} {_when(e.at_ms)} {e.kind} {e.change}"
+    if e.lease is not None:
+        return f"{head}  {_show_lease(e.lease)}"
+    if e.grant is not None:
+        return f"{head}  {_show_grant(e.grant, e.at_ms)}"
+    if e.approval is not None:
+        return f"{head}  {_show_approval(e.approval)}"
+    return head
+
+
+def _show_lease(lease: LeaseInfo) -> str:
+    if not lease.holder_kind:
+        text = f"{lease.target}: free (epoch {lease.epoch})"
+    else:
+        text = (
+            f"{lease.target}: held by {lease.holder_kind} {lease.holder} (epoch {lease.epoch},"
+            f" until {_when(lease.expires_at_ms)})"
+        )
+    if lease.next_holder:
+        text += f"; reserved for {lease.next_holder}"
+    return text
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _verbs(text: str) -> list[str]:
+    return [v.strip().lower() for v in text.split(",") if v.strip()]
+
+
+def cmd_grant(client: AuthzClient, args: argparse.Namespace) -> None:
+    """``handrail grant``: print the new grant's id."""
+    expires = _now_ms() + int(args.ttl * 1000) if args.ttl > 0 else 0
+    grant = client.grant(
+        args.principal,
+        args.target,
+        _verbs(args.verbs),
+        args.origin,
+        expires,
+        args.note,
+        path_globs=args.path,
+        role_patterns=args.role,
+        name_patterns=args.name,
+        window_class_patterns=args.window_class,
+        window_title_patterns=args.window_title,
+        allow_password_input=args.allow_password_input,
+        single_use=args.single_use,
+        task_id=args.task,
+        require_approval_verbs=_verbs(args.require_approval),
+        approval_timeout_ms=int(args.approval_timeout * 1000),
+    )
+    print(grant.grant_id)
+
+
+def cmd_close_task(client: AuthzClient, args: argparse.Namespace) -> None:
+    """``handrail close-task``."""
+    grants = client.close_task(args.task_id)
+    print(f"task {args.task_id} closed: {len(grants)} grant(s) ended")
+    for grant in grants:
+        print(f"  {grant.grant_id}")
+
+
+def cmd_revoke(client: AuthzClient, args: argparse.Namespace) -> None:
+    """``handrail revoke``."""
+    grant = client.revoke(args.grant_id)
+    print(f"revoked {grant.grant_id}")
+
+
+def cmd_grants(client: AuthzClient, args: argparse.Namespace) -> None:
+    """``handrail grants``."""
+    grants = client.list_grants(args.principal, args.target, include_inactive=args.all)
+    now = _now_ms()
+    for grant in grants:
+        print(_show_grant(grant, now))
+    if not grants:
+        print("no grants")
+
+
+def cmd_takeover(client: AuthzClient, args: argparse.Namespace) -> None:
+    """``handrail takeover``."""
+    lease = client.take_over(args.target, int(args.ttl * 1000), args.note)
+    print(_show_lease(lease))
+
+
+def cmd_handback(client: AuthzClient, args: argparse.Namespace) -> None:
+    """``handrail handback``: reads the current epoch, then hands back at it."""
+    current = client.get_lease(args.target)
+    lease = client.hand_back(args.target, current.epoch, args.next)
+    print(_show_lease(lease))
+
+
+def cmd_lease(client: AuthzClient, args: argparse.Namespace) -> None:
+    """``handrail lease``."""
+    print(_show_lease(client.get_lease(args.target)))
+
+
+def cmd_expire_lease(client: AuthzClient, args: argparse.Namespace) -> None:
+    """``handrail expire-lease`` (admin)."""
+    print(_show_lease(client.expire_lease(args.target)))
+
+
+def cmd_approve(client: AuthzClient, args: argparse.Namespace) -> None:
+    """``handrail approve``."""
+    print(_show_approval(client.approve(args.approval_id, args.note)))
+
+
+def cmd_deny(client: AuthzClient, args: argparse.Namespace) -> None:
+    """``handrail deny``."""
+    print(_show_approval(client.deny(args.approval_id, args.note)))
+
+
+def cmd_approvals(client: AuthzClient, args: argparse.Namespace) -> None:
+    """``handrail approvals``."""
+    approvals = client.list_approvals(args.status, args.principal, args.target, args.limit)
+    for approval in approvals:
+        print(_show_approval(approval))
+    if not approvals:
+        print("no approvals")
+
+
+def cmd_watch(client: AuthzClient, args: argparse.Namespace) -> None:
+    """``handrail watch``: one line per change until interrupted (or ``--count``)."""
+    seen = 0
+    events = client.watch(args.targets, args.since_seq)
+    try:
+        for event in events:
+            print(_show_event(event), flush=True)
+            seen += 1
+            if args.count and seen >= args.count:
+                break
+    finally:
+        events.close()
+
+
+def cmd_reload(client: AuthzClient, args: argparse.Namespace) -> None:
+    """``handrail authz reload``."""
+    enforced, shadow = client.reload_policies()
+    print(f"reloaded: {len(enforced)} policies ({', '.join(enforced)})")
+    if shadow:
+        print(f"shadow: {len(shadow)} policies ({', '.join(shadow)})")
+
+
+def cmd_policies(args: argparse.Namespace) -> int:
+    """``handrail authz policies``: validate a directory and list its policies."""
+    try:
+        engine = PolicyEngine.load(args.dir)
+    except PolicyError as exc:
+        print(f"policy error: {exc}", file=sys.stderr)
+        return 2
+    for info in engine.policies:
+        verbs = "any verb" if len(info.verbs) == len(VERBS) else ",".join(sorted(info.verbs))
+        mode = "  @approval" if info.approval else ""
+        print(f"{info.policy_id}  {info.file}:{info.line}  ({verbs}){mode}")
+    print(f"{len(engine.policies)} policies, valid")
+    return 0
+
+
+def _print_records(records: list[DecisionRecord]) -> None:
+    for record in records:
+        print(one_line(record))
+    if not records:
+        print("no decisions")
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    """``handrail authz explain``: over the RPC, or from the file with ``--data-dir``."""
+    if args.data_dir:
+        try:
+            with SqliteStore.in_dir(args.data_dir) as store:
+                record = store.get_decision(args.decision_id)
+                grants = [store.get_grant(g) for g in record.grants_considered]
+            try:
+                engine: PolicyEngine | None = PolicyEngine.load(args.policies)
+            except PolicyError:
+                engine = None
+            print(explain_text(record, grants, engine))
+        except AuthzError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        return 0
+
+    def _remote_call(client: AuthzClient, args: argparse.Namespace) -> None:
+        print(client.explain_decision(args.decision_id)[1])
+
+    return remote(_remote_call)(args)
+
+
+def cmd_decisions(args: argparse.Namespace) -> int:
+    """``handrail authz decisions``: over the RPC, or from the file with ``--data-dir``."""
+    try:
+        since = parse_since(args.since, _now_ms()) if args.since else 0
+    except AuthzError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    reason = args.reason.upper()
+    if args.data_dir:
+        try:
+            with SqliteStore.in_dir(args.data_dir) as store:
+                records = store.list_decisions(args.principal, args.target, reason, since, args.limit)
+        except AuthzError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        _print_records(records)
+        return 0
+
+    def _remote_call(client: AuthzClient, args: argparse.Namespace) -> None:
+        _print_records(client.list_decisions(args.principal, args.target, reason, since, args.limit))
+
+    return remote(_remote_call)(args)
