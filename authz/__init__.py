@@ -2,15 +2,47 @@
 
 Run it with ``handrail authz serve``; talk to it with :class:`AuthzClient` or
 :class:`AsyncAuthzClient`. The operator's guide is ``docs/authz.md``.
+
+The modules, bottom up (each imports only modules above it in this list)::
+
+    _errors            the error tree
+    _models            the records (checks, decisions, grants, leases, approvals, events)
+                       and the sidecar's own words (Role, GrantState, ApprovalStatus ...)
+    _core              the pure rules: validation, who may do what, lease transitions
+    _decide            the decision function (lease, scope, Cedar, approvals)
+    _policy_index      which Cedar policies can fire for a request
+    _policies          the Cedar policy engine
+    _explain           redaction of the log, and explaining a decision in words
+    _watch             the in-process event hub behind Watch
+    _journal           the memory-mapped decision journal files
+    _store             the storage seam: the AuthzStore protocol
+    _sqlite_db         SQLite: one file's connections and its atomic() transaction
+    _sqlite_schema     SQLite: columns, rows to records and back
+    _sqlite_migrations SQLite: the recorded, versioned schema
+    _sqlite_principals, _sqlite_grants, _sqlite_leases, _sqlite_approvals
+                       SQLite: one table each
+    _sqlite_decisions  SQLite: the decision log, its journal and checkpointer thread
+    _sqlite            SqliteStore: the parts above put together behind AuthzStore
+    _authorizer        the sidecar's behaviour over an AuthzStore (no gRPC)
+    _wire              protobuf messages to records and back, and the wire enums
+    _wire_responses    the servicer's responses
+    _wire_calls        the clients' requests (one builder per RPC) and their decoders
+    _service           the gRPC servicer and serve()
+    _channel           the clients' gRPC edge: channels, metadata, error mapping
+    _client            AuthzClient (blocking) and WatchStream
+    _async_client      AsyncAuthzClient
+    _cli_commands      what each command does and prints
+    _cli               the command line's parsers
 """
 
 from __future__ import annotations
 
-from handrail._vocabulary import VERBS, Reason
+from handrail._vocabulary import VERBS, Reason, Verb
 from handrail.authz._async_client import AsyncAuthzClient
 from handrail.authz._authorizer import Authorizer
-from handrail.authz._client import AuthzClient
+from handrail.authz._client import AuthzClient, WatchStream
 from handrail.authz._errors import (
+    AlreadyExistsError,
     AuthzError,
     AuthzRpcError,
     AuthzUnavailableError,
@@ -27,7 +59,10 @@ from handrail.authz._models import (
     Decision,
     DecisionRecord,
     GrantInfo,
+    GrantState,
+    HolderKind,
     LeaseInfo,
+    Role,
     WatchEventInfo,
 )
 from handrail.authz._policies import PolicyEngine
@@ -37,6 +72,7 @@ from handrail.authz._store import AuthzStore
 
 __all__ = [
     "VERBS",
+    "AlreadyExistsError",
     "ApprovalInfo",
     "ApprovalStatus",
     "AsyncAuthzClient",
@@ -50,6 +86,8 @@ __all__ = [
     "Decision",
     "DecisionRecord",
     "GrantInfo",
+    "GrantState",
+    "HolderKind",
     "InvalidArgumentError",
     "LeaseConflictError",
     "LeaseInfo",
@@ -58,9 +96,12 @@ __all__ = [
     "PolicyEngine",
     "PolicyError",
     "Reason",
+    "Role",
     "SqliteStore",
     "Store",
     "UnauthenticatedError",
+    "Verb",
     "WatchEventInfo",
+    "WatchStream",
     "serve",
 ]

@@ -14,8 +14,10 @@ Every error below carries a ``reason`` code (see :class:`handrail._errors.Handra
         ├── AuthzUnavailableError    client: the sidecar is unreachable or past its deadline
         └── AuthzRpcError            client: any other gRPC error (``.code_name``, ``.details``)
 
-The servicer maps the server-side errors to gRPC status codes; the client maps status codes
-back to :class:`AuthzUnavailableError` and :class:`AuthzRpcError`.
+Each edge maps foreign errors in one place: the servicer turns these errors into gRPC status
+codes (``_service._rpc``); both clients turn gRPC errors into :class:`AuthzUnavailableError`
+and :class:`AuthzRpcError` (``_channel.map_grpc_errors``); the SQLite store turns a taken
+name into :class:`AlreadyExistsError`.
 """
 
 from __future__ import annotations
