@@ -66,7 +66,7 @@ class Authorizer:
     """The sidecar's behaviour over one store.
 
     Args:
-        store: the store (the truth).
+        store: the store (the truth): any :class:`AuthzStore`.
         policies: the enforced policy engine.
         shadow: a dry-run policy engine: evaluated on every check, logged, never enforced.
         policies_dir, shadow_dir: where :meth:`reload_policies` re-reads them from.
