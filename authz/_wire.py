@@ -116,7 +116,7 @@ def reason_from_pb(value: int) -> str:
 
 
 def _reason_name(value: int) -> str:
-    # a value this side does not know (a newer sidecar) reads as its name on the wire
+    # REASON_UNSPECIFIED, which no sidecar sends, reads as its enum name, as it always did
     return _PB_TO_REASON.get(value) or pb.Reason.Name(value)
 
 
