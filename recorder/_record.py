@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from handrail._errors import HandrailError
-from handrail.recorder._ledger import Entry, Ledger
+from handrail.recorder import Entry, Ledger
 from handrail.recorder._scenario import ScenarioError, parse_scenario
 
 __all__ = ["RecordError", "record_session", "scenario_from_entries"]

@@ -36,7 +36,7 @@ from handrail._procs import ServerProcess, start_authz, start_executor
 from handrail.authz import AuthzClient, AuthzError, Store
 from handrail.executor import ActionKind, ExecutorClient
 from handrail.executor._models import DesktopTarget
-from handrail.recorder._ledger import Entry, Ledger
+from handrail.recorder import Entry, Ledger
 from handrail.recorder._scenario import (
     ActSpec,
     ActStep,
