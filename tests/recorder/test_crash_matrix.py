@@ -40,11 +40,11 @@ from pathlib import Path
 import grpc
 import pytest
 
-from handrail._procs import ServerProcess, start_authz, start_executor
 from handrail.authz import AuthzClient, Store
 from handrail.executor import ExecutorClient, Outcome
 from handrail.recorder import Ledger
 from handrail.scenarios import SubscriptionApp
+from handrail.scenarios._procs import ServerProcess, start_authz, start_executor
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
