@@ -22,6 +22,7 @@ __all__ = [
     "DESKTOP_KINDS",
     "FAULT_KINDS",
     "KILL_POINTS",
+    "NO_INTENT",
     "OUTCOMES",
     "REASONS",
     "ActFault",
@@ -36,9 +37,11 @@ __all__ = [
     "one_of",
 ]
 
-OUTCOMES: tuple[str, ...] = (*(o.value for o in Outcome), "NONE")
-"""Outcomes a step may expect; ``NONE`` means the ledger holds no intent for the action
-(an executor killed before the intent)."""
+NO_INTENT = "NONE"
+"""The outcome of an action the ledger holds no intent for (an executor killed before it)."""
+
+OUTCOMES: tuple[str, ...] = (*(o.value for o in Outcome), NO_INTENT)
+"""Outcomes a step may expect: the vocabulary's, and :data:`NO_INTENT`."""
 
 REASONS: tuple[str, ...] = tuple(r.value for r in Reason)
 """Reason codes (decision reasons and executor refusals)."""

@@ -25,7 +25,7 @@ from handrail.authz import AuthzClient, AuthzError, Store
 from handrail.executor import ActionKind, DesktopTarget, ExecutorClient
 from handrail.recorder import Ledger, ResultBody
 
-from ._acts import ActSpec, DecideWhileWaiting, Expected, KillExecutor
+from ._acts import NO_INTENT, ActSpec, DecideWhileWaiting, Expected, KillExecutor
 from ._apps import FIXTURE_APPS
 from ._base import FixtureApp
 from ._checks import StateCheck
@@ -355,7 +355,7 @@ class Run:
             recorded = result.body_as(ResultBody)
             outcome, reason = recorded.outcome, recorded.reason
         else:
-            outcome, reason = (Outcome.UNKNOWN.value if intent else "NONE"), ""
+            outcome, reason = (Outcome.UNKNOWN.value if intent else NO_INTENT), ""
         action_id = intent.action_id if intent else ""
         self.acts[key] = _Act(spec.session, session_id, key, action_id)
         self.log.append(f"{what}: executor killed, restarted; the ledger says {outcome} {reason}")
