@@ -297,6 +297,21 @@ class IntentBody(Body):
     def from_body(cls, body: Mapping[str, Any]) -> Self:
         return cls(ActionParams.from_dict(_record(body, "params")))
 
+    @staticmethod
+    def body_of(params: Mapping[str, Any]) -> dict[str, Any]:
+        """The stored body of an intent whose parameters come as a mapping.
+
+        The same as ``IntentBody(ActionParams.from_dict(params)).to_body()`` (a mapping
+        reads back to itself), without building the model on the append path.
+        """
+        return {"params": dict(params)}
+
+    @staticmethod
+    def params_of(body: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The parameters of a stored intent body as the mapping they were given as."""
+        params = body.get("params") if body else None
+        return dict(params) if isinstance(params, Mapping) else {}
+
 
 @dataclass(frozen=True)
 class ResultBody(Body):
@@ -321,16 +336,31 @@ class ResultBody(Body):
     extra: ResultExtra = field(default_factory=ResultExtra)
 
     def to_body(self) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "outcome": str(self.outcome),
-            "reason": str(self.reason),
-            "evidence": str(self.evidence),
-            "execution_started": self.execution_started,
-            "message": self.message,
-        }
         extra = self.extra.to_dict()
+        return self.body_of(self.outcome, self.reason, self.evidence, self.execution_started, self.message, extra)
+
+    @staticmethod
+    def body_of(
+        outcome: str,
+        reason: str,
+        evidence: str,
+        execution_started: bool,
+        message: str,
+        extra: Mapping[str, Any] | None,
+    ) -> dict[str, Any]:
+        """The stored body of a result given as its fields, ``extra`` as a mapping.
+
+        What :meth:`to_body` gives, without building the model on the append path.
+        """
+        body: dict[str, Any] = {
+            "outcome": str(outcome),
+            "reason": str(reason),
+            "evidence": str(evidence),
+            "execution_started": execution_started,
+            "message": message,
+        }
         if extra:
-            body["extra"] = extra
+            body["extra"] = dict(extra)
         return body
 
     @classmethod

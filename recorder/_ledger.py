@@ -199,8 +199,6 @@ class Ledger:
             params: the action's parameters, stored as ``body["params"]``.
             principal_kind: who ``principal`` is.
         """
-        if not isinstance(params, ActionParams):
-            params = ActionParams.from_dict(params)
         return self.append(
             IntentBody.KIND,
             session_id=session_id,
@@ -209,7 +207,7 @@ class Ledger:
             principal=principal,
             principal_kind=principal_kind,
             epoch=epoch,
-            body=IntentBody(params),
+            body=IntentBody(params) if isinstance(params, ActionParams) else IntentBody.body_of(params),
         )
 
     def result(
@@ -244,8 +242,10 @@ class Ledger:
             extra: more details, stored as ``body["extra"]``.
             principal_kind: who ``principal`` is.
         """
-        if not isinstance(extra, ResultExtra):
-            extra = ResultExtra.from_dict(extra or {})
+        if isinstance(extra, ResultExtra):
+            body = ResultBody(outcome, reason, evidence, execution_started, message, extra).to_body()
+        else:
+            body = ResultBody.body_of(outcome, reason, evidence, execution_started, message, extra)
         return self.append(
             ResultBody.KIND,
             session_id=session_id,
@@ -254,7 +254,7 @@ class Ledger:
             principal=principal,
             principal_kind=principal_kind,
             epoch=epoch,
-            body=ResultBody(outcome, reason, evidence, execution_started, message, extra),
+            body=body,
         )
 
     def reconcile(
@@ -374,12 +374,11 @@ class Ledger:
         Returns:
             The actions marked, oldest intent first, with their session's target.
         """
-        marked = self._store.recover(lambda action: prepare(recovered_result(action)))
-        if not marked:
-            return []
-        self._writer.commits += 1
-        self._committed(marked[-1][1])
-        return [action.with_result(entry.seq) for action, entry in marked]
+        done = self._store.recover(lambda action: prepare(recovered_result(action)))
+        if done.head is not None:
+            self._writer.commits += 1
+            self._head.advance(*done.head)
+        return done.marked
 
     def unresolved(self) -> list[UnresolvedAction]:
         """Return actions whose latest word is ``UNKNOWN`` and that no reconcile followed.

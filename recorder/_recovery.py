@@ -102,7 +102,7 @@ class UnresolvedAction:
 
 def intent_params(body: Mapping[str, Any] | None) -> dict[str, Any]:
     """The parameters of an intent body as stored (``{}`` for none)."""
-    return IntentBody.from_body(body or {}).params.to_dict()
+    return IntentBody.params_of(body)
 
 
 def recovered_result(action: RecoveredAction) -> NewEntry:

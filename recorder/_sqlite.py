@@ -15,16 +15,18 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ._chain import hash_columns, now_ms
 from ._entry import Entry, PreparedEntry, entry_from_row
 from ._errors import LedgerError
 from ._recovery import RecoveredAction, UnresolvedAction, intent_params
-from ._store import BulkRow, ChainSnapshot, EntryQuery, StoredRow
+from ._store import BulkRow, ChainSnapshot, EntryQuery, RecoveryWrite, StoredRow
 from ._verify import VerifyReport, verify
 
 __all__ = ["SqliteLedgerStore", "verify_file"]
+
+_T = TypeVar("_T")
 
 _COLUMNS = (
     "seq, ts_ms, kind, session_id, action_id, idempotency_key, principal, "
@@ -220,22 +222,22 @@ class SqliteLedgerStore:
             raise LedgerError(f"cannot append to ledger {self.path}: {exc}") from exc
         return head_seq, prev
 
-    def recover(self, result_for: Callable[[RecoveredAction], PreparedEntry]) -> list[tuple[RecoveredAction, Entry]]:
+    def recover(self, result_for: Callable[[RecoveredAction], PreparedEntry]) -> RecoveryWrite:
         try:
             with self._write() as conn:
                 found = _find_interrupted(conn)
                 if not found:
-                    return []
+                    return RecoveryWrite([], None)
                 stored = _insert(conn, [result_for(action) for action in found])
         except sqlite3.Error as exc:
             raise LedgerError(f"cannot recover ledger {self.path}: {exc}") from exc
-        return [(action, entry_from_row(row)) for action, row in zip(found, stored, strict=True)]
+        marked = [action.with_result(row[0]) for action, row in zip(found, stored, strict=True)]
+        return RecoveryWrite(marked, (stored[-1][0], stored[-1][11]))
 
     # -- reading -------------------------------------------------------------------
 
     def unresolved(self) -> list[UnresolvedAction]:
-        with self._reading() as conn:
-            return _find_unresolved(conn)
+        return self._read(_find_unresolved)
 
     def select(self, query: EntryQuery) -> list[Entry]:
         where, params = _where(query)
@@ -245,35 +247,27 @@ class SqliteLedgerStore:
         if query.limit is not None:
             sql += " LIMIT ?"
             params.append(query.limit)
-        with self._reading() as conn:
-            rows = conn.execute(sql, params).fetchall()
+        rows = self._read(lambda conn: conn.execute(sql, params).fetchall())
         return [entry_from_row(row) for row in rows]
 
     def head(self) -> tuple[int, str]:
-        with self._reading() as conn:
-            return _read_head(conn)
+        return self._read(_read_head)
 
     def hash_at(self, seq: int) -> str | None:
-        with self._reading() as conn:
-            row = conn.execute("SELECT entry_hash FROM entries WHERE seq = ?", (seq,)).fetchone()
+        row = self._read(lambda conn: conn.execute("SELECT entry_hash FROM entries WHERE seq = ?", (seq,)).fetchone())
         return None if row is None else str(row[0])
 
     def count(self) -> int:
-        with self._reading() as conn:
-            row = conn.execute("SELECT COUNT(*) FROM entries").fetchone()
-        return int(row[0])
+        return int(self._read(lambda conn: conn.execute("SELECT COUNT(*) FROM entries").fetchone())[0])
 
     def snapshot(self, batch_size: int) -> AbstractContextManager[ChainSnapshot]:
         return snapshot(self.path, batch_size)
 
-    @contextmanager
-    def _reading(self) -> Iterator[sqlite3.Connection]:
+    def _read(self, read: Callable[[sqlite3.Connection], _T]) -> _T:
         with self._lock:
-            if self._closed:
-                raise LedgerError(f"ledger {self.path} is closed")
             try:
-                yield self._conn
-            except sqlite3.Error as exc:
+                return read(self._conn)
+            except sqlite3.Error as exc:  # a closed connection too
                 raise LedgerError(f"cannot read ledger {self.path}: {exc}") from exc
 
 

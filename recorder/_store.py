@@ -15,12 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from ._entry import Entry, PreparedEntry
 from ._recovery import RecoveredAction, UnresolvedAction
 
-__all__ = ["BulkRow", "ChainSnapshot", "EntryQuery", "LedgerStore", "StoredRow"]
+__all__ = ["BulkRow", "ChainSnapshot", "EntryQuery", "LedgerStore", "RecoveryWrite", "StoredRow"]
 
 StoredRow = tuple[int, int, str, str, str, str, str, str, int, str, str, str]
 """An entry's stored columns: seq, ts_ms, kind, session_id, action_id, idempotency_key,
@@ -31,8 +31,7 @@ BulkRow = tuple[int, str, str, str, str, str, str, int, str]
 action_id, idempotency_key, principal, principal_kind, epoch, body (canonical, redacted)."""
 
 
-@dataclass(frozen=True)
-class EntryQuery:
+class EntryQuery(NamedTuple):
     """Which entries to read, in seq order (``None``: any).
 
     Attributes:
@@ -69,6 +68,19 @@ class ChainSnapshot:
     rows: Iterable[Sequence[StoredRow]]
 
 
+@dataclass(frozen=True)
+class RecoveryWrite:
+    """What :meth:`LedgerStore.recover` did.
+
+    Attributes:
+        marked: the actions it gave an ``UNKNOWN`` result, with that result's seq.
+        head: ``(seq, hash)`` of the last entry it wrote, or None when it wrote none.
+    """
+
+    marked: list[RecoveredAction]
+    head: tuple[int, str] | None
+
+
 class LedgerStore(Protocol):
     """Where a ledger's entries live. Safe to call from several threads.
 
@@ -89,7 +101,7 @@ class LedgerStore(Protocol):
         """Chain and write pre-serialized rows in one transaction; return the new head."""
         ...
 
-    def recover(self, result_for: Callable[[RecoveredAction], PreparedEntry]) -> list[tuple[RecoveredAction, Entry]]:
+    def recover(self, result_for: Callable[[RecoveredAction], PreparedEntry]) -> RecoveryWrite:
         """In one transaction, find every intent with neither a result nor a reconcile
         (oldest first) and append ``result_for(action)`` for each."""
         ...

@@ -29,6 +29,7 @@ from handrail.recorder import (
     ResultExtra,
     SessionCloseBody,
     SessionOpenBody,
+    canonical_json,
     parse_body,
 )
 
@@ -168,6 +169,7 @@ def test_every_entry_reads_back_typed(tmp_path: Path) -> None:
 def test_action_params_give_back_the_mapping_they_read(params: dict[str, Any]) -> None:
     read = ActionParams.from_dict(params)
     assert read.to_dict() == {k: list(v) if isinstance(v, tuple) else v for k, v in params.items()}
+    assert canonical_json(IntentBody.body_of(params)) == canonical_json(IntentBody(read).to_body())
     assert IntentBody.from_body(IntentBody(read).to_body()) == IntentBody(read)
 
 

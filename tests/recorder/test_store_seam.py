@@ -31,7 +31,7 @@ from handrail.recorder import (
 from handrail.recorder._chain import canonical_json, hash_columns
 from handrail.recorder._entry import PreparedEntry, entry_from_row
 from handrail.recorder._recovery import RecoveredAction, UnresolvedAction, intent_params
-from handrail.recorder._store import BulkRow, StoredRow
+from handrail.recorder._store import BulkRow, RecoveryWrite, StoredRow
 
 
 class MemoryStore:
@@ -71,7 +71,7 @@ class MemoryStore:
             self._chain(rows)
             return self._head()
 
-    def recover(self, result_for: Callable[[RecoveredAction], PreparedEntry]) -> list[tuple[RecoveredAction, Entry]]:
+    def recover(self, result_for: Callable[[RecoveredAction], PreparedEntry]) -> RecoveryWrite:
         with self._lock:
             entries = [entry_from_row(r) for r in self.rows]
             closed = {(e.session_id, e.action_id) for e in entries if e.kind in ("result", "reconcile")}
@@ -91,7 +91,8 @@ class MemoryStore:
                 if e.kind == "intent" and (e.session_id, e.action_id) not in closed
             ]
             stored = self._chain((1, *result_for(a)) for a in found)
-            return [(a, entry_from_row(r)) for a, r in zip(found, stored, strict=True)]
+            marked = [a.with_result(r[0]) for a, r in zip(found, stored, strict=True)]
+            return RecoveryWrite(marked, self._head() if stored else None)
 
     def unresolved(self) -> list[UnresolvedAction]:
         entries = [entry_from_row(r) for r in self.rows]
