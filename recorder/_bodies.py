@@ -8,25 +8,21 @@ old ledgers still verify and new entries look like old ones. Reading goes throug
 is lenient: a missing key takes its default, so a body written by an older or foreign
 writer still reads.
 
-=================  =====================  ==============================================
-kind               model                  body keys
-=================  =====================  ==============================================
-``session_open``   :class:`SessionOpenBody`   ``target``, ``backend``, ``start_url``
-``session_close``  :class:`SessionCloseBody`  (none)
-``intent``         :class:`IntentBody`        ``params`` (:class:`ActionParams`)
-``result``         :class:`ResultBody`        ``outcome``, ``reason``, ``evidence``,
-                                              ``execution_started``, ``message``, ``extra``
-``refusal``        :class:`RefusalBody`       ``kind``, ``ref``, ``role``, ``name``, ``url``,
-                                              ``reason``, ``message``, ``decision_id``,
-                                              ``policies``
-``decision``       :class:`DecisionBody`      ``decision_id``
-``reconcile``      :class:`ReconcileBody`     ``outcome``, ``verdict``, ``evidence``,
-                                              ``observation_id``, ``message``
-``lease_change``   :class:`LeaseChangeBody`   ``target``, ``event``, ``detail``
-other              :class:`OtherBody`         anything
-=================  =====================  ==============================================
+- ``session_open``: :class:`SessionOpenBody` (``target``, ``backend``, ``start_url``);
+  ``session_close``: :class:`SessionCloseBody` (no keys)
+- ``intent``: :class:`IntentBody` (``params``: :class:`ActionParams`)
+- ``result``: :class:`ResultBody` (``outcome``, ``reason``, ``evidence``,
+  ``execution_started``, ``message``, ``extra``: :class:`ResultExtra`)
+- ``refusal``: :class:`RefusalBody` (``kind``, ``ref``, ``role``, ``name``, ``url``,
+  ``reason``, ``message``, ``decision_id``, ``policies``)
+- ``decision``: :class:`DecisionBody` (``decision_id``)
+- ``reconcile``: :class:`ReconcileBody` (``outcome``, ``verdict``, ``evidence``,
+  ``observation_id``, ``message``)
+- ``lease_change``: :class:`LeaseChangeBody` (``target``, ``event``, ``detail``:
+  :class:`LeaseDetail`)
+- any other kind: :class:`OtherBody`, as stored
 
-Two records hold a caller's free-form mapping (:class:`ActionParams`, the ``extra`` of a
+Three records hold a caller's free-form mapping (:class:`ActionParams`, the ``extra`` of a
 result as :class:`ResultExtra`, the ``detail`` of a lease change as :class:`LeaseDetail`):
 their known keys are typed fields, ``None`` when absent, and every other key is kept in
 ``other``, so that reading one and writing it back gives the very same JSON.

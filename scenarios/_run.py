@@ -219,7 +219,7 @@ class Run:
         expires = int(time.time() * 1000 + g.expires_in_s * 1000) if g.expires_in_s else 0
         scope: dict[str, Any] = {}
         if g.require_approval_verbs:
-            scope["require_approval_verbs"] = list(g.require_approval_verbs)
+            scope["require_approval_verbs"] = [v.value for v in g.require_approval_verbs]
         if g.approval_timeout_s:
             scope["approval_timeout_ms"] = int(g.approval_timeout_s * 1000)
         if g.single_use:
@@ -227,7 +227,7 @@ class Run:
         info = self._operator(operator or g.operator).grant(
             g.principal or self.s.first_agent,
             g.target or self.s.default_target,
-            list(g.verbs),
+            [v.value for v in g.verbs],
             origins,
             expires_at_ms=expires,
             note=g.note or f"scenario {self.s.name}",
