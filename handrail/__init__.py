@@ -3,7 +3,8 @@
 The packages ``handrail.executor``, ``handrail.authz``, ``handrail.recorder``,
 ``handrail.scenarios`` and ``handrail.proto`` live in the repository's top-level folders of
 the same names. This root package holds what every layer shares: the base error and the
-vocabulary (reasons, outcomes, evidence levels, verbs and action kinds).
+vocabulary (reasons, outcomes, evidence levels, verbs and action kinds); and, at the top,
+the command line (``handrail.cli``) and the demos (``handrail.demos``).
 """
 
 from __future__ import annotations

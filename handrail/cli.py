@@ -9,22 +9,22 @@ from collections.abc import Sequence
 
 def build_parser() -> argparse.ArgumentParser:
     # Imported here so that ``handrail --help`` stays cheap and each package owns its commands.
-    from handrail import _demo
     from handrail.authz import _cli as authz_cli
+    from handrail.demos import _cli as demo_cli
     from handrail.executor import _cli as executor_cli
     from handrail.recorder import _cli as recorder_cli
-    from handrail.recorder import _scenario_cli
+    from handrail.scenarios import _cli as scenario_cli
 
     parser = argparse.ArgumentParser(
         prog="handrail",
         description="A guarded executor for AI agents on a real browser or desktop.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    _demo.register(sub)
+    demo_cli.register(sub)
     authz_cli.register(sub)
     executor_cli.register(sub)
     recorder_cli.register(sub)
-    _scenario_cli.register(sub)
+    scenario_cli.register(sub)
     return parser
 
 

@@ -1,34 +1,55 @@
 """The recorder: the append-only, hash-chained action ledger and its crash recovery.
 
+Each entry kind has a typed body (:class:`IntentBody`, :class:`ResultBody` ...): the
+ledger's writers build them and readers get them back from :attr:`Entry.content`.
+
 Example::
 
-    from handrail.recorder import Ledger
+    from handrail.recorder import Ledger, ResultBody
 
     with Ledger("handrail-data/ledger.sqlite") as ledger:
         ledger.recover()  # on start: intents left without a result become UNKNOWN
-        ledger.intent("s1", "a1", "k1", "demo-agent", 3, {"action": "click", "ref": "e12"})
+        ledger.intent("s1", "a1", "k1", "demo-agent", 3, {"kind": "click", "ref": "e12"})
+        ledger.result("s1", "a1", "k1", "demo-agent", 3, "DONE", "ALLOW", "OBSERVED", True)
+        result = ledger.find_result_by_key("s1", "k1")
+        assert result is not None and result.body_as(ResultBody).outcome == "DONE"
         assert ledger.verify().ok
+
+The storage is behind :class:`LedgerStore`; :class:`SqliteLedgerStore` is the default.
+Recording a session into a scenario file starts from :func:`read_session`; the scenario
+side of it is ``handrail.scenarios``.
 """
 
 from __future__ import annotations
 
-from ._errors import LedgerError, LedgerTamperedError
-from ._ledger import (
-    GENESIS_HASH,
+from ._bodies import (
     KINDS,
-    LEASE_EVENTS,
-    REDACTED,
-    VERDICTS,
-    Entry,
-    Ledger,
-    NewEntry,
-    PrincipalKind,
-    canonical_json,
-    entry_hash,
-    redact,
+    ActionParams,
+    Body,
+    DecisionBody,
+    EntryBody,
+    IntentBody,
+    LeaseChangeBody,
+    LeaseDetail,
+    OtherBody,
+    ReconcileBody,
+    RefusalBody,
+    ResultBody,
+    ResultExtra,
+    SessionCloseBody,
+    SessionOpenBody,
+    parse_body,
 )
-from ._recovery import RecoveredAction, UnresolvedAction, VerifyReport
+from ._chain import GENESIS_HASH, canonical_json, entry_hash
+from ._entry import LEASE_EVENTS, REDACTED, VERDICTS, Entry, NewEntry, PrincipalKind, redact
+from ._errors import LedgerError, LedgerTamperedError
+from ._ledger import Ledger
+from ._recovery import RecoveredAction, UnresolvedAction
+from ._session_log import SessionLog, read_session
+from ._sqlite import SqliteLedgerStore
+from ._store import ChainSnapshot, EntryQuery, LedgerStore
 from ._timeline import timeline
+from ._verify import VerifyReport
 
 __all__ = [
     "GENESIS_HASH",
@@ -36,17 +57,38 @@ __all__ = [
     "LEASE_EVENTS",
     "REDACTED",
     "VERDICTS",
+    "ActionParams",
+    "Body",
+    "ChainSnapshot",
+    "DecisionBody",
     "Entry",
+    "EntryBody",
+    "EntryQuery",
+    "IntentBody",
+    "LeaseChangeBody",
+    "LeaseDetail",
     "Ledger",
     "LedgerError",
+    "LedgerStore",
     "LedgerTamperedError",
     "NewEntry",
+    "OtherBody",
     "PrincipalKind",
+    "ReconcileBody",
     "RecoveredAction",
+    "RefusalBody",
+    "ResultBody",
+    "ResultExtra",
+    "SessionCloseBody",
+    "SessionLog",
+    "SessionOpenBody",
+    "SqliteLedgerStore",
     "UnresolvedAction",
     "VerifyReport",
     "canonical_json",
     "entry_hash",
+    "parse_body",
+    "read_session",
     "redact",
     "timeline",
 ]

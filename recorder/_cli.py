@@ -19,8 +19,13 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+from handrail._vocabulary import Outcome
+
+from ._bodies import IntentBody, ReconcileBody, ResultBody, SessionOpenBody
+from ._chain import canonical_json
+from ._entry import Entry
 from ._errors import LedgerError
-from ._ledger import Entry, Ledger, canonical_json
+from ._ledger import Ledger
 from ._timeline import timeline
 
 DATA_DIR_ENV = "HANDRAIL_DATA_DIR"
@@ -231,8 +236,8 @@ def run_show(args: argparse.Namespace) -> int:
             return 2
     print(f"action {args.action_id}: {_status(entries)}")
     for sid in sessions:
-        opened = [e for e in context if e.session_id == sid and e.kind == "session_open"]
-        target = opened[0].body.get("target", "?") if opened else "?"
+        opened = [e.content for e in context if e.session_id == sid]
+        target = next((b.target for b in opened if isinstance(b, SessionOpenBody)), "") or "?"
         print(f"session {sid or '(none)'}: target {target}")
     if context:
         print("\nsession context:")
@@ -247,17 +252,17 @@ def run_show(args: argparse.Namespace) -> int:
 
 def _status(entries: list[Entry]) -> str:
     """The action's standing, from its latest result or reconcile entry."""
-    final = [entry for entry in entries if entry.kind in ("result", "reconcile")]
+    final = [entry.content for entry in entries if entry.kind in (ResultBody.KIND, ReconcileBody.KIND)]
     if not final:
-        has_intent = any(entry.kind == "intent" for entry in entries)
+        has_intent = any(entry.kind == IntentBody.KIND for entry in entries)
         return "intent without a result (in flight, or run recover)" if has_intent else "no intent"
     last = final[-1]
-    if last.kind == "reconcile":
-        return f"RECONCILED ({last.body.get('verdict', '?')})"
-    outcome = str(last.body.get("outcome", "?"))
-    if outcome.upper() == "UNKNOWN":
-        return f"UNKNOWN ({last.body.get('reason', '')}): unresolved until reconciled"
-    return f"{outcome} ({last.body.get('reason', '')})"
+    if isinstance(last, ReconcileBody):
+        return f"RECONCILED ({last.verdict or '?'})"
+    assert isinstance(last, ResultBody)
+    if last.is_outcome(Outcome.UNKNOWN):
+        return f"UNKNOWN ({last.reason}): unresolved until reconciled"
+    return f"{last.outcome or '?'} ({last.reason})"
 
 
 def run_verify(args: argparse.Namespace) -> int:

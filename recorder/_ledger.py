@@ -1,378 +1,70 @@
-"""The append-only, hash-chained action ledger, kept in one SQLite file.
+"""The append-only, hash-chained action ledger.
 
 Every entry carries ``entry_hash = sha256(prev_hash || canonical_json(entry))`` where the
 hashed entry is every column except the two hashes, and the first entry's ``prev_hash`` is
-64 zeros. SQL triggers refuse UPDATE and DELETE on ``entries``; :meth:`Ledger.verify`
-recomputes the chain so that edits made around the triggers are still found.
+64 zeros (see ``_chain``). The store refuses UPDATE and DELETE; :meth:`Ledger.verify`
+recomputes the chain so that edits made around it are still found.
 
 Two records of the head (last seq and hash) catch a truncated tail:
 
-- the ``meta`` table, updated in the same transaction as each append, so appends chain
-  onto the recorded head rather than onto whatever row happens to be last;
+- the store's own (the ``meta`` table of a SQLite ledger), updated in the same
+  transaction as each append, so appends chain onto the recorded head rather than onto
+  whatever row happens to be last;
 - the head file ``<db>.head``, outside the database, rewritten atomically at most every
   ``head_interval_s`` (or every ``head_every`` entries) and on close. It still holds when
   the whole database file is replaced by an older copy. It cannot see the entries appended
   after its last write: at most ``head_interval_s`` worth (default 100 ms), or everything
   since the last write when the process died before its next one.
 
-Appends from several threads are *group-committed*: the first caller to find no commit in
-progress writes every entry queued so far in one transaction (one fsync under
-``synchronous=FULL``); the others wait. Every caller returns only once the transaction
-that holds its entry has committed.
+Appends from several threads are *group-committed* (see ``_group_commit``): every caller
+returns only once the transaction that holds its entry has committed.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import sqlite3
 import threading
-import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
-from json.encoder import encode_basestring
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
+from handrail._vocabulary import Outcome
+
+from ._bodies import (
+    ActionParams,
+    Body,
+    IntentBody,
+    LeaseChangeBody,
+    LeaseDetail,
+    ReconcileBody,
+    ResultBody,
+    ResultExtra,
+)
+from ._entry import VERDICTS, Entry, NewEntry, PrincipalKind, prepare
 from ._errors import LedgerError, LedgerTamperedError
+from ._group_commit import GroupCommit
+from ._headfile import HeadWriter, head_file_path
+from ._recovery import RecoveredAction, UnresolvedAction, recovered_result
+from ._sqlite import SqliteLedgerStore
+from ._store import BulkRow, EntryQuery, LedgerStore
+from ._verify import VerifyReport, verify
 
-if TYPE_CHECKING:
-    from ._recovery import HeadWriter, RecoveredAction, UnresolvedAction, VerifyReport
-
-# ``_recovery`` (verification, the head file, recovery) builds on this module, so the
-# Ledger methods that delegate to it import it when called.
-
-__all__ = [
-    "GENESIS_HASH",
-    "KINDS",
-    "LEASE_EVENTS",
-    "REDACTED",
-    "VERDICTS",
-    "Entry",
-    "Ledger",
-    "NewEntry",
-    "PrincipalKind",
-    "canonical_json",
-    "entry_hash",
-    "redact",
-]
-
-GENESIS_HASH = "0" * 64
-"""The ``prev_hash`` of the first entry."""
-
-REDACTED = "[REDACTED]"
-"""What a secret value is replaced with before it is hashed and stored."""
-
-KINDS = (
-    "session_open",
-    "session_close",
-    "intent",
-    "result",
-    "reconcile",
-    "refusal",
-    "decision",
-    "lease_change",
-)
-"""Entry kinds used across Handrail. Others are accepted; these are the known ones."""
-
-VERDICTS = ("HAPPENED", "DID_NOT_HAPPEN")
-"""What a ``reconcile`` entry may say about an UNKNOWN action."""
-
-LEASE_EVENTS = ("acquire", "renew", "takeover", "hand_back", "release", "expire", "revoke")
-"""Known ``lease_change`` events. Others are accepted."""
-
-PrincipalKind = Literal["agent", "human", "system"]
-_PRINCIPAL_KINDS = frozenset({"agent", "human", "system"})
-
-_SECRET_WORDS = ("password", "token", "secret")
-_SECRET_KEYS_FIELD = "_secret_keys"
-
-_COLUMNS = (
-    "seq, ts_ms, kind, session_id, action_id, idempotency_key, principal, "
-    "principal_kind, epoch, body, prev_hash, entry_hash"
-)
-_INSERT = f"INSERT INTO entries ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-_GET_HEAD = "SELECT key, value FROM meta WHERE key IN ('head_seq', 'head_hash')"
-_SET_HEAD = "UPDATE meta SET value = CASE key WHEN 'head_seq' THEN ? ELSE ? END WHERE key IN ('head_seq', 'head_hash')"
-
-# Each migration runs once, in order, and is recorded in ``migrations``.
-_MIGRATIONS: tuple[tuple[str, str], ...] = (
-    (
-        "create entries",
-        """
-        CREATE TABLE entries (
-            seq INTEGER PRIMARY KEY,
-            ts_ms INTEGER NOT NULL,
-            kind TEXT NOT NULL,
-            session_id TEXT NOT NULL DEFAULT '',
-            action_id TEXT NOT NULL DEFAULT '',
-            idempotency_key TEXT NOT NULL DEFAULT '',
-            principal TEXT NOT NULL DEFAULT '',
-            principal_kind TEXT NOT NULL
-                CHECK (principal_kind IN ('agent', 'human', 'system')),
-            epoch INTEGER NOT NULL DEFAULT 0,
-            body TEXT NOT NULL,
-            prev_hash TEXT NOT NULL,
-            entry_hash TEXT NOT NULL
-        );
-        CREATE INDEX entries_by_key ON entries (session_id, idempotency_key, kind);
-        CREATE INDEX entries_by_action ON entries (action_id);
-        CREATE TRIGGER entries_no_update BEFORE UPDATE ON entries
-        BEGIN
-            SELECT RAISE(ABORT, 'ledger entries are append-only: UPDATE refused');
-        END;
-        CREATE TRIGGER entries_no_delete BEFORE DELETE ON entries
-        BEGIN
-            SELECT RAISE(ABORT, 'ledger entries are append-only: DELETE refused');
-        END;
-        INSERT INTO meta (key, value) VALUES ('head_seq', '0');
-        INSERT INTO meta (key, value) VALUES ('head_hash', '0000000000000000000000000000000000000000000000000000000000000000');
-        """,  # noqa: E501
-    ),
-    (
-        # Recovery and the unresolved scan read only these (covering) indexes.
-        "index actions by kind",
-        """
-        CREATE INDEX entries_by_kind ON entries (kind, session_id, action_id);
-        """,
-    ),
-)
-
-
-def canonical_json(obj: Any) -> str:
-    """Serialize ``obj`` the one way the ledger hashes it: sorted keys, no spaces, UTF-8."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def _hash_columns(
-    prev_hash: str,
-    seq: int,
-    ts_ms: int,
-    kind: str,
-    session_id: str,
-    action_id: str,
-    idempotency_key: str,
-    principal: str,
-    principal_kind: str,
-    epoch: int,
-    body_json: str,
-) -> str:
-    # Builds canonical_json(entry without hashes) by hand, keys in sorted order, so that
-    # verify() need not parse and re-serialize each body: ``body_json`` is stored canonical.
-    payload = (
-        f'{{"action_id":{encode_basestring(action_id)},"body":{body_json},"epoch":{epoch},'
-        f'"idempotency_key":{encode_basestring(idempotency_key)},'
-        f'"kind":{encode_basestring(kind)},"principal":{encode_basestring(principal)},'
-        f'"principal_kind":{encode_basestring(principal_kind)},"seq":{seq},'
-        f'"session_id":{encode_basestring(session_id)},"ts_ms":{ts_ms}}}'
-    )
-    return hashlib.sha256((prev_hash + payload).encode()).hexdigest()
-
-
-def redact(body: Mapping[str, Any]) -> dict[str, Any]:
-    """Return a copy of ``body`` with secret values replaced by ``"[REDACTED]"``.
-
-    A value is secret when its key (at any depth) contains ``password``, ``token`` or
-    ``secret``, or when the key is listed in ``body["_secret_keys"]``. The
-    ``_secret_keys`` list itself is dropped.
-
-    Args:
-        body: the entry body as given to :meth:`Ledger.append`.
-    """
-    listed = body.get(_SECRET_KEYS_FIELD, ())
-    if isinstance(listed, str):
-        listed = (listed,)
-    extra = frozenset(str(k) for k in listed)
-    return {str(k): _redact_value(str(k), v, extra) for k, v in body.items() if k != _SECRET_KEYS_FIELD}
-
-
-def _is_secret_key(key: str, extra: frozenset[str]) -> bool:
-    lowered = key.lower()
-    return key in extra or any(word in lowered for word in _SECRET_WORDS)
-
-
-def _redact_value(key: str, value: Any, extra: frozenset[str]) -> Any:
-    if _is_secret_key(key, extra):
-        return REDACTED
-    if isinstance(value, Mapping):
-        return {str(k): _redact_value(str(k), v, extra) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [
-            {str(k): _redact_value(str(k), v, extra) for k, v in item.items()} if isinstance(item, Mapping) else item
-            for item in value
-        ]
-    return value
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One ledger entry, as stored.
-
-    Attributes:
-        seq: position in the chain, from 1, without gaps.
-        ts_ms: wall-clock time of the append, in milliseconds since the epoch.
-        kind: ``"intent"``, ``"result"``, ``"lease_change"``, ... (see ``KINDS``).
-        session_id: the executor session, or ``""``.
-        action_id: the action this entry is about, or ``""``.
-        idempotency_key: the agent's idempotency key for the action, or ``""``.
-        principal: who caused the entry (an agent id, a person, ``"executor"``).
-        principal_kind: ``"agent"``, ``"human"`` or ``"system"``.
-        epoch: the control-lease epoch (fencing token) in force.
-        body: the redacted body.
-        prev_hash: the previous entry's hash (64 zeros for the first entry).
-        entry_hash: ``sha256(prev_hash || canonical_json(entry without hashes))``.
-    """
-
-    seq: int
-    ts_ms: int
-    kind: str
-    session_id: str
-    action_id: str
-    idempotency_key: str
-    principal: str
-    principal_kind: str
-    epoch: int
-    body: dict[str, Any]
-    prev_hash: str
-    entry_hash: str
-
-    def hashed_fields(self) -> dict[str, Any]:
-        """Return the entry without its two hashes: what ``entry_hash`` covers."""
-        return {
-            "seq": self.seq,
-            "ts_ms": self.ts_ms,
-            "kind": self.kind,
-            "session_id": self.session_id,
-            "action_id": self.action_id,
-            "idempotency_key": self.idempotency_key,
-            "principal": self.principal,
-            "principal_kind": self.principal_kind,
-            "epoch": self.epoch,
-            "body": self.body,
-        }
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return every column as a JSON-ready dict."""
-        return {**self.hashed_fields(), "prev_hash": self.prev_hash, "entry_hash": self.entry_hash}
-
-
-def entry_hash(prev_hash: str, fields: Mapping[str, Any]) -> str:
-    """Compute an entry's hash the way the specification states it.
-
-    Args:
-        prev_hash: the previous entry's hash (hex).
-        fields: the entry without ``prev_hash`` and ``entry_hash``.
-
-    Returns:
-        ``sha256(prev_hash || canonical_json(fields))`` as hex.
-    """
-    return hashlib.sha256((prev_hash + canonical_json(dict(fields))).encode()).hexdigest()
-
-
-@dataclass(frozen=True)
-class NewEntry:
-    """An entry to append with :meth:`Ledger.append_many`; the fields of :meth:`Ledger.append`."""
-
-    kind: str
-    session_id: str = ""
-    action_id: str = ""
-    idempotency_key: str = ""
-    principal: str = ""
-    principal_kind: PrincipalKind = "agent"
-    epoch: int = 0
-    body: Mapping[str, Any] | None = None
-
-
-# A validated entry waiting for its seq: kind, session, action, key, principal,
-# principal_kind, epoch, canonical body JSON.
-_Row = tuple[str, str, str, str, str, str, int, str]
-
-
-def _prepare(new: NewEntry) -> _Row:
-    if not new.kind:
-        raise LedgerError("kind must not be empty", reason="INVALID_ARGUMENT")
-    if new.principal_kind not in _PRINCIPAL_KINDS:
-        raise LedgerError(
-            f"principal_kind must be one of agent, human, system; got {new.principal_kind!r}",
-            reason="INVALID_ARGUMENT",
-        )
-    if isinstance(new.epoch, bool) or not isinstance(new.epoch, int):
-        raise LedgerError(f"epoch must be an int, got {new.epoch!r}", reason="INVALID_ARGUMENT")
-    try:
-        body_json = canonical_json(redact(new.body or {}))
-    except (TypeError, ValueError) as exc:
-        raise LedgerError(f"body is not JSON-serializable: {exc}", reason="INVALID_ARGUMENT") from exc
-    return (
-        new.kind,
-        new.session_id,
-        new.action_id,
-        new.idempotency_key,
-        new.principal,
-        new.principal_kind,
-        new.epoch,
-        body_json,
-    )
-
-
-def _row_to_entry(row: Sequence[Any]) -> Entry:
-    return Entry(
-        seq=row[0],
-        ts_ms=row[1],
-        kind=row[2],
-        session_id=row[3],
-        action_id=row[4],
-        idempotency_key=row[5],
-        principal=row[6],
-        principal_kind=row[7],
-        epoch=row[8],
-        body=json.loads(row[9]),
-        prev_hash=row[10],
-        entry_hash=row[11],
-    )
-
-
-def _insert(conn: sqlite3.Connection, rows: Sequence[_Row]) -> list[tuple[Any, ...]]:
-    """Chain ``rows`` onto the recorded head, inside the caller's write transaction."""
-    head_seq, prev = _read_head(conn)
-    ts_ms = _now_ms()
-    stored: list[tuple[Any, ...]] = []
-    for kind, sid, aid, key, who, who_kind, epoch, body_json in rows:
-        head_seq += 1
-        digest = _hash_columns(prev, head_seq, ts_ms, kind, sid, aid, key, who, who_kind, epoch, body_json)  # fmt: skip
-        stored.append((head_seq, ts_ms, kind, sid, aid, key, who, who_kind, epoch, body_json, prev, digest))  # fmt: skip # noqa: E501
-        prev = digest
-    if len(stored) == 1:
-        conn.execute(_INSERT, stored[0])
-    else:
-        conn.executemany(_INSERT, stored)
-    conn.execute(_SET_HEAD, (str(head_seq), prev))
-    return stored
-
-
-class _Waiter:
-    """One caller's rows in the group-commit queue."""
-
-    __slots__ = ("error", "rows", "stored")
-
-    def __init__(self, rows: Sequence[_Row]) -> None:
-        self.rows = rows
-        self.stored: list[tuple[Any, ...]] | None = None
-        self.error: BaseException | None = None
+__all__ = ["Ledger"]
 
 
 class Ledger:
-    """An append-only, hash-chained action ledger in one SQLite file.
+    """An append-only, hash-chained action ledger, by default in one SQLite file.
 
-    Safe to share between threads: one connection, guarded by a lock; concurrent appends
-    are group-committed. Several processes may append to the same file; ``BEGIN
-    IMMEDIATE`` serializes them.
+    Safe to share between threads; concurrent appends are group-committed. Several
+    processes may append to the same SQLite file.
 
     Args:
-        path: the SQLite file; created (with its parent folder) when missing.
+        path: the SQLite file; created (with its parent folder) when missing. The head
+            file is ``<path>.head``.
         busy_timeout_s: how long to wait for another process's write lock.
         head_interval_s: the longest time the head file lags behind an append.
         head_every: write the head file at once when this many entries are waiting.
+        store: where the entries live instead of the SQLite file at ``path`` (which then
+            only names the head file).
     """
 
     def __init__(
@@ -382,35 +74,19 @@ class Ledger:
         busy_timeout_s: float = 10.0,
         head_interval_s: float = 0.1,
         head_every: int = 1000,
+        store: LedgerStore | None = None,
     ) -> None:
         self._path = Path(path)
-        self._lock = threading.RLock()  # guards the connection
-        self._queue_cv = threading.Condition()  # guards the group-commit queue
-        self._queue: list[_Waiter] = []
-        self._leading = False
+        self._closing = threading.Lock()
         self._closed = False
-        self._commits = 0  # transactions that appended entries (group commit folds many)
-        from ._recovery import HeadWriter, head_file_path
-
-        self._head: HeadWriter = HeadWriter(head_file_path(self._path), head_interval_s, head_every)
+        self._store: LedgerStore = store or SqliteLedgerStore(self._path, busy_timeout_s=busy_timeout_s)
+        self._head = HeadWriter(head_file_path(self._path), head_interval_s, head_every)
+        self._writer = GroupCommit(self._store.append, self._committed)
         try:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(
-                self._path,
-                timeout=busy_timeout_s,
-                isolation_level=None,  # transactions are explicit: BEGIN IMMEDIATE
-                check_same_thread=False,
-            )
-        except (OSError, sqlite3.Error) as exc:
-            raise LedgerError(f"cannot open ledger {self._path}: {exc}") from exc
-        try:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=FULL")
-            self._migrate()
-            self._head.check(self._conn)
-        except sqlite3.Error as exc:
-            self._conn.close()
-            raise LedgerError(f"cannot open ledger {self._path}: {exc}") from exc
+            self._head.check(self._store)
+        except LedgerError:
+            self._store.close()
+            raise
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -424,13 +100,18 @@ class Ledger:
         """The head file, ``<path>.head``."""
         return self._head.path
 
+    @property
+    def _commits(self) -> int:
+        # Transactions that appended entries; the benchmark reports it.
+        return self._writer.commits
+
     def close(self) -> None:
-        """Write the head file and close the connection. Appends already returned are durable."""
-        with self._lock:
+        """Write the head file and close the store. Appends already returned are durable."""
+        with self._closing:
             if self._closed:
                 return
             self._closed = True
-            self._conn.close()
+        self._store.close()
         self._head.close()
 
     def __enter__(self) -> Ledger:
@@ -439,38 +120,8 @@ class Ledger:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            if self._closed:
-                raise LedgerError(f"ledger {self._path} is closed")
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-                self._conn.execute("COMMIT")
-            except BaseException:
-                if self._conn.in_transaction:  # also when COMMIT itself failed
-                    self._conn.execute("ROLLBACK")
-                raise
-
-    def _migrate(self) -> None:
-        with self._write() as conn:
-            conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS migrations ("
-                "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_ms INTEGER NOT NULL)"
-            )
-            done = {row[0] for row in conn.execute("SELECT version FROM migrations")}
-            for version, (name, sql) in enumerate(_MIGRATIONS, start=1):
-                if version in done:
-                    continue
-                # executescript() would COMMIT our transaction; run statement by statement.
-                for statement in _split_sql(sql):
-                    conn.execute(statement)
-                conn.execute(
-                    "INSERT INTO migrations (version, name, applied_ms) VALUES (?, ?, ?)",
-                    (version, name, _now_ms()),
-                )
+    def _committed(self, last: Entry) -> None:
+        self._head.advance(last.seq, last.entry_hash)
 
     # -- writing -------------------------------------------------------------------
 
@@ -484,7 +135,7 @@ class Ledger:
         principal: str = "",
         principal_kind: PrincipalKind = "agent",
         epoch: int = 0,
-        body: Mapping[str, Any] | None = None,
+        body: Mapping[str, Any] | Body | None = None,
     ) -> Entry:
         """Append one entry; it is durable when this returns.
 
@@ -498,13 +149,15 @@ class Ledger:
             principal: who caused the entry.
             principal_kind: ``"agent"``, ``"human"`` or ``"system"``.
             epoch: the control-lease epoch in force.
-            body: JSON-serializable details.
+            body: the typed body of ``kind`` (``SessionOpenBody(...)``, ``RefusalBody(...)``
+                ...), or JSON-serializable details stored as given.
 
         Returns:
             The stored entry, with its seq and hashes.
 
         Raises:
-            LedgerError: bad arguments, an unserializable body, or a database failure.
+            LedgerError: bad arguments, an unserializable body, a body of another kind,
+                or a storage failure.
         """
         new = NewEntry(kind, session_id, action_id, idempotency_key, principal, principal_kind, epoch, body)
         (entry,) = self.append_many([new])
@@ -517,58 +170,12 @@ class Ledger:
         transactions (group commit), so the entries may sit next to other threads'.
 
         Raises:
-            LedgerError: any bad entry (then nothing is written), or a database failure.
+            LedgerError: any bad entry (then nothing is written), or a storage failure.
         """
-        rows = [_prepare(new) for new in entries]
-        if not rows:
+        prepared = [prepare(new) for new in entries]
+        if not prepared:
             return []
-        stored = self._commit(rows)
-        return [_row_to_entry(row) for row in stored]
-
-    def _commit(self, rows: Sequence[_Row]) -> list[tuple[Any, ...]]:
-        """Queue ``rows``; lead a group commit or wait for the leader that took them."""
-        mine = _Waiter(rows)
-        with self._queue_cv:
-            self._queue.append(mine)
-            while mine.stored is None and mine.error is None and self._leading:
-                self._queue_cv.wait()
-            if mine.stored is None and mine.error is None:
-                # No commit in progress and ours not written: lead, taking the whole queue.
-                self._leading = True
-                batch, self._queue = self._queue, []
-            else:
-                batch = []
-        if batch:
-            try:
-                self._write_batch(batch)
-            finally:
-                with self._queue_cv:
-                    self._leading = False
-                    self._queue_cv.notify_all()
-        if mine.error is not None:
-            raise mine.error
-        assert mine.stored is not None
-        return mine.stored
-
-    def _write_batch(self, batch: list[_Waiter]) -> None:
-        rows = [row for waiter in batch for row in waiter.rows]
-        try:
-            with self._write() as conn:
-                stored = _insert(conn, rows)
-        except sqlite3.Error as exc:  # nothing in the batch was written
-            for waiter in batch:
-                waiter.error = LedgerError(f"cannot append to ledger {self._path}: {exc}")
-            return
-        except BaseException as exc:  # nobody may wait forever for a batch that died
-            for waiter in batch:
-                waiter.error = LedgerError(f"the commit holding this entry failed: {exc!r}")
-            raise
-        self._commits += 1
-        at = 0
-        for waiter in batch:
-            waiter.stored = stored[at : at + len(waiter.rows)]
-            at += len(waiter.rows)
-        self._head.advance(stored[-1][0], stored[-1][11])
+        return self._writer.commit(prepared)
 
     def intent(
         self,
@@ -577,7 +184,7 @@ class Ledger:
         idempotency_key: str,
         principal: str,
         epoch: int,
-        params: Mapping[str, Any],
+        params: Mapping[str, Any] | ActionParams,
         *,
         principal_kind: PrincipalKind = "agent",
     ) -> Entry:
@@ -593,14 +200,14 @@ class Ledger:
             principal_kind: who ``principal`` is.
         """
         return self.append(
-            "intent",
+            IntentBody.KIND,
             session_id=session_id,
             action_id=action_id,
             idempotency_key=idempotency_key,
             principal=principal,
             principal_kind=principal_kind,
             epoch=epoch,
-            body={"params": dict(params)},
+            body=IntentBody(params) if isinstance(params, ActionParams) else IntentBody.body_of(params),
         )
 
     def result(
@@ -615,7 +222,7 @@ class Ledger:
         evidence: str,
         execution_started: bool,
         message: str = "",
-        extra: Mapping[str, Any] | None = None,
+        extra: Mapping[str, Any] | ResultExtra | None = None,
         *,
         principal_kind: PrincipalKind = "agent",
     ) -> Entry:
@@ -627,25 +234,20 @@ class Ledger:
             idempotency_key: the agent's idempotency key.
             principal: the agent (or person) that asked.
             epoch: the control-lease epoch in force.
-            outcome: ``"DONE"``, ``"FAILED"``, ``"UNKNOWN"``, ``"REFUSED"``, ...
+            outcome: an :class:`~handrail.Outcome` (``DONE``, ``FAILED``, ``UNKNOWN`` ...).
             reason: a machine-readable reason code.
-            evidence: what proves the outcome (``"OBSERVED"``, ``"DISPATCH_RETURNED"``, ...).
+            evidence: an :class:`~handrail.Evidence`: what proves the outcome.
             execution_started: whether anything may have reached the target.
             message: a human-readable explanation.
             extra: more details, stored as ``body["extra"]``.
             principal_kind: who ``principal`` is.
         """
-        body: dict[str, Any] = {
-            "outcome": outcome,
-            "reason": reason,
-            "evidence": evidence,
-            "execution_started": execution_started,
-            "message": message,
-        }
-        if extra:
-            body["extra"] = dict(extra)
+        if isinstance(extra, ResultExtra):
+            body = ResultBody(outcome, reason, evidence, execution_started, message, extra).to_body()
+        else:
+            body = ResultBody.body_of(outcome, reason, evidence, execution_started, message, extra)
         return self.append(
-            "result",
+            ResultBody.KIND,
             session_id=session_id,
             action_id=action_id,
             idempotency_key=idempotency_key,
@@ -660,7 +262,7 @@ class Ledger:
         session_id: str,
         action_id: str,
         principal: str,
-        verdict: Literal["HAPPENED", "DID_NOT_HAPPEN"],
+        verdict: str,
         evidence: str,
         *,
         principal_kind: PrincipalKind = "agent",
@@ -676,7 +278,7 @@ class Ledger:
             session_id: the action's session.
             action_id: the action, usually one left ``UNKNOWN``.
             principal: who looked at the real state.
-            verdict: ``"HAPPENED"`` or ``"DID_NOT_HAPPEN"``.
+            verdict: a :class:`~handrail.Verdict`: ``"HAPPENED"`` or ``"DID_NOT_HAPPEN"``.
             evidence: a readable account of what shows it.
             principal_kind: who ``principal`` is.
             observation_id: the observation the verdict rests on, if any.
@@ -688,13 +290,11 @@ class Ledger:
         """
         if verdict not in VERDICTS:
             raise LedgerError(
-                f"verdict must be HAPPENED or DID_NOT_HAPPEN, got {verdict!r}",
+                f"verdict must be {' or '.join(VERDICTS)}, got {verdict!r}",
                 reason="INVALID_ARGUMENT",
             )
-        found = self._select(
-            f"SELECT {_COLUMNS} FROM entries WHERE action_id = ? AND session_id = ? "
-            "AND kind = 'intent' ORDER BY seq DESC LIMIT 1",
-            [action_id, session_id],
+        found = self._store.select(
+            EntryQuery(session_id=session_id, action_id=action_id, kind=IntentBody.KIND, newest_first=True, limit=1)
         )
         if not found:
             raise LedgerError(
@@ -702,20 +302,15 @@ class Ledger:
                 reason="NOT_FOUND",
             )
         intent = found[0]
-        body = {"outcome": "RECONCILED", "verdict": verdict, "evidence": evidence}
-        if observation_id:
-            body["observation_id"] = observation_id
-        if message:
-            body["message"] = message
         return self.append(
-            "reconcile",
+            ReconcileBody.KIND,
             session_id=session_id,
             action_id=action_id,
             idempotency_key=intent.idempotency_key,
             principal=principal,
             principal_kind=principal_kind,
             epoch=intent.epoch,
-            body=body,
+            body=ReconcileBody(verdict, evidence, observation_id, message, Outcome.RECONCILED),
         )
 
     def lease_change(
@@ -727,7 +322,7 @@ class Ledger:
         epoch: int,
         session_id: str = "",
         *,
-        detail: Mapping[str, Any] | None = None,
+        detail: Mapping[str, Any] | LeaseDetail | None = None,
     ) -> Entry:
         """Append a ``lease_change`` entry: who got, kept or lost control of a target.
 
@@ -742,19 +337,18 @@ class Ledger:
         """
         if not event:
             raise LedgerError("event must not be empty", reason="INVALID_ARGUMENT")
-        body: dict[str, Any] = {"target": target, "event": event}
-        if detail:
-            body["detail"] = dict(detail)
+        if not isinstance(detail, LeaseDetail):
+            detail = LeaseDetail.from_dict(detail or {})
         return self.append(
-            "lease_change",
+            LeaseChangeBody.KIND,
             session_id=session_id,
             principal=principal,
             principal_kind=principal_kind,
             epoch=epoch,
-            body=body,
+            body=LeaseChangeBody(target, event, detail),
         )
 
-    def _bulk_load(self, rows: Iterable[tuple[int, str, str, str, str, str, str, int, str]]) -> int:
+    def _bulk_load(self, rows: Iterable[BulkRow]) -> int:
         """Append many pre-serialized rows in one transaction, chained as usual.
 
         For benchmarks and tests that need a large ledger fast: each row is ``(ts_ms,
@@ -762,22 +356,9 @@ class Ledger:
         body_json)`` with ``body_json`` already canonical and redacted. No validation.
         Returns the new head seq.
         """
-        with self._write() as conn:
-            head_seq, prev = _read_head(conn)
-            hash_columns = _hash_columns
-
-            def chained() -> Iterator[tuple[Any, ...]]:
-                nonlocal head_seq, prev
-                for ts, kind, sid, aid, key, who, who_kind, epoch, body in rows:
-                    head_seq += 1
-                    digest = hash_columns(prev, head_seq, ts, kind, sid, aid, key, who, who_kind, epoch, body)  # fmt: skip # noqa: E501
-                    yield (head_seq, ts, kind, sid, aid, key, who, who_kind, epoch, body, prev, digest)  # fmt: skip
-                    prev = digest
-
-            conn.executemany(_INSERT, chained())
-            conn.execute(_SET_HEAD, (str(head_seq), prev))
-        self._head.advance(head_seq, prev)
-        return head_seq
+        seq, digest = self._store.bulk_load(rows)
+        self._head.advance(seq, digest)
+        return seq
 
     # -- recovery ------------------------------------------------------------------
 
@@ -793,19 +374,11 @@ class Ledger:
         Returns:
             The actions marked, oldest intent first, with their session's target.
         """
-        from ._recovery import find_interrupted, recovered_result
-
-        try:
-            with self._write() as conn:
-                found = find_interrupted(conn)
-                if not found:
-                    return []
-                stored = _insert(conn, [_prepare(recovered_result(action)) for action in found])
-        except sqlite3.Error as exc:
-            raise LedgerError(f"cannot recover ledger {self._path}: {exc}") from exc
-        self._commits += 1
-        self._head.advance(stored[-1][0], stored[-1][11])
-        return [action.with_result(row[0]) for action, row in zip(found, stored, strict=True)]
+        done = self._store.recover(lambda action: prepare(recovered_result(action)))
+        if done.head is not None:
+            self._writer.commits += 1
+            self._head.advance(*done.head)
+        return done.marked
 
     def unresolved(self) -> list[UnresolvedAction]:
         """Return actions whose latest word is ``UNKNOWN`` and that no reconcile followed.
@@ -814,13 +387,7 @@ class Ledger:
         reconciled (:meth:`reconcile`). Intents still without any result are not listed:
         they are in flight, or waiting for :meth:`recover`.
         """
-        from ._recovery import find_unresolved
-
-        with self._lock:
-            try:
-                return find_unresolved(self._conn)
-            except sqlite3.Error as exc:
-                raise LedgerError(f"cannot read ledger {self._path}: {exc}") from exc
+        return self._store.unresolved()
 
     # -- reading -------------------------------------------------------------------
 
@@ -849,14 +416,18 @@ class Ledger:
                 a ``refusal`` entry counts as ``REFUSED``).
             since_ms: only entries appended at or after this time (ms since the epoch).
         """
-        where, params = _filters(session_id, action_id, kind, principal, outcome, since_ms)
-        where.append("seq > ?")
-        params.append(since_seq)
-        sql = f"SELECT {_COLUMNS} FROM entries WHERE {' AND '.join(where)} ORDER BY seq"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(limit)
-        return self._select(sql, params)
+        return self._store.select(
+            EntryQuery(
+                session_id=session_id,
+                action_id=action_id,
+                kind=kind,
+                principal=principal,
+                outcome=outcome,
+                since_ms=since_ms,
+                since_seq=since_seq,
+                limit=limit,
+            )
+        )
 
     def iter_entries(self, *, batch_size: int = 5000, **filters: Any) -> Iterator[Entry]:
         """Yield entries in seq order, a batch at a time; takes :meth:`entries`' filters.
@@ -881,72 +452,60 @@ class Ledger:
         since_ms: int | None = None,
     ) -> list[Entry]:
         """Return the last ``n`` entries (filtered as in :meth:`entries`), oldest first."""
-        where, params = _filters(session_id, action_id, kind, principal, outcome, since_ms)
-        clause = f"WHERE {' AND '.join(where)} " if where else ""
-        sql = f"SELECT {_COLUMNS} FROM entries {clause}ORDER BY seq DESC LIMIT ?"
-        params.append(n)
-        return list(reversed(self._select(sql, params)))
+        query = EntryQuery(
+            session_id=session_id,
+            action_id=action_id,
+            kind=kind,
+            principal=principal,
+            outcome=outcome,
+            since_ms=since_ms,
+            limit=n,
+            newest_first=True,
+        )
+        return list(reversed(self._store.select(query)))
 
     def find_result_by_key(self, session_id: str, idempotency_key: str) -> Entry | None:
         """Return the latest ``result`` recorded for an idempotency key, or ``None``."""
-        return self._find_by_key(session_id, idempotency_key, "result")
+        return self._find_by_key(session_id, idempotency_key, ResultBody.KIND)
 
     def find_intent_by_key(self, session_id: str, idempotency_key: str) -> Entry | None:
         """Return the latest ``intent`` recorded for an idempotency key, or ``None``."""
-        return self._find_by_key(session_id, idempotency_key, "intent")
+        return self._find_by_key(session_id, idempotency_key, IntentBody.KIND)
 
     def find_reconcile_by_key(self, session_id: str, idempotency_key: str) -> Entry | None:
         """Return the latest ``reconcile`` recorded for an idempotency key, or ``None``."""
-        return self._find_by_key(session_id, idempotency_key, "reconcile")
+        return self._find_by_key(session_id, idempotency_key, ReconcileBody.KIND)
 
     def head(self) -> tuple[int, str]:
         """Return ``(seq, hash)`` of the last entry; ``(0, GENESIS_HASH)`` when empty."""
-        with self._lock:
-            try:
-                return _read_head(self._conn)
-            except sqlite3.Error as exc:
-                raise LedgerError(f"cannot read ledger {self._path}: {exc}") from exc
+        return self._store.head()
 
     def count(self) -> int:
         """Return how many entries are stored."""
-        with self._lock:
-            row = self._conn.execute("SELECT COUNT(*) FROM entries").fetchone()
-        return int(row[0])
+        return self._store.count()
 
     def _find_by_key(self, session_id: str, idempotency_key: str, kind: str) -> Entry | None:
-        found = self._select(
-            f"SELECT {_COLUMNS} FROM entries "
-            "WHERE session_id = ? AND idempotency_key = ? AND kind = ? "
-            "ORDER BY seq DESC LIMIT 1",
-            [session_id, idempotency_key, kind],
+        query = EntryQuery(
+            session_id=session_id, idempotency_key=idempotency_key, kind=kind, newest_first=True, limit=1
         )
+        found = self._store.select(query)
         return found[0] if found else None
-
-    def _select(self, sql: str, params: Sequence[Any]) -> list[Entry]:
-        with self._lock:
-            try:
-                rows = self._conn.execute(sql, params).fetchall()
-            except sqlite3.Error as exc:
-                raise LedgerError(f"cannot read ledger {self._path}: {exc}") from exc
-        return [_row_to_entry(row) for row in rows]
 
     # -- verifying -----------------------------------------------------------------
 
     def verify(self, *, batch_size: int = 10_000) -> VerifyReport:
         """Recompute the whole hash chain and check it against both recorded heads.
 
-        Reads through a separate connection (a WAL snapshot), so appends are not held up.
-        Finds an edited entry (hash mismatch), a deleted entry (gap in seq, broken
-        ``prev_hash`` link), reordered entries, and a truncated tail: entries missing
-        after the ``meta`` head, or after the head file's (see the module docs for the
-        window the head file cannot see).
+        Reads a snapshot of the store (for SQLite, through a connection of its own), so
+        appends are not held up. Finds an edited entry (hash mismatch), a deleted entry
+        (gap in seq, broken ``prev_hash`` link), reordered entries, and a truncated tail:
+        entries missing after the store's head, or after the head file's (see the module
+        docs for the window the head file cannot see).
 
         Args:
             batch_size: rows fetched per round trip.
         """
-        from ._recovery import verify_file
-
-        return verify_file(self._path, self._head.path, batch_size=batch_size)
+        return verify(lambda: self._store.snapshot(batch_size), self._head.path)
 
     def check(self) -> VerifyReport:
         """Verify the chain and raise when it does not hold.
@@ -958,59 +517,3 @@ class Ledger:
         if not report.ok:
             raise LedgerTamperedError(f"ledger {self._path}: {report.message}", seq=report.first_bad_seq)
         return report
-
-
-def _read_head(conn: sqlite3.Connection) -> tuple[int, str]:
-    values = dict(conn.execute(_GET_HEAD).fetchall())
-    try:
-        return int(values["head_seq"]), str(values["head_hash"])
-    except (KeyError, ValueError) as exc:
-        raise LedgerError("the ledger's recorded head is missing or damaged") from exc
-
-
-def _filters(
-    session_id: str | None = None,
-    action_id: str | None = None,
-    kind: str | None = None,
-    principal: str | None = None,
-    outcome: str | None = None,
-    since_ms: int | None = None,
-) -> tuple[list[str], list[Any]]:
-    where: list[str] = []
-    params: list[Any] = []
-    for column, value in (
-        ("session_id", session_id),
-        ("action_id", action_id),
-        ("kind", kind),
-        ("principal", principal),
-    ):
-        if value is not None:
-            where.append(f"{column} = ?")
-            params.append(value)
-    if outcome is not None:
-        where.append("(upper(json_extract(body, '$.outcome')) = ? OR (kind = 'refusal' AND ? = 'REFUSED'))")
-        params += [outcome.upper(), outcome.upper()]
-    if since_ms is not None:
-        where.append("ts_ms >= ?")
-        params.append(since_ms)
-    return where, params
-
-
-def _split_sql(script: str) -> list[str]:
-    # Split on ";" but keep trigger bodies (BEGIN ... END;) whole.
-    statements: list[str] = []
-    current: list[str] = []
-    for line in script.splitlines():
-        current.append(line)
-        text = "\n".join(current).strip()
-        if text.endswith(";") and sqlite3.complete_statement(text):
-            statements.append(text)
-            current = []
-    tail = "\n".join(current).strip()
-    if tail:
-        statements.append(tail)
-    return statements
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000

@@ -10,7 +10,9 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from ._ledger import Entry, canonical_json
+from ._bodies import IntentBody, LeaseChangeBody, ReconcileBody, RefusalBody, ResultBody
+from ._chain import canonical_json
+from ._entry import Entry
 
 __all__ = ["timeline"]
 
@@ -57,28 +59,27 @@ def _timeline_line(entry: Entry) -> str:
 
 
 def _summarize(entry: Entry) -> str:
-    body = entry.body
-    if entry.kind == "intent" and isinstance(body.get("params"), Mapping):
-        text = _summarize_params(body["params"])
-    elif entry.kind == "result":
+    body = entry.content
+    if isinstance(body, IntentBody):
+        text = _summarize_params(body.params.to_dict() or entry.body)
+    elif isinstance(body, ResultBody):
         text = _summarize_result(body)
-    elif entry.kind == "refusal":
-        words = [str(body.get(k, "")) for k in ("kind", "ref") if body.get(k)]
-        if body.get("name"):
-            words.append(json.dumps(body["name"], ensure_ascii=False))
-        if body.get("url"):
-            words.append(str(body["url"]))
-        text = f"REFUSED {body.get('reason', '')} " + " ".join(words)
-        text += f": {body.get('message', '')}"
-    elif entry.kind == "reconcile":
-        text = f"RECONCILED {body.get('verdict', '?')}"
-        if body.get("evidence"):
-            text += f" evidence={json.dumps(body['evidence'], ensure_ascii=False)}"
-    elif entry.kind == "lease_change" and "event" in body:
-        rest = {k: v for k, v in body.items() if k not in ("event", "target")}
-        text = f"{body['event']} {body.get('target', '')} {_summarize_params(rest)}".strip()
+    elif isinstance(body, RefusalBody):
+        words = [w for w in (body.kind, body.ref) if w]
+        if body.name:
+            words.append(json.dumps(body.name, ensure_ascii=False))
+        if body.url:
+            words.append(body.url)
+        text = f"REFUSED {body.reason} " + " ".join(words) + f": {body.message}"
+    elif isinstance(body, ReconcileBody):
+        text = f"RECONCILED {body.verdict or '?'}"
+        if body.evidence:
+            text += f" evidence={json.dumps(body.evidence, ensure_ascii=False)}"
+    elif isinstance(body, LeaseChangeBody) and body.event:
+        detail = body.detail.to_dict()
+        text = f"{body.event} {body.target} {_summarize_params({'detail': detail} if detail else {})}".strip()
     else:
-        text = _summarize_params(body)
+        text = _summarize_params(entry.body)
     if len(text) > _MAX_SUMMARY:
         text = text[: _MAX_SUMMARY - 1] + "…"
     return text
@@ -100,16 +101,15 @@ def _summarize_params(params: Mapping[str, Any]) -> str:
     return " ".join(words)
 
 
-def _summarize_result(body: Mapping[str, Any]) -> str:
-    words = [str(body.get("outcome", "?"))]
-    if body.get("reason"):
-        words.append(str(body["reason"]))
-    if body.get("evidence"):
-        words.append(f"evidence={body['evidence']}")
-    if "execution_started" in body:
-        words.append(f"started={'yes' if body['execution_started'] else 'no'}")
-    if body.get("message"):
-        words.append(json.dumps(body["message"], ensure_ascii=False))
+def _summarize_result(body: ResultBody) -> str:
+    words = [body.outcome or "?"]
+    if body.reason:
+        words.append(body.reason)
+    if body.evidence:
+        words.append(f"evidence={body.evidence}")
+    words.append(f"started={'yes' if body.execution_started else 'no'}")
+    if body.message:
+        words.append(json.dumps(body.message, ensure_ascii=False))
     return " ".join(words)
 
 

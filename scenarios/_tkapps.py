@@ -1,7 +1,7 @@
 """Small Tk applications the desktop backend is tested and demonstrated against.
 
-Two kinds, run as their own processes on an X display (``python -m
-handrail.scenarios._tkapps notes|thief ...``) and driven by ``TkApp``:
+Two kinds, run as their own processes on an X display (``python -P _tkapps.py
+notes|thief ...``) and driven by ``TkApp``:
 
 - ``notes``: a note window with a text box that has the focus, three coloured buttons
   (red, green, blue) and a pad that records presses, releases and double clicks. Told
@@ -281,7 +281,9 @@ class TkApp:
 
     def start(self, timeout: float = 20.0) -> TkApp:
         self._dir = tempfile.TemporaryDirectory(prefix=f"handrail-{self.kind}-")
-        args = [sys.executable, "-m", "handrail.scenarios._tkapps", self.kind, "--title", self.title]
+        # Run this file as a script (-P: without its folder on sys.path), not with -m,
+        # which would import the whole harness into the app's process first.
+        args = [sys.executable, "-P", __file__, self.kind, "--title", self.title]
         args += ["--state", str(self.state_path)]
         if self.geometry:
             args += ["--geometry", self.geometry]
@@ -362,10 +364,9 @@ class TkApp:
         """The id of the application's main window (managed, as the window manager lists it)."""
         if self._window:
             return self._window
-        from handrail.executor._x11 import X11
+        from ._x11 import connect  # not at the top: this file also runs as the app's own script
 
-        x = X11(self.display)
-        try:
+        with connect(self.display) as x:
             deadline = time.monotonic() + 10
             while time.monotonic() < deadline:
                 for wid in x.stacking():
@@ -373,8 +374,6 @@ class TkApp:
                         self._window = wid
                         return wid
                 time.sleep(0.05)
-        finally:
-            x.close()
         raise RuntimeError(f"no window titled {self.title!r} of pid {self.pid}")
 
     def stop(self) -> None:

@@ -29,8 +29,8 @@ def main() -> int:
     pkg = tree / "handrail"
     pkg.mkdir(parents=True)
     for item in (ROOT / "handrail").iterdir():
-        if item.suffix in (".py", ".typed"):
-            (pkg / item.name).symlink_to(item)
+        if item.suffix in (".py", ".typed") or (item.is_dir() and (item / "__init__.py").is_file()):
+            (pkg / item.name).symlink_to(item, target_is_directory=item.is_dir())
     for name, folder in PACKAGES.items():
         (pkg / name).symlink_to(ROOT / folder, target_is_directory=True)
     cmd = [

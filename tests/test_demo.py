@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from handrail.recorder import Ledger
+from handrail.recorder import Ledger, RefusalBody, ResultBody
 
 
 @pytest.mark.slow
@@ -35,7 +35,7 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     # What the demo printed is what its ledger holds.
     with Ledger(tmp_path / "ledger.sqlite") as ledger:
         assert ledger.verify().ok
-        results = [e for e in ledger.entries(kind="result")]
-        assert [e.body["outcome"] for e in results] == ["DONE", "DONE"]
-        refusals = [e.body["reason"] for e in ledger.entries(kind="refusal")]
+        results = [e.body_as(ResultBody) for e in ledger.entries(kind="result")]
+        assert [r.outcome for r in results] == ["DONE", "DONE"]
+        refusals = [e.body_as(RefusalBody).reason for e in ledger.entries(kind="refusal")]
         assert refusals == ["OUT_OF_SCOPE", "POLICY_FORBID", "STALE_REF", "HELD_BY_HUMAN"]

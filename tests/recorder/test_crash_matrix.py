@@ -40,11 +40,10 @@ from pathlib import Path
 import grpc
 import pytest
 
-from handrail._procs import ServerProcess, start_authz, start_executor
 from handrail.authz import AuthzClient, Store
 from handrail.executor import ExecutorClient, Outcome
-from handrail.recorder import Ledger
-from handrail.scenarios import SubscriptionApp
+from handrail.recorder import EntryBody, Ledger, ReconcileBody, ResultBody
+from handrail.scenarios import ServerProcess, SubscriptionApp, start_authz, start_executor
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -168,7 +167,7 @@ def _one_run(env: Env, executor: ServerProcess, point: str, key: str, target: st
     assert (intent is not None) == _INTENT[point], f"{what}: intent {intent}"
     assert (result is not None) == _RESULT[point], f"{what}: result {result}"
     if result is not None:
-        assert result.body["outcome"] == "DONE", f"{what}: {result.body}"
+        assert result.body_as(ResultBody).outcome == "DONE", f"{what}: {result.body}"
     assert env.requests() == _REQUESTS[point], f"{what}: {env.app.state()['requests']}"
 
     # 3. Restart on the same data dir: recovery.
@@ -179,7 +178,7 @@ def _one_run(env: Env, executor: ServerProcess, point: str, key: str, target: st
         if intent is not None and result is None:
             with Ledger(env.ledger_path) as ledger:
                 results = ledger.entries(action_id=intent.action_id, kind="result")
-            assert [r.body["outcome"] for r in results] == ["UNKNOWN"], f"{what}: {results}"
+            assert [r.body_as(ResultBody).outcome for r in results] == ["UNKNOWN"], f"{what}: {results}"
             # The agent's retry with a fresh key: refused, nothing dispatched.
             if "Pause plan" in obs.snapshot:
                 retry = session.click(session.find("button", "Pause plan"), idempotency_key=key + "-retry").result
@@ -206,7 +205,7 @@ def _one_run(env: Env, executor: ServerProcess, point: str, key: str, target: st
         assert report.ok, f"{what}: {report.message}"
         if intent is not None:
             entries = ledger.entries(action_id=intent.action_id)
-            kinds = [(e.kind, e.body.get("verdict" if e.kind == "reconcile" else "outcome", "")) for e in entries]
+            kinds = [(e.kind, _said(e.content)) for e in entries]
             expected = {
                 "after-intent": [("intent", ""), ("result", "UNKNOWN"), ("reconcile", "DID_NOT_HAPPEN")],
                 "after-dispatch": [("intent", ""), ("result", "UNKNOWN"), ("reconcile", "HAPPENED")],
@@ -215,3 +214,10 @@ def _one_run(env: Env, executor: ServerProcess, point: str, key: str, target: st
             assert kinds == expected, f"{what}: {kinds}"
         assert not [u for u in ledger.unresolved() if u.action_id == (intent.action_id if intent else "")]
     return executor
+
+
+def _said(body: EntryBody) -> str:
+    """What an entry of an action says: a result its outcome, a reconcile its verdict."""
+    if isinstance(body, ReconcileBody):
+        return body.verdict
+    return body.outcome if isinstance(body, ResultBody) else ""

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from handrail.recorder import Ledger
-from handrail.recorder._recovery import verify_file
+from handrail.recorder._sqlite import verify_file
 
 
 def _fill(ledger: Ledger, n: int) -> None:

@@ -203,9 +203,9 @@ def test_triggers_refuse_update_and_delete(ledger: Ledger, ledger_path: Path, st
 
 
 def test_ledger_has_no_update_or_delete_path() -> None:
-    source = (Path(__file__).parents[2] / "recorder" / "_ledger.py").read_text()
-    code = [line for line in source.splitlines() if "entries" in line]
-    assert not [line for line in code if "UPDATE entries" in line or "DELETE FROM entries" in line]
+    for module in (Path(__file__).parents[2] / "recorder").glob("*.py"):
+        code = [line for line in module.read_text().splitlines() if "entries" in line]
+        assert not [line for line in code if "UPDATE entries" in line or "DELETE FROM entries" in line], module
 
 
 def test_secrets_are_redacted(ledger: Ledger, ledger_path: Path) -> None:

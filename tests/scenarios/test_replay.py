@@ -11,12 +11,8 @@ from pathlib import Path
 import pytest
 
 from handrail.executor import Outcome
-from handrail.recorder import _replay
-from handrail.recorder._record import record_session
-from handrail.recorder._replay import replay
-from handrail.recorder._scenario import load_scenario, parse_scenario
-from handrail.recorder._scenario_cli import register
-from handrail.scenarios import SubscriptionApp
+from handrail.scenarios import SubscriptionApp, _replay, load_scenario, parse_scenario, record_session, replay
+from handrail.scenarios._cli import register
 from tests.conftest import AgentSetup, Stack
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -131,7 +127,7 @@ def test_pytest_plugin(tmp_path: Path) -> None:
             "-m",
             "pytest",
             "-p",
-            "handrail.recorder.pytest_plugin",
+            "handrail.scenarios.pytest_plugin",
             "-p",
             "no:cacheprovider",
             "--scenario-repeat",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from handrail.recorder._scenario import (
+from handrail.scenarios import (
     FAULT_KINDS,
     REASONS,
     ActStep,
@@ -125,7 +125,10 @@ def test_unknown_reason_and_outcome(tmp_path: Path) -> None:
     message = _error(GOOD.replace("expect: UNKNOWN", "expect: REFUSED TOO_SLOW"), tmp_path)
     assert ":13: steps[1].act.expect.reason: unknown reason 'TOO_SLOW' (known: ALLOW," in message
     message = _error(GOOD.replace("expect: UNKNOWN", "expect: MAYBE"), tmp_path)
-    assert ":13: steps[1].act.expect.outcome: input should be 'DONE'" in message
+    assert (
+        ":13: steps[1].act.expect.outcome: input should be "
+        "'REFUSED', 'DONE', 'FAILED', 'UNKNOWN', 'RECONCILED' or 'NONE'" in message
+    )
 
 
 def test_unknown_step_kind(tmp_path: Path) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import io
 import os
-import secrets
 import shutil
 import subprocess
 import sys
@@ -23,12 +22,15 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TextIO
 
-from handrail._demo import Steps
+from handrail.authz import AuthzClient
+from handrail.executor import DesktopTarget, ExecutorClient, Outcome
+from handrail.scenarios import COLOURS, TkApp, VirtualDisplay, start_authz, start_executor
+
+from ._common import AGENT, EXECUTOR, OPERATOR, Steps, make_principals
+
+__all__ = ["TARGET", "run_desktop_demo"]
 
 TARGET = "desktop:notes-demo"
-AGENT = "demo-agent"
-OPERATOR = "ops-alice"
-EXECUTOR = "executor-1"
 NOTES_TITLE = "Handrail Notes — demo"
 CHAT_TITLE = "Chat — 1 new message"
 
@@ -54,20 +56,8 @@ def _centre_of(png: bytes, colour: str) -> tuple[int, int] | None:
 
 def run_desktop_demo(data_dir: Path, out: TextIO = sys.stdout) -> int:
     """Run the desktop demo with its data in ``data_dir``; return 0 when every step behaved."""
-    from handrail._procs import start_authz, start_executor
-    from handrail._xvfb import VirtualDisplay
-    from handrail.authz import AuthzClient, Store
-    from handrail.executor import ExecutorClient, Outcome
-    from handrail.executor._models import DesktopTarget
-    from handrail.scenarios._tkapps import COLOURS, TkApp
-
     steps = Steps(out)
-    data_dir.mkdir(parents=True, exist_ok=True)
-    tokens = {name: secrets.token_urlsafe(24) for name in (AGENT, OPERATOR, EXECUTOR)}
-    with Store(data_dir / "authz.sqlite") as store:
-        store.add_principal(AGENT, "agent", tokens[AGENT])
-        store.add_principal(OPERATOR, "operator", tokens[OPERATOR])
-        store.add_principal(EXECUTOR, "executor", tokens[EXECUTOR])
+    tokens = make_principals(data_dir)
 
     previous_display = os.environ.get("DISPLAY")
     notes_state: dict[str, Any] = {}

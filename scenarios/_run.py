@@ -1,192 +1,56 @@
-"""Replaying scenarios: each run on a fresh stack, every divergence named by its step.
+"""One run of a scenario: the stack it starts, the steps it plays, what it checks.
 
-A run starts the scenario's fixture app, the authz sidecar and the executor as real
-processes with a fresh data dir (so that ledger checks are exact), makes the principals
-and grants, opens the sessions, plays the steps and then checks the fixture's real state
-and the ledger. :func:`replay` runs a scenario K times and reports pass^K: it passes only
-when every run passed.
-
-Example::
-
-    from handrail.recorder._replay import replay
-    from handrail.recorder._scenario import load_scenario
-
-    report = replay(load_scenario("scenarios/subscription-cancel.yaml"), repeat=3)
-    print(report.summary())
+A run starts the scenario's fixture app (or its desktop fixture), the authz sidecar and
+the executor as real processes with a fresh data dir, makes the principals and grants,
+opens the sessions and plays the steps, raising :class:`Divergence` at the first one that
+does not behave as stated. ``_replay`` runs it and turns the outcome into a report.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import secrets
-import shutil
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import grpc
 
-from handrail._procs import ServerProcess, start_authz, start_executor
+from handrail._vocabulary import Outcome, Verdict
 from handrail.authz import AuthzClient, AuthzError, Store
-from handrail.executor import ActionKind, ExecutorClient
-from handrail.executor._models import DesktopTarget
-from handrail.recorder._ledger import Entry, Ledger
-from handrail.recorder._scenario import (
-    ActSpec,
+from handrail.executor import ActionKind, DesktopTarget, ExecutorClient
+from handrail.recorder import Ledger, ResultBody
+
+from ._acts import NO_INTENT, ActSpec, DecideWhileWaiting, Expected, KillExecutor
+from ._apps import FIXTURE_APPS
+from ._base import FixtureApp
+from ._checks import StateCheck
+from ._desktop import EVENT_TIMEOUT_S, DesktopApps
+from ._errors import Divergence
+from ._judge import check_state, ledger_problems
+from ._procs import ServerProcess, start_authz, start_executor
+from ._scenario import (
     ActStep,
     CheckStep,
-    DecideWhileWaiting,
-    Expected,
     FaultStep,
-    KillExecutor,
     ObserveStep,
     ReconcileSpec,
     ReconcileStep,
     Scenario,
-    StateCheck,
     Step,
     WaitStep,
 )
-from handrail.scenarios import FIXTURE_APPS, FixtureApp
+from ._xvfb import VirtualDisplay
 
-__all__ = ["DesktopApps", "RunResult", "ScenarioReport", "check_state", "display_unavailable", "replay", "run_once"]
+__all__ = ["ADMIN", "EXECUTOR", "Run", "rpc_text"]
 
 EXECUTOR = "executor-0"
 ADMIN = "admin-0"
-_EVENT_TIMEOUT_S = 10.0
 _KILL_WAIT_S = 10.0
-
-
-class Divergence(Exception):
-    """A step, or a final check, did not behave as the scenario states."""
-
-
-@dataclass
-class RunResult:
-    """One run of a scenario.
-
-    Attributes:
-        ok: every step and check behaved as stated.
-        divergences: what did not, one sentence each.
-        log: one line per step played.
-        seconds: wall time of the run, stack start and stop included.
-    """
-
-    ok: bool
-    divergences: list[str] = field(default_factory=list)
-    log: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-
-
-@dataclass
-class ScenarioReport:
-    """K runs of one scenario; ``passed`` is pass^K."""
-
-    scenario: Scenario
-    runs: list[RunResult] = field(default_factory=list)
-    skipped: str | None = None
-    source: str = ""
-
-    @property
-    def passed(self) -> bool:
-        return self.skipped is None and all(r.ok for r in self.runs)
-
-    def summary(self) -> str:
-        """One line: ``name: pass^3 (3/3 runs, 4.1 s/run)`` or ``FAIL`` or ``SKIPPED``."""
-        name = self.scenario.name
-        if self.skipped is not None:
-            return f"{name}: SKIPPED — {self.skipped}"
-        k = len(self.runs)
-        good = sum(r.ok for r in self.runs)
-        per = sum(r.seconds for r in self.runs) / k if k else 0.0
-        verdict = f"pass^{k}" if good == k else f"FAIL pass^{k}"
-        return f"{name}: {verdict} ({good}/{k} runs passed, {per:.1f} s/run)"
-
-    def details(self) -> list[str]:
-        """The divergences of each failed run, indented, for printing under the summary."""
-        lines = []
-        for i, run in enumerate(self.runs, 1):
-            if run.ok:
-                continue
-            lines.append(f"  run {i}:")
-            lines.extend(f"    {d}" for d in run.divergences)
-            if run.log:
-                lines.append("    steps played:")
-                lines.extend(f"      {entry}" for entry in run.log)
-        return lines
-
-
-def replay(
-    scenario: Scenario,
-    *,
-    repeat: int = 1,
-    chromium: str | None = None,
-    keep_dir: Path | None = None,
-    on_run: Callable[[int, RunResult], None] | None = None,
-) -> ScenarioReport:
-    """Run ``scenario`` ``repeat`` times, each on a fresh stack.
-
-    Args:
-        scenario: the scenario.
-        repeat: K of pass^K.
-        chromium: the Chromium executable (default: the executor's default).
-        keep_dir: keep each run's data under this dir (``run-1`` ...) instead of a temp dir.
-        on_run: called after each run with its number (from 1) and result.
-
-    Returns:
-        The report; ``report.skipped`` says why a scenario that cannot run here (a desktop
-        scenario without Xvfb, openbox or Tk) was skipped.
-    """
-    report = ScenarioReport(scenario)
-    skip = scenario.skip_reason(display=display_unavailable() if scenario.needs_display() else None)
-    if skip is not None:
-        report.skipped = skip
-        return report
-    for i in range(1, repeat + 1):
-        if keep_dir is not None:
-            data_dir = keep_dir / f"run-{i}"
-            shutil.rmtree(data_dir, ignore_errors=True)
-            result = run_once(scenario, data_dir, chromium=chromium)
-        else:
-            with tempfile.TemporaryDirectory(prefix=f"handrail-replay-{scenario.name}-") as tmp:
-                result = run_once(scenario, Path(tmp), chromium=chromium)
-        report.runs.append(result)
-        if on_run is not None:
-            on_run(i, result)
-    return report
-
-
-def run_once(scenario: Scenario, data_dir: Path, *, chromium: str | None = None) -> RunResult:
-    """Play ``scenario`` once with its data in ``data_dir`` (made if missing)."""
-    started = time.monotonic()
-    run = _Run(scenario, data_dir, chromium)
-    result = RunResult(ok=False, log=run.log)
-    try:
-        with run.stack():
-            run.play()
-            run.stop_servers()  # the ledger is read with every writer gone
-            run.final_checks()
-    except Divergence as exc:
-        result.divergences.append(str(exc))
-        result.log.extend(run.server_trouble())
-    except (RuntimeError, OSError, grpc.RpcError, AuthzError) as exc:
-        text = _rpc_text(exc).strip().splitlines() or [""]
-        if len(text) > 6:  # a server's whole output: its first and last lines tell
-            text = [*text[:1], "  ...", *text[-4:]]
-        result.divergences.append(f"the run broke: {type(exc).__name__}: " + "\n".join(text))
-    result.divergences.extend(run.failed_checks)
-    result.ok = not result.divergences
-    result.seconds = time.monotonic() - started
-    return result
-
-
-# -- one run ---------------------------------------------------------------------------
 
 
 @dataclass
@@ -199,7 +63,9 @@ class _Act:
     action_id: str
 
 
-class _Run:
+class Run:
+    """One run of ``scenario`` with its data in ``data_dir``."""
+
     def __init__(self, scenario: Scenario, data_dir: Path, chromium: str | None) -> None:
         self.s = scenario
         self.data_dir = data_dir
@@ -256,8 +122,6 @@ class _Run:
         with ExitStack() as stack:
             self._stack = stack
             if s.desktop:
-                from handrail._xvfb import VirtualDisplay
-
                 display = stack.enter_context(VirtualDisplay())
                 self.executor_env = display.env()
                 self.desktop = DesktopApps(display.display, s.name)
@@ -355,7 +219,7 @@ class _Run:
         expires = int(time.time() * 1000 + g.expires_in_s * 1000) if g.expires_in_s else 0
         scope: dict[str, Any] = {}
         if g.require_approval_verbs:
-            scope["require_approval_verbs"] = list(g.require_approval_verbs)
+            scope["require_approval_verbs"] = [v.value for v in g.require_approval_verbs]
         if g.approval_timeout_s:
             scope["approval_timeout_ms"] = int(g.approval_timeout_s * 1000)
         if g.single_use:
@@ -363,7 +227,7 @@ class _Run:
         info = self._operator(operator or g.operator).grant(
             g.principal or self.s.first_agent,
             g.target or self.s.default_target,
-            list(g.verbs),
+            [v.value for v in g.verbs],
             origins,
             expires_at_ms=expires,
             note=g.note or f"scenario {self.s.name}",
@@ -400,7 +264,7 @@ class _Run:
         try:
             obs = self.sessions[session].observe()
         except grpc.RpcError as exc:
-            raise Divergence(f"{where} observe ({session}): error {_rpc_text(exc)}") from None
+            raise Divergence(f"{where} observe ({session}): error {rpc_text(exc)}") from None
         if label:
             self.labels[label] = (session, obs)
         self.log.append(f"{where} observe {session}: {obs.observation_id} at {obs.url}, epoch {obs.lease_epoch}")
@@ -439,10 +303,7 @@ class _Run:
                 kw["expect_text"] = spec.expectation.text
             if spec.expectation.url:
                 kw["expect_url"] = spec.expectation.url
-        try:
-            kind = ActionKind(spec.kind)
-        except ValueError:
-            raise Divergence(f"{what}: the executor has no action kind {spec.kind!r}") from None
+        kind = ActionKind(spec.kind.value)  # the executor's own enum, until it takes the vocabulary's
         if spec.fault is not None and spec.fault.kind == "drop_connection":
             assert self.app is not None
             self.app.drop_next(spec.fault.path, outage_s=spec.fault.outage_s)
@@ -456,7 +317,7 @@ class _Run:
             if isinstance(spec.fault, KillExecutor) and _code(exc) == "UNAVAILABLE":
                 self._after_kill(what, spec, self.keys[i], session.session_id)
                 return
-            raise Divergence(f"{what}: expected {spec.expect.describe()}, got error {_rpc_text(exc)}") from None
+            raise Divergence(f"{what}: expected {spec.expect.describe()}, got error {rpc_text(exc)}") from None
         finally:
             if decider is not None:
                 decider.finish()
@@ -490,8 +351,11 @@ class _Run:
         with Ledger(self.data_dir / "ledger.sqlite") as ledger:
             intent = ledger.find_intent_by_key(session_id, key)
             result = ledger.find_result_by_key(session_id, key)
-        outcome = str(result.body.get("outcome", "")) if result else ("UNKNOWN" if intent else "NONE")
-        reason = str(result.body.get("reason", "")) if result else ""
+        if result is not None:
+            recorded = result.body_as(ResultBody)
+            outcome, reason = recorded.outcome, recorded.reason
+        else:
+            outcome, reason = (Outcome.UNKNOWN.value if intent else NO_INTENT), ""
         action_id = intent.action_id if intent else ""
         self.acts[key] = _Act(spec.session, session_id, key, action_id)
         self.log.append(f"{what}: executor killed, restarted; the ledger says {outcome} {reason}")
@@ -536,12 +400,12 @@ class _Run:
         if fault.kind == "rerender":
             assert app is not None
             n = app.push_rerender()
-            if not app.wait_rerendered(n, timeout=_EVENT_TIMEOUT_S):
+            if not app.wait_rerendered(n, timeout=EVENT_TIMEOUT_S):
                 raise Divergence(f"{what}: the page did not re-render")
         elif fault.kind == "open_modal":
             assert app is not None
             n = app.push_open_modal()
-            if not app.wait_modal_opened(n, timeout=_EVENT_TIMEOUT_S):
+            if not app.wait_modal_opened(n, timeout=EVENT_TIMEOUT_S):
                 raise Divergence(f"{what}: the page did not open the modal")
         elif fault.kind == "takeover":
             lease = self._operator(fault.operator).take_over(target, note=fault.note)
@@ -601,20 +465,20 @@ class _Run:
         act = self.acts.get(spec.key)
         if act is None or not act.action_id:
             raise Divergence(f"{what}: no action with that key was recorded")
-        verdict: str | None = spec.verdict
+        verdict = spec.verdict
         if spec.happened_if:
             state = self._state()
             holds = all(check_state(state, c) is None for c in spec.happened_if)
-            decided = "HAPPENED" if holds else "DID_NOT_HAPPEN"
+            decided = Verdict.HAPPENED if holds else Verdict.DID_NOT_HAPPEN
             if verdict is not None and decided != verdict:
                 raise Divergence(f"{what}: the fixture's state says {decided}, the scenario says {verdict}")
             verdict = decided
         assert verdict is not None
         evidence = spec.evidence or f"scenario {self.s.name}: the fixture's state shows {verdict}"
         try:
-            result = self.sessions[spec.session].reconcile(act.action_id, verdict, evidence)
+            result = self.sessions[spec.session].reconcile(act.action_id, verdict.value, evidence)
         except grpc.RpcError as exc:
-            raise Divergence(f"{what}: expected {spec.expect.describe()}, got error {_rpc_text(exc)}") from None
+            raise Divergence(f"{what}: expected {spec.expect.describe()}, got error {rpc_text(exc)}") from None
         result = getattr(result, "result", result)
         self._compare(f"{what} ({verdict})", spec.expect, result)
 
@@ -647,33 +511,10 @@ class _Run:
             problem = check_state(state, check)
             if problem is not None:
                 self.failed_checks.append(f"final check {check.describe()}: {problem}")
-        ledger_checks = self.s.checks.ledger
         with Ledger(self.data_dir / "ledger.sqlite") as ledger:
             entries = ledger.entries()
-            if ledger_checks.verifies:
-                report = ledger.verify()
-                if not report.ok:
-                    self.failed_checks.append(f"ledger check verifies: {report.message}")
-        if ledger_checks.unique_done_per_key:
-            done: dict[tuple[str, str], int] = {}
-            for e in entries:
-                if e.kind == "result" and e.body.get("outcome") == "DONE":
-                    k = (e.session_id, e.idempotency_key)
-                    done[k] = done.get(k, 0) + 1
-            twice = [key for (_, key), n in done.items() if n > 1]
-            if twice:
-                self.failed_checks.append(f"ledger check unique_done_per_key: keys with two DONE results: {twice}")
-        if ledger_checks.unresolved is not None:
-            n = len(unresolved_actions(entries))
-            if n != ledger_checks.unresolved:
-                self.failed_checks.append(
-                    f"ledger check unresolved == {ledger_checks.unresolved}: {n} UNKNOWN action(s) not reconciled"
-                )
-        for count in ledger_checks.counts:
-            n = sum(1 for e in entries if _matches(e, count.kind, count.outcome, count.reason, count.idempotency_key))
-            ok = n == count.equals if count.equals is not None else n >= (count.at_least or 0)
-            if not ok:
-                self.failed_checks.append(f"ledger check {count.describe()}: found {n}")
+            verified = ledger.verify() if self.s.checks.ledger.verifies else None
+        self.failed_checks.extend(ledger_problems(self.s.checks.ledger, entries, verified))
 
 
 class _Decider:
@@ -683,7 +524,7 @@ class _Decider:
     act began, and decides it; gives up after ``seconds``.
     """
 
-    def __init__(self, run: _Run, fault: DecideWhileWaiting, agent: str, seconds: float) -> None:
+    def __init__(self, run: Run, fault: DecideWhileWaiting, agent: str, seconds: float) -> None:
         self.verb = "approved" if fault.kind == "approve" else "denied"
         self.decided = ""
         self.error = ""
@@ -719,171 +560,13 @@ class _Decider:
         self._client.close()
 
 
-class DesktopApps:
-    """The desktop fixture of a run: the Tk ``notes`` window (the target) and a ``thief``
-    application, on the run's own virtual display.
-
-    ``state()`` is the notes window's state (``text``, ``clicks``, ``popup_text``,
-    ``popup_open`` ...) with the thief's under ``thief`` (``thief.text``).
-    """
-
-    url = ""
-
-    def __init__(self, display: str, name: str) -> None:
-        from handrail.scenarios._tkapps import TkApp
-
-        self.display = display
-        self.notes = TkApp("notes", display, title=f"Notes - {name}")
-        self.thief = TkApp("thief", display, title=f"Thief - {name}")
-
-    def start(self) -> None:
-        self.notes.start()
-        self.thief.start()
-        self.thief.window_id()
-        self.activate(self.notes.window_id())  # the thief took the focus when it opened
-
-    def stop(self) -> None:
-        self.thief.stop()
-        self.notes.stop()
-
-    def state(self) -> dict[str, Any]:
-        notes = self.notes.settled_state(quiet=0.2)
-        return {**notes, "thief": self.thief.settled_state(quiet=0.05)}
-
-    def _wait_focus(self, holds: Callable[[Any], bool], what: str) -> None:
-        from handrail.executor._x11 import X11
-
-        x = X11(self.display)
-        try:
-            deadline = time.monotonic() + _EVENT_TIMEOUT_S
-            while time.monotonic() < deadline:
-                if holds(x):
-                    return
-                time.sleep(0.01)
-        finally:
-            x.close()
-        raise Divergence(what)
-
-    def activate(self, window: int) -> None:
-        """Have the window manager activate ``window`` (set-up, not the product)."""
-
-        # The window manager may pass over one request (a window just mapped, focus
-        # stealing prevention): ask again until it holds.
-        last = [0.0]
-
-        def active(x: Any) -> bool:
-            if x.active_window() == window and x.is_inside(x.input_focus(), window):
-                return True
-            if time.monotonic() - last[0] > 0.3:
-                x.request_activate(window)
-                last[0] = time.monotonic()
-            return False
-
-        self._wait_focus(active, f"could not activate window {window:#x}")
-
-    def move(self, x: int, y: int) -> str:
-        """Move the notes window to ``(x, y)``; wait until its client area has moved."""
-        from handrail.executor._x11 import X11
-
-        window = self.notes.window_id()
-        x11 = X11(self.display)
-        try:
-            before = x11.client_rect(window)
-        finally:
-            x11.close()
-        self.notes.command(f"move {x} {y}")
-        self._wait_focus(lambda xc: xc.client_rect(window) != before, f"the notes window did not move to ({x}, {y})")
-        time.sleep(0.05)
-        return f"the notes window moved to ({x}, {y})"
-
-    def steal(self, window: str) -> str:
-        """Another window takes the focus: the thief app, or the notes app's own popup."""
-        notes = self.notes.window_id()
-        if window == "thief":
-            self.thief.command("steal")
-            self.thief.wait_state(lambda st: bool(st["stole"]))
-            thief = self.thief.window_id()
-            self._wait_focus(lambda x: x.active_window() == thief, "the thief did not get the focus")
-        else:
-            self.notes.command("steal")
-            self.notes.wait_state(lambda st: bool(st["popup_open"]))
-            self._wait_focus(
-                lambda x: x.active_window() != notes and not x.is_inside(x.input_focus(), notes),
-                "the popup did not take the focus",
-            )
-        time.sleep(0.1)  # let the window manager finish the change
-        return f"the {window} has the focus"
-
-
-def display_unavailable() -> str | None:
-    """Why desktop scenarios cannot run here (no Xvfb, openbox, Tk ...), or None."""
-    missing = [tool for tool in ("Xvfb", "openbox") if shutil.which(tool) is None]
-    missing += [mod for mod in ("tkinter", "Xlib", "pyautogui", "mss") if importlib.util.find_spec(mod) is None]
-    if missing:
-        return f"missing {', '.join(missing)} (see docs/desktop.md: apt-get install -y xvfb openbox python3-tk)"
-    return None
-
-
-def unresolved_actions(entries: Sequence[Entry]) -> list[str]:
-    """Action ids whose latest word is UNKNOWN, with no reconcile entry after it."""
-    unknown: set[str] = set()
-    for e in entries:
-        if not e.action_id:
-            continue
-        if e.kind == "result" and e.body.get("outcome") == "UNKNOWN":
-            unknown.add(e.action_id)
-        elif e.kind in ("reconcile", "result"):
-            unknown.discard(e.action_id)
-    return sorted(unknown)
-
-
-def _matches(e: Entry, kind: str, outcome: str | None, reason: str | None, key: str | None) -> bool:
-    if e.kind != kind:
-        return False
-    if key is not None and e.idempotency_key != key:
-        return False
-    got_outcome = e.body.get("outcome", "REFUSED" if e.kind == "refusal" else "")
-    if outcome is not None and got_outcome != outcome:
-        return False
-    return reason is None or e.body.get("reason") == reason
-
-
-_MISSING = object()
-
-
-def check_state(state: dict[str, Any], check: StateCheck) -> str | None:
-    """Check one state check against a fixture's ``state()``; None when it holds."""
-    if check.field is not None:
-        value: Any = state
-        for part in check.field.split("."):
-            if isinstance(value, dict) and part in value:
-                value = value[part]
-            elif isinstance(value, list) and part.lstrip("-").isdigit() and -len(value) <= int(part) < len(value):
-                value = value[int(part)]
-            else:
-                value = _MISSING
-                break
-        if value is _MISSING:
-            return f"the state has no {check.field!r}"
-    elif check.requests is not None:
-        value = state.get("requests", {}).get(check.requests, 0)
-    else:
-        value = state.get("lost", {}).get(check.lost or "", 0)
-    if "equals" in check.model_fields_set and value != check.equals:
-        return f"found {value!r}"
-    if check.at_least is not None and not (isinstance(value, int) and value >= check.at_least):
-        return f"found {value!r}"
-    if check.at_most is not None and not (isinstance(value, int) and value <= check.at_most):
-        return f"found {value!r}"
-    return None
-
-
 def _code(exc: grpc.RpcError) -> str:
     code = exc.code() if hasattr(exc, "code") else None
     return str(code.name) if code is not None else ""
 
 
-def _rpc_text(exc: BaseException) -> str:
+def rpc_text(exc: BaseException) -> str:
+    """A gRPC error as ``CODE: details``; any other error as its message."""
     if isinstance(exc, grpc.RpcError):
         code = exc.code() if hasattr(exc, "code") else None
         details = exc.details() if hasattr(exc, "details") else ""

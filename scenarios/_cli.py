@@ -8,7 +8,10 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from handrail.recorder._scenario import ScenarioError, load_scenario
+from ._errors import RecordError, ScenarioError
+from ._loading import load_scenario
+from ._record import record_session
+from ._replay import RunResult, replay
 
 __all__ = ["register", "run_record", "run_replay", "scenario_paths"]
 
@@ -67,8 +70,6 @@ def scenario_paths(paths: list[str]) -> list[Path]:
 
 def run_replay(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     """Replay the scenarios; 0 when all passed (or were skipped), 1 on a failure, 2 on bad input."""
-    from handrail.recorder._replay import RunResult, replay
-
     if args.repeat < 1:
         print("handrail replay: --repeat must be at least 1", file=sys.stderr)
         return 2
@@ -119,8 +120,6 @@ def run_replay(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
 
 def run_record(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     """Write the scenario of one recorded session; 0 on success, 2 when it cannot."""
-    from handrail.recorder._record import RecordError, record_session
-
     db = Path(args.db) if args.db else Path(args.data_dir or "handrail-data") / "ledger.sqlite"
     if not db.is_file():
         print(f"handrail record: no ledger at {db}", file=sys.stderr)

@@ -1,10 +1,10 @@
 """Recording: one session's ledger entries turned into a scenario that replays.
 
-The ledger holds what a replay needs: the session's target and start URL
-(``session_open``), every intent (kind, element role and name, parameters) with its result,
-every refusal with its reason, reconciliations and lease changes. Refs and observation
-ids are not copied: the replay takes them again. The grants come from the authz store next
-to the ledger when there is one, else they are inferred from the actions that passed.
+The recorder offers the session (:func:`handrail.recorder.read_session`): its target and
+start URL, every intent with its result, every refusal with its reason, reconciliations
+and lease changes, each with its typed body. Refs and observation ids are not copied: the
+replay takes them again. The grants come from the authz store next to the ledger when
+there is one, else they are inferred from the actions that passed.
 
 What the ledger cannot say is left out with a note at the top of the file: a refusal
 that depended on the page changing under the agent (``STALE_REF``, ``STALE_OBSERVATION``,
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,24 +24,32 @@ from urllib.parse import urlsplit
 import yaml
 
 from handrail._errors import HandrailError
-from handrail.recorder._ledger import Entry, Ledger
-from handrail.recorder._scenario import ScenarioError, parse_scenario
+from handrail._vocabulary import ActionKind, Outcome, Reason, Verdict
+from handrail.authz import Store
+from handrail.recorder import (
+    ActionParams,
+    IntentBody,
+    LeaseChangeBody,
+    Ledger,
+    LedgerError,
+    ReconcileBody,
+    RefusalBody,
+    ResultBody,
+    SessionLog,
+    read_session,
+)
 
-__all__ = ["RecordError", "record_session", "scenario_from_entries"]
+from ._acts import BROWSER_KINDS
+from ._errors import RecordError, ScenarioError
+from ._loading import parse_scenario
+
+__all__ = ["record_session", "scenario_from_session"]
 
 # Refusals that depend on what changed between the agent's observation and its action:
 # the ledger does not say what changed, so a replay could not bring them about.
-_CONTEXT_REASONS = frozenset({"STALE_REF", "STALE_OBSERVATION", "TARGET_CHANGED", "FOCUS_MISMATCH"})
-_VERBS = {"click": "submit", "double_click": "submit", "navigate": "navigate"}
-_REPLAYABLE_KINDS = frozenset(
-    {"click", "double_click", "hover", "fill", "type", "press", "select", "check", "uncheck", "navigate"}
-)
-
-
-class RecordError(HandrailError):
-    """The session cannot be turned into a scenario (unknown session, nothing to replay)."""
-
-    reason = "RECORD_ERROR"
+_CONTEXT_REASONS = frozenset({Reason.STALE_REF, Reason.STALE_OBSERVATION, Reason.TARGET_CHANGED, Reason.FOCUS_MISMATCH})
+_REPLAYABLE_KINDS = frozenset(k.value for k in BROWSER_KINDS)
+_STARTED = (Outcome.DONE, Outcome.FAILED, Outcome.UNKNOWN)  # the action passed the checks
 
 
 def record_session(
@@ -65,13 +73,14 @@ def record_session(
     Raises:
         RecordError: no such session, or the result is not a valid scenario.
     """
-    with Ledger(ledger_path) as ledger:
-        entries = ledger.entries(session_id=session_id)
-    if not entries:
-        raise RecordError(f"no entries for session {session_id!r} in {ledger_path}")
-    grants = _stored_grants(ledger_path.parent / "authz.sqlite", entries)
+    try:
+        with Ledger(ledger_path) as ledger:
+            session = read_session(ledger, session_id)
+    except LedgerError as exc:
+        raise RecordError(str(exc)) from None
+    grants = _stored_grants(ledger_path.parent / "authz.sqlite", session)
     state = _fetch_state(state_url) if state_url else None
-    data, notes = scenario_from_entries(entries, fixture=fixture, name=name, grants=grants, state=state)
+    data, notes = scenario_from_session(session, fixture=fixture, name=name, grants=grants, state=state)
     header = [
         f"# Recorded by `handrail record` from session {session_id} of {ledger_path}",
         f"# on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC.",
@@ -85,24 +94,20 @@ def record_session(
     return text
 
 
-def scenario_from_entries(
-    entries: Sequence[Entry],
+def scenario_from_session(
+    session: SessionLog,
     *,
     fixture: str,
     name: str,
     grants: list[dict[str, Any]] | None = None,
     state: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
-    """Build the scenario mapping (and notes on what was left out) from one session's entries."""
-    opened = next((e for e in entries if e.kind == "session_open"), None)
-    if opened is None:
-        raise RecordError("the session has no session_open entry (target and start URL)")
-    target = str(opened.body.get("target", ""))
-    start_url = str(opened.body.get("start_url", ""))
-    parts = urlsplit(start_url)
+    """Build the scenario mapping (and notes on what was left out) from one session."""
+    target = session.opened.target
+    parts = urlsplit(session.opened.start_url)
     base = f"{parts.scheme}://{parts.netloc}" if parts.netloc else ""
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    agent = opened.principal or "agent"
+    agent = session.principal or "agent"
 
     notes: list[str] = []
     steps: list[dict[str, Any]] = []
@@ -117,63 +122,49 @@ def scenario_from_entries(
         steps.append({"act": spec})
         acts[action_id] = spec
 
-    for e in entries:
-        if e.kind == "intent":
-            params = e.body.get("params", {})
-            spec = _act_spec(params, base, notes)
+    for e, body in session:
+        if isinstance(body, IntentBody):
+            spec = _act_spec(body.params, base, notes)
             if spec is None:
                 continue
             spec["idempotency_key"] = e.idempotency_key
             keys_used[e.idempotency_key] = keys_used.get(e.idempotency_key, 0) + 1
             add_act(spec, e.action_id)
-        elif e.kind == "result" and e.action_id in acts:
-            outcome = str(e.body.get("outcome", ""))
-            reason = str(e.body.get("reason", ""))
+        elif isinstance(body, ResultBody) and e.action_id in acts:
             spec = acts[e.action_id]
-            spec["expect"] = f"{outcome} {reason}" if outcome == "REFUSED" else outcome
-            if outcome in ("DONE", "FAILED", "UNKNOWN"):
-                verbs_ok.add(_VERBS.get(spec["kind"], "input"))
-            if outcome == "DONE":
+            spec["expect"] = f"{body.outcome} {body.reason}" if body.outcome == Outcome.REFUSED else body.outcome
+            if body.outcome in _STARTED:
+                verbs_ok.add(ActionKind(spec["kind"]).verb.value)
+            if body.outcome == Outcome.DONE:
                 done += 1
-            if outcome == "UNKNOWN":
+            if body.outcome == Outcome.UNKNOWN:
                 notes.append(
                     f"act {spec.get('idempotency_key')} ended UNKNOWN in the recording: add the "
                     "fault that caused it (drop_connection or kill_executor) for it to replay"
                 )
-        elif e.kind == "refusal":
-            reason = str(e.body.get("reason", ""))
-            what = f"{e.body.get('kind')} {e.body.get('role', '')} {e.body.get('name', '')!r}"
-            if reason in _CONTEXT_REASONS:
-                notes.append(f"left out a {reason} refusal of {what}: the ledger does not say what changed")
+        elif isinstance(body, RefusalBody):
+            if body.reason in _CONTEXT_REASONS:
+                what = f"{body.kind or None} {body.role} {body.name!r}"
+                notes.append(f"left out a {body.reason} refusal of {what}: the ledger does not say what changed")
                 continue
-            spec = _act_spec(dict(e.body), base, notes)
+            spec = _act_spec(body.params, base, notes)
             if spec is None:
                 continue
-            if spec["kind"] in ("fill", "type") and not spec.get("text"):
+            if spec["kind"] in (ActionKind.FILL, ActionKind.TYPE) and not spec.get("text"):
                 spec["text"] = "(not recorded)"
-            spec["expect"] = f"REFUSED {reason}"
-            if reason == "POLICY_FORBID":
-                verbs_ok.add(_VERBS.get(spec["kind"], "input"))
+            spec["expect"] = f"{Outcome.REFUSED} {body.reason}"
+            if body.reason == Reason.POLICY_FORBID:
+                verbs_ok.add(ActionKind(spec["kind"]).verb.value)
             add_act(spec, e.action_id)
-        elif e.kind == "reconcile":
-            key = e.idempotency_key
-            if key in keys_used:
-                steps.append(
-                    {
-                        "reconcile": {
-                            "key": key,
-                            "verdict": str(e.body.get("verdict", "HAPPENED")),
-                            "evidence": str(e.body.get("evidence", "")),
-                        }
-                    }
-                )
-        elif e.kind == "lease_change":
-            event = str(e.body.get("event", ""))
-            if event == "takeover":
+        elif isinstance(body, ReconcileBody):
+            if e.idempotency_key in keys_used:
+                verdict = body.verdict or Verdict.HAPPENED.value
+                steps.append({"reconcile": {"key": e.idempotency_key, "verdict": verdict, "evidence": body.evidence}})
+        elif isinstance(body, LeaseChangeBody):
+            if body.event == "takeover":
                 steps.append({"fault": "takeover"})
-            elif event == "hand_back":
-                detail = e.body.get("detail", {})
-                to = str(detail.get("next_holder", "")) if isinstance(detail, Mapping) else ""
+            elif body.event == "hand_back":
+                to = body.detail.next_holder or ""
                 steps.append({"fault": {"kind": "hand_back", "to": to} if to else "hand_back"})
 
     if not any("act" in s for s in steps):
@@ -188,7 +179,7 @@ def scenario_from_entries(
 
     data: dict[str, Any] = {
         "name": name,
-        "description": f"Recorded from session {opened.session_id} on {target}.",
+        "description": f"Recorded from session {session.session_id} on {target}.",
         "app": fixture,
         "target": target,
         "principals": {"agents": [agent], "operators": ["operator"]},
@@ -203,44 +194,39 @@ def scenario_from_entries(
     return data, notes
 
 
-def _act_spec(params: Mapping[str, Any], base: str, notes: list[str]) -> dict[str, Any] | None:
-    kind = str(params.get("kind", ""))
+def _act_spec(params: ActionParams, base: str, notes: list[str]) -> dict[str, Any] | None:
+    kind = params.kind or ""
     if kind not in _REPLAYABLE_KINDS:
         notes.append(f"left out a {kind or 'nameless'} action: scenarios cannot state it yet")
         return None
     spec: dict[str, Any] = {"kind": kind}
-    if kind != "navigate":
-        role, name = str(params.get("role", "")), str(params.get("name", ""))
+    if kind != ActionKind.NAVIGATE:
+        role, name = params.role or "", params.name or ""
         if not role:
             notes.append(f"left out a {kind} action without an element role and name")
             return None
         spec["target"] = {"role": role, "name": name}
-    if params.get("text"):
-        spec["text"] = str(params["text"])
-    if params.get("key"):
-        spec["keys"] = str(params["key"])
-    if params.get("values"):
-        spec["values"] = [str(v) for v in params["values"]]
-    url = str(params.get("url", ""))
+    if params.text:
+        spec["text"] = params.text
+    if params.key:
+        spec["keys"] = params.key
+    if params.values:
+        spec["values"] = list(params.values)
+    url = params.url or ""
     if url:
         spec["url"] = url[len(base) :] or "/" if base and url.startswith(base + "/") else url
     return spec
 
 
-def _stored_grants(authz_db: Path, entries: Sequence[Entry]) -> list[dict[str, Any]] | None:
+def _stored_grants(authz_db: Path, session: SessionLog) -> list[dict[str, Any]] | None:
     """The session's grants as scenario grant specs, from the authz store beside the ledger."""
-    opened = next((e for e in entries if e.kind == "session_open"), None)
-    if opened is None or not authz_db.is_file():
+    if not authz_db.is_file():
         return None
-    from handrail.authz import Store
-
-    start = urlsplit(str(opened.body.get("start_url", "")))
+    start = urlsplit(session.opened.start_url)
     app_origin = f"{start.scheme}://{start.netloc}"
     try:
         with Store(authz_db) as store:
-            found = store.list_grants(
-                principal=opened.principal, target=str(opened.body.get("target", "")), include_inactive=True
-            )
+            found = store.list_grants(principal=session.principal, target=session.opened.target, include_inactive=True)
     except HandrailError:
         return None
     specs = []

@@ -9,94 +9,27 @@ final state, stops what it started, and exits non-zero if any step misbehaved.
 
 from __future__ import annotations
 
-import argparse
-import secrets
 import sys
-import tempfile
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TextIO
 
+from handrail.authz import AuthzClient
+from handrail.executor import ExecutorClient, Outcome
+from handrail.scenarios import SubscriptionApp, start_authz, start_executor
+
+from ._common import AGENT, EXECUTOR, OPERATOR, Steps, make_principals
+
+__all__ = ["TARGET", "run_demo"]
+
 TARGET = "browser:subscription-demo"
-AGENT = "demo-agent"
-OPERATOR = "ops-alice"
-EXECUTOR = "executor-1"
-
-
-def register(sub: Any) -> None:
-    """Add ``handrail demo`` to the top-level parser."""
-    p = sub.add_parser("demo", help="run the guarded loop end to end on a local fixture app")
-    p.add_argument("--chromium", default=None, help="Chromium executable (env HANDRAIL_CHROMIUM)")
-    p.add_argument("--data-dir", type=Path, default=None, help="keep the data here (default: a temp dir)")
-    p.add_argument(
-        "--desktop",
-        action="store_true",
-        help="the X11 desktop loop instead: Xvfb, a window manager and a small Tk app",
-    )
-    p.set_defaults(func=_main)
-
-
-def _main(args: argparse.Namespace) -> int:
-    def run(data_dir: Path) -> int:
-        if args.desktop:
-            from handrail._desktop_demo import run_desktop_demo
-
-            return run_desktop_demo(data_dir)
-        return run_demo(data_dir, chromium=args.chromium)
-
-    if args.data_dir is not None:
-        return run(args.data_dir)
-    with tempfile.TemporaryDirectory(prefix="handrail-demo-") as tmp:
-        return run(Path(tmp))
-
-
-class Steps:
-    """Prints each step and remembers the ones that did not behave as stated."""
-
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
-        self.failures: list[str] = []
-
-    def say(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
-
-    def expect(self, what: str, ok: bool, detail: str = "") -> None:
-        mark = "ok  " if ok else "FAIL"
-        self.say(f"  [{mark}] {what}" + (f" — {detail}" if detail else ""))
-        if not ok:
-            self.failures.append(what)
-
-    def finish(self, ledger_path: Path, name: str) -> int:
-        """Print the ledger's timeline, check its chain; 0 when every step behaved."""
-        from handrail.recorder import Ledger, timeline
-
-        with Ledger(ledger_path) as ledger:
-            self.say("\nledger timeline:")
-            self.say(timeline(ledger.entries()))
-            report = ledger.verify()
-            self.expect("the ledger's hash chain verifies", report.ok, report.message)
-        if self.failures:
-            self.say(f"\n{name} FAILED: {len(self.failures)} step(s) did not behave as stated")
-            return 1
-        self.say(f"\n{name} passed: every step behaved as stated")
-        return 0
 
 
 def run_demo(data_dir: Path, *, chromium: str | None = None, out: TextIO = sys.stdout) -> int:
     """Run the demo with its data in ``data_dir``; return 0 when every step behaved."""
-    from handrail._procs import start_authz, start_executor
-    from handrail.authz import AuthzClient, Store
-    from handrail.executor import ExecutorClient, Outcome
-    from handrail.scenarios import SubscriptionApp
-
     steps = Steps(out)
-    data_dir.mkdir(parents=True, exist_ok=True)
-    tokens = {name: secrets.token_urlsafe(24) for name in (AGENT, OPERATOR, EXECUTOR)}
-    with Store(data_dir / "authz.sqlite") as store:
-        store.add_principal(AGENT, "agent", tokens[AGENT])
-        store.add_principal(OPERATOR, "operator", tokens[OPERATOR])
-        store.add_principal(EXECUTOR, "executor", tokens[EXECUTOR])
+    tokens = make_principals(data_dir)
 
     with ExitStack() as stack:
         app = SubscriptionApp()
