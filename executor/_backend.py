@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from handrail._vocabulary import Reason
 from handrail.executor._models import (
     ActionSpec,
     DesktopState,
@@ -57,7 +58,7 @@ class RawObservation:
 class Refusal:
     """A check that failed: the reason code and a sentence that says what changed."""
 
-    reason: str
+    reason: Reason
     message: str
 
 
@@ -85,7 +86,7 @@ class DispatchResult:
     status: DispatchStatus
     message: str = ""
     typed_chars: int = 0
-    reason: str = ""  # for PARTIAL / NOT_STARTED: the check that stopped it, if any
+    reason: Reason | None = None  # for PARTIAL / NOT_STARTED: the check that stopped it, if any
     via: str = ""  # how the input went out, where a backend has more than one way
 
 

@@ -39,14 +39,13 @@ from handrail.executor._backend import (
 )
 from handrail.executor._errors import BackendError, InvalidArgumentError
 from handrail.executor._models import (
-    STALE_OBSERVATION,
-    STALE_REF,
     ActionKind,
     ActionSpec,
     DialogInfo,
     Expectation,
     FrameInfo,
     Observation,
+    Reason,
     TabInfo,
     WaitFor,
 )
@@ -344,18 +343,18 @@ class BrowserSurface:
             self._require_tab(spec.tab_id)
         tab = self._tabs.get(cited.active_tab)
         if tab is None:
-            return Refusal(STALE_OBSERVATION, f"tab {cited.active_tab} of the observation is closed")
+            return Refusal(Reason.STALE_OBSERVATION, f"tab {cited.active_tab} of the observation is closed")
         if tab.tab_id != self._active:
-            return Refusal(STALE_OBSERVATION, f"the active tab is now {self._active}, not {tab.tab_id}")
+            return Refusal(Reason.STALE_OBSERVATION, f"the active tab is now {self._active}, not {tab.tab_id}")
         if tab.navigations != self._seen_navigations:
-            return Refusal(STALE_OBSERVATION, f"the page navigated since observation {cited.observation_id}")
+            return Refusal(Reason.STALE_OBSERVATION, f"the page navigated since observation {cited.observation_id}")
         if spec.kind in (ActionKind.DIALOG_ACCEPT, ActionKind.DIALOG_DISMISS):
             if not tab.dialogs:
-                return Refusal(STALE_OBSERVATION, "no dialog is open")
+                return Refusal(Reason.STALE_OBSERVATION, "no dialog is open")
             return None
         if tab.dialogs_opened != self._seen_dialogs or tab.dialogs:
             kind = tab.dialogs[-1].type if tab.dialogs else "a"
-            return Refusal(STALE_OBSERVATION, f"a {kind} dialog opened; observe and handle it first")
+            return Refusal(Reason.STALE_OBSERVATION, f"a {kind} dialog opened; observe and handle it first")
         if target is None:
             return None
         return await self._check_element(tab.page, target)
@@ -373,11 +372,11 @@ class BrowserSurface:
             try:
                 count, facts = await self._facts_by_handle(page, info)
             except PlaywrightError as exc:
-                return Refusal(STALE_REF, f"ref {info.ref} could not be checked: {_first_line(exc)}")
+                return Refusal(Reason.STALE_REF, f"ref {info.ref} could not be checked: {_first_line(exc)}")
         if count != 1 or facts is None:
-            return Refusal(STALE_REF, f"ref {info.ref} no longer resolves ({info.role} {info.name!r} is gone)")
+            return Refusal(Reason.STALE_REF, f"ref {info.ref} no longer resolves ({info.role} {info.name!r} is gone)")
         if facts.get("problem"):
-            return Refusal(STALE_REF, f"{info.role} {info.name!r} ({info.ref}): {facts['problem']}")
+            return Refusal(Reason.STALE_REF, f"{info.role} {info.name!r} ({info.ref}): {facts['problem']}")
         self._last_facts = facts
         return None
 

@@ -28,6 +28,7 @@ from handrail.executor._models import (
     FrameInfo,
     Observation,
     Outcome,
+    Reason,
     SessionInfo,
     TabInfo,
     Verdict,
@@ -478,7 +479,7 @@ def result_from_pb(msg: pb.ActionResult) -> ActionResult:
     return ActionResult(
         action_id=msg.action_id,
         outcome=Outcome(pb.Outcome.Name(msg.outcome)),
-        reason="" if reason == "REASON_UNSPECIFIED" else reason,
+        reason="" if reason == "REASON_UNSPECIFIED" else Reason(reason),
         message=msg.message,
         execution_started=msg.execution_started,
         evidence=Evidence(pb.Evidence.Name(msg.evidence).removeprefix("EVIDENCE_")),

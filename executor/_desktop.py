@@ -50,14 +50,13 @@ from handrail.executor._backend import (
 )
 from handrail.executor._errors import BackendError
 from handrail.executor._models import (
-    FOCUS_MISMATCH,
-    TARGET_CHANGED,
     ActionKind,
     ActionSpec,
     DesktopState,
     DesktopTarget,
     Expectation,
     Observation,
+    Reason,
     WaitFor,
     WindowInfo,
 )
@@ -67,7 +66,6 @@ from handrail.executor._xinput import InputWatcher, own_clients
 
 log = logging.getLogger(__name__)
 
-HELD_BY_HUMAN = "HELD_BY_HUMAN"
 KEY_KINDS = frozenset({ActionKind.TYPE, ActionKind.PRESS, ActionKind.HOTKEY})
 POINTER_KINDS = frozenset(
     {ActionKind.CLICK, ActionKind.DOUBLE_CLICK, ActionKind.MOVE, ActionKind.DRAG, ActionKind.SCROLL}
@@ -266,7 +264,7 @@ class DesktopSurface:
         what, at = self._human
         stamp = time.strftime("%H:%M:%S", time.localtime(at))
         return Refusal(
-            HELD_BY_HUMAN,
+            Reason.HELD_BY_HUMAN,
             f"a person {what} on {self.display} at {stamp}; the agent waits until they are done",
         )
 
@@ -374,14 +372,14 @@ class DesktopSurface:
             return human
         seen = cited.desktop
         if seen is None:
-            return Refusal(TARGET_CHANGED, f"observation {cited.observation_id} has no desktop state")
+            return Refusal(Reason.TARGET_CHANGED, f"observation {cited.observation_id} has no desktop state")
         x = self._x
         try:
             if spec.kind is not ActionKind.ACTIVATE:
                 active = x.active_window()
                 if active != self.window_id:
                     return Refusal(
-                        FOCUS_MISMATCH,
+                        Reason.FOCUS_MISMATCH,
                         f"the active window is {_describe_window(x, active)}, not the target 0x{self.window_id:x}",
                     )
             if spec.kind in KEY_KINDS:
@@ -391,11 +389,11 @@ class DesktopSurface:
             rect = x.client_rect(self.window_id)
             was = Rect(seen.target.x, seen.target.y, seen.target.width, seen.target.height)
             if rect != was:
-                return Refusal(TARGET_CHANGED, self._geometry_change(was, rect))
+                return Refusal(Reason.TARGET_CHANGED, self._geometry_change(was, rect))
             screen = x.screen_size()
             if screen != (seen.screen_width, seen.screen_height):
                 return Refusal(
-                    TARGET_CHANGED,
+                    Reason.TARGET_CHANGED,
                     f"the screen is {screen[0]}x{screen[1]}, not {seen.screen_width}x{seen.screen_height} as observed",
                 )
             pointer = x.pointer()
@@ -412,7 +410,7 @@ class DesktopSurface:
                     if refusal is not None:
                         return refusal
         except WindowGoneError:
-            return Refusal(TARGET_CHANGED, f"the target window 0x{self.window_id:x} was closed")
+            return Refusal(Reason.TARGET_CHANGED, f"the target window 0x{self.window_id:x} was closed")
         return None
 
     def _keyboard_focus_refusal(self) -> Refusal | None:
@@ -421,7 +419,7 @@ class DesktopSurface:
             return None
         owner = self._owner(focus)
         return Refusal(
-            FOCUS_MISMATCH,
+            Reason.FOCUS_MISMATCH,
             f"the keyboard focus is in {_describe_window(self._x, owner)}, not in the target 0x{self.window_id:x}",
         )
 
@@ -451,7 +449,7 @@ class DesktopSurface:
         rx, ry = self.root_point(cited, px, py)
         if not rect.contains(rx, ry):
             return Refusal(
-                TARGET_CHANGED,
+                Reason.TARGET_CHANGED,
                 f"the point ({px}, {py}) is ({rx - rect.x}, {ry - rect.y}) in client pixels, "
                 f"outside the target's {rect.width}x{rect.height} client area",
             )
@@ -460,7 +458,7 @@ class DesktopSurface:
             self._frame = self._x.toplevel(self.window_id)  # the window manager may have reframed it
             if top != self._frame:
                 return Refusal(
-                    FOCUS_MISMATCH,
+                    Reason.FOCUS_MISMATCH,
                     f"{self._describe_toplevel(top)} covers the point ({px}, {py}) of the target",
                 )
         return None
@@ -583,17 +581,17 @@ class DesktopSurface:
                 for ch in segment:
                     stop = self._human_refusal()
                     if stop is None and time.monotonic() > deadline:
-                        stop = Refusal("", f"the {timeout_ms} ms timeout passed")
+                        return self._stopped(text, typed, sent_any, None, f"the {timeout_ms} ms timeout passed")
                     if stop is None and not sent_any:
                         stop = self._keyboard_focus_refusal()
                     if stop is not None:
-                        return self._stopped(text, typed, sent_any, stop, uncertain="")
+                        return self._stopped(text, typed, sent_any, stop.reason, stop.message)
                     kb.send(ch)
                     sent_any = True
                     focus = x.input_focus()  # a round trip: the key events are routed by now
                     if not x.is_inside(focus, self.window_id):
-                        refusal = self._keyboard_focus_refusal() or Refusal(FOCUS_MISMATCH, "the focus moved")
-                        return self._stopped(text, typed, sent_any, refusal, uncertain=ch)
+                        refusal = self._keyboard_focus_refusal() or Refusal(Reason.FOCUS_MISMATCH, "the focus moved")
+                        return self._stopped(text, typed, sent_any, refusal.reason, refusal.message, uncertain=ch)
                     typed += 1
                     if delay_ms:
                         await asyncio.sleep(delay_ms / 1000)
@@ -630,13 +628,16 @@ class DesktopSurface:
         parts.append(current)
         return parts
 
-    def _stopped(self, text: str, typed: int, sent_any: bool, why: Refusal, *, uncertain: str) -> DispatchResult:
-        message = f"typing stopped after {typed} of {len(text)} characters: {why.message}"
+    def _stopped(
+        self, text: str, typed: int, sent_any: bool, reason: Reason | None, why: str, *, uncertain: str = ""
+    ) -> DispatchResult:
+        """Typing stopped by a check (``reason``) or by its timeout (None)."""
+        message = f"typing stopped after {typed} of {len(text)} characters: {why}"
         if uncertain:
             message += f"; the character after them ({uncertain!r}) may have reached either window"
         if not sent_any:
-            return DispatchResult(DispatchStatus.NOT_STARTED, message, reason=why.reason)
-        return DispatchResult(DispatchStatus.PARTIAL, message, typed_chars=typed, reason=why.reason)
+            return DispatchResult(DispatchStatus.NOT_STARTED, message, reason=reason)
+        return DispatchResult(DispatchStatus.PARTIAL, message, typed_chars=typed, reason=reason)
 
     async def _activate(self, timeout_ms: int) -> DispatchResult:
         x = self._x

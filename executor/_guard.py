@@ -23,14 +23,6 @@ from handrail.executor._backend import Backend, DispatchResult, DispatchStatus, 
 from handrail.executor._errors import InvalidArgumentError, NotFoundError, SessionClosedError
 from handrail.executor._faults import Fault, NoFault
 from handrail.executor._models import (
-    ALLOW,
-    APPROVAL_REQUIRED,
-    AUTHZ_UNAVAILABLE,
-    HELD_BY_HUMAN,
-    IDEMPOTENCY_CONFLICT,
-    RECONCILE_REQUIRED,
-    STALE_EPOCH,
-    STALE_OBSERVATION,
     ActionResult,
     ActionSpec,
     ActResponse,
@@ -40,6 +32,7 @@ from handrail.executor._models import (
     Evidence,
     Observation,
     Outcome,
+    Reason,
     SessionInfo,
     Verdict,
 )
@@ -328,7 +321,8 @@ class GuardedExecutor:
                 if response.result.outcome is not Outcome.DONE:
                     r = response.result
                     stop_reason = f"action {len(results) - 1} ended {r.outcome.value}"
-                    stop_reason += f" {r.reason}: {r.message}" if r.reason and r.reason != ALLOW else f": {r.message}"
+                    named = r.reason and r.reason != Reason.ALLOW
+                    stop_reason += f" {r.reason}: {r.message}" if named else f": {r.message}"
                     break
             ran_any = any(r.execution_started for r in results)
             observation = None
@@ -360,7 +354,7 @@ class GuardedExecutor:
                 spec,
                 action_id,
                 target_info,
-                RECONCILE_REQUIRED,
+                Reason.RECONCILE_REQUIRED,
                 f"the outcome of {ids} on {session.target} is unknown; observe the real state and reconcile it first",
             )
 
@@ -374,7 +368,7 @@ class GuardedExecutor:
             decision = await self._decide(session, spec, action_id, target_info, fingerprint)
             # Hold an action that needs approval until an operator decides, boundedly; then
             # check it all again: the page may have changed while the operator looked.
-            if decision.reason == APPROVAL_REQUIRED and decision.approval_id and spec.approval_wait_ms:
+            if decision.reason == Reason.APPROVAL_REQUIRED and decision.approval_id and spec.approval_wait_ms:
                 approval = await self._await_approval(decision.approval_id, spec.approval_wait_ms)
                 if approval == "APPROVED":
                     refusal = await self._check_fresh(session, spec, target_info)
@@ -383,11 +377,11 @@ class GuardedExecutor:
                 if approval != "PENDING":  # the sidecar's answer now: allow, denied or expired
                     decision = await self._decide(session, spec, action_id, target_info, fingerprint)
         except AuthzError as exc:
-            return self._refuse(session, spec, action_id, target_info, AUTHZ_UNAVAILABLE, f"authz: {exc}")
+            return self._refuse(session, spec, action_id, target_info, Reason.AUTHZ_UNAVAILABLE, f"authz: {exc}")
         session.fence.saw(decision.lease_epoch)
-        session.fence.human_holds = decision.reason == HELD_BY_HUMAN
+        session.fence.human_holds = decision.reason == Reason.HELD_BY_HUMAN
         if not decision.allow:
-            if decision.reason in ("STALE_EPOCH", "HELD_BY_HUMAN", "NO_LEASE"):
+            if decision.reason in (Reason.STALE_EPOCH, Reason.HELD_BY_HUMAN, Reason.NO_LEASE):
                 session.fence.lose()
             return self._refuse(session, spec, action_id, target_info, decision.reason, decision.message, decision)
 
@@ -415,7 +409,7 @@ class GuardedExecutor:
                 action_id,
                 decision,
                 Outcome.REFUSED,
-                STALE_EPOCH,
+                Reason.STALE_EPOCH,
                 f"lease epoch {obs.lease_epoch} was superseded (epoch {session.fence.highest_epoch}); not dispatched",
                 started=False,
                 evidence=Evidence.NONE,
@@ -435,7 +429,7 @@ class GuardedExecutor:
                 action_id,
                 decision,
                 Outcome.FAILED,
-                dispatched.reason or ALLOW,
+                dispatched.reason or Reason.ALLOW,
                 f"not dispatched: {dispatched.message}",
                 started=False,
                 evidence=Evidence.NONE,
@@ -447,7 +441,7 @@ class GuardedExecutor:
                 action_id,
                 decision,
                 Outcome.FAILED,
-                dispatched.reason or ALLOW,
+                dispatched.reason or Reason.ALLOW,
                 dispatched.message,
                 started=True,
                 evidence=Evidence.DISPATCH_RETURNED,
@@ -464,7 +458,7 @@ class GuardedExecutor:
                 action_id,
                 decision,
                 Outcome.UNKNOWN,
-                ALLOW,
+                Reason.ALLOW,
                 f"the outcome is unknown: {dispatched.message}; observe and reconcile",
                 started=True,
                 evidence=Evidence.NONE,
@@ -482,7 +476,7 @@ class GuardedExecutor:
             action_id,
             decision,
             Outcome.DONE,
-            ALLOW,
+            Reason.ALLOW,
             message,
             started=True,
             evidence=evidence,
@@ -559,7 +553,7 @@ class GuardedExecutor:
         result = ActionResult(
             action_id=action_id,
             outcome=Outcome.DONE if done else Outcome.FAILED,
-            reason=ALLOW,
+            reason=Reason.ALLOW,
             message="the wait condition holds" if done else f"the wait timed out: {dispatched.message}",
             execution_started=False,
             evidence=Evidence.VERIFIED if done else Evidence.OBSERVED,
@@ -585,11 +579,12 @@ class GuardedExecutor:
         obs = session.latest
         if obs is None or obs.observation_id != spec.observation_id:
             latest = obs.observation_id if obs else "none"
-            return STALE_OBSERVATION, (f"observation {spec.observation_id} is not the latest ({latest}); observe again")
+            stale = f"observation {spec.observation_id} is not the latest ({latest}); observe again"
+            return Reason.STALE_OBSERVATION, stale
         if obs.lease_epoch != session.fence.epoch or obs.lease_epoch < session.fence.highest_epoch:
             if session.fence.human_holds and await self._human_holds_now(session):
-                return HELD_BY_HUMAN, f"a person has taken control of {session.target} since the observation"
-            return STALE_OBSERVATION, (
+                return Reason.HELD_BY_HUMAN, f"a person has taken control of {session.target} since the observation"
+            return Reason.STALE_OBSERVATION, (
                 f"observation {obs.observation_id} was taken under lease epoch {obs.lease_epoch}; "
                 f"the lease has changed since (epoch {session.fence.highest_epoch}); observe again"
             )
@@ -624,7 +619,7 @@ class GuardedExecutor:
             return ActionResult(
                 action_id=intent.action_id,
                 outcome=Outcome.REFUSED,
-                reason=IDEMPOTENCY_CONFLICT,
+                reason=Reason.IDEMPOTENCY_CONFLICT,
                 message=f"idempotency key {key!r} was used by action {intent.action_id} with other parameters",
                 execution_started=False,
                 evidence=Evidence.NONE,
@@ -636,7 +631,7 @@ class GuardedExecutor:
             return ActionResult(
                 action_id=intent.action_id,
                 outcome=Outcome.RECONCILED,
-                reason=ALLOW,
+                reason=Reason.ALLOW,
                 message=f"reconciled earlier as {body.get('verdict')}: {body.get('evidence', '')}; nothing dispatched",
                 execution_started=True,
                 evidence=Evidence.RECONCILED,
@@ -647,7 +642,7 @@ class GuardedExecutor:
             return ActionResult(
                 action_id=intent.action_id,
                 outcome=Outcome.UNKNOWN,
-                reason=ALLOW,
+                reason=Reason.ALLOW,
                 message="this key's action has no recorded result; its outcome is unknown",
                 execution_started=True,
                 evidence=Evidence.NONE,
@@ -700,7 +695,7 @@ class GuardedExecutor:
         return ActionResult(
             action_id=action_id,
             outcome=Outcome.RECONCILED,
-            reason=ALLOW,
+            reason=Reason.ALLOW,
             message=f"reconciled as {verdict.value}: {evidence}",
             execution_started=True,
             evidence=Evidence.RECONCILED,
