@@ -17,7 +17,6 @@ from handrail._errors import HandrailError
 from handrail.authz import AsyncAuthzClient, AuthzError, AuthzRpcError, AuthzUnavailableError
 from handrail.executor import _convert
 from handrail.executor._backend import Backend
-from handrail.executor._browser import BrowserHost
 from handrail.executor._errors import (
     BackendError,
     InvalidArgumentError,
@@ -29,6 +28,7 @@ from handrail.executor._faults import Fault
 from handrail.executor._guard import GuardedExecutor, OpenSpec
 from handrail.executor._models import BackendKind
 from handrail.executor._session import Session
+from handrail.executor.browser import BrowserHost
 from handrail.proto.executor.v1 import executor_pb2 as pb
 from handrail.proto.executor.v1 import executor_pb2_grpc as pb_grpc
 from handrail.recorder import Ledger
@@ -180,7 +180,7 @@ async def start_server(
 
     async def open_backend(spec: OpenSpec) -> Backend:
         if spec.backend is BackendKind.DESKTOP:
-            from handrail.executor._desktop import open_desktop
+            from handrail.executor.desktop import open_desktop  # Xlib only when a desktop is asked for
 
             assert spec.desktop is not None  # validated by _convert
             target = spec.target

@@ -10,7 +10,6 @@ import pytest
 from PIL import Image
 
 from handrail.executor._backend import DispatchStatus
-from handrail.executor._desktop import bind_window, open_desktop
 from handrail.executor._errors import BackendError
 from handrail.executor._models import (
     ActionKind,
@@ -21,7 +20,7 @@ from handrail.executor._models import (
     Reason,
     WaitFor,
 )
-from handrail.executor._x11 import X11, Keyboard
+from handrail.executor.desktop import X11, Keyboard, bind_window, open_desktop
 from handrail.scenarios._tkapps import COLOURS, NOTES_LAYOUT, TkApp
 from tests.desktop.conftest import activate, observe, surface, unique_title
 

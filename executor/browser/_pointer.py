@@ -28,7 +28,7 @@ from playwright.async_api import Page
 
 from handrail._vocabulary import Reason
 from handrail.executor._models import ActionKind, ActionSpec
-from handrail.executor._pagescript import ARM_POINTER, DISARM_POINTER, PICK_SELECTOR
+from handrail.executor.browser._pagescript import ARM_POINTER, DISARM_POINTER, PICK_SELECTOR
 
 log = logging.getLogger(__name__)
 
