@@ -4,7 +4,8 @@ The loop (``_guard``) owns everything that does not depend on the surface: sessi
 observation ids and epochs, idempotency, authz, the ledger and the fence. A backend owns
 what does: how to observe, how to tell that the element or window an agent cites is
 still the one it saw, how to describe the action to authz, how to dispatch it boundedly,
-and how to check an expectation.
+and how to check an expectation. The backends are the sub-packages ``browser`` and
+``desktop``; ``testing.FakeBackend`` is a scripted one for tests of the loop.
 """
 
 from __future__ import annotations
