@@ -31,10 +31,9 @@ from _common import bench_principals, emit, summary
 from handrail._procs import start_authz, start_executor
 from handrail._xvfb import VirtualDisplay
 from handrail.authz import AuthzClient
-from handrail.executor import ExecutorClient, Outcome
+from handrail.executor import ActionKind, ActionSpec, DesktopTarget, ExecutorClient, Observation, Outcome
 from handrail.executor._backend import ObserveOptions
-from handrail.executor._desktop import open_desktop
-from handrail.executor._models import ActionKind, ActionSpec, DesktopTarget, Observation
+from handrail.executor.desktop import X11, open_desktop
 from handrail.scenarios._tkapps import NOTES_LAYOUT, TkApp
 
 TARGET = "desktop:bench"
@@ -76,8 +75,6 @@ async def backend_figures(app: TkApp, n: int) -> tuple[list[float], list[float],
 
 def raw_clicks(app: TkApp, n: int) -> tuple[list[float], list[float]]:
     import pyautogui
-
-    from handrail.executor._x11 import X11
 
     x = X11(app.display)
     rect = x.client_rect(app.window_id())

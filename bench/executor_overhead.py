@@ -10,7 +10,7 @@ In one run, on the same pages served locally:
 
 Playwright's ``click()`` waits two animation frames (~33 ms at 60 Hz) for the element to
 hold still. The executor clicks through its own guarded pointer where its checks leave
-that wait nothing to wait for (see ``executor/_browser.py``), so its click can be faster
+that wait nothing to wait for (see ``executor/browser/_pointer.py``), so its click can be faster
 than the raw one; the bench says how many of the timed clicks went which way (from the
 ledger), and prints a third figure for scale: a bare ``page.mouse.click`` at the button's
 centre, with no check at all. For the observe ratio it measures the floor of any answer
@@ -38,7 +38,7 @@ from _common import bench_principals, emit, serve_pages, summary
 from handrail._procs import start_authz, start_executor
 from handrail.authz import AuthzClient
 from handrail.executor import ExecutorClient, Outcome
-from handrail.executor._browser import CHROMIUM_ARGS, chromium_path
+from handrail.executor.browser import CHROMIUM_ARGS, chromium_path
 from handrail.recorder import Ledger
 
 SMALL = """<!doctype html><title>small</title><main><h1>Counter</h1><p id=n>0</p>

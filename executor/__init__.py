@@ -1,4 +1,9 @@
-"""The executor: sessions on a browser; every write goes observe -> check -> act -> re-observe."""
+"""The executor: sessions on a browser or a desktop; every write goes observe -> check -> act -> re-observe.
+
+The agent SDK (``ExecutorClient``, ``AsyncExecutorClient``), the data it speaks and its
+errors. The guarded loop is ``_guard`` and the modules it names; the backends are the
+sub-packages ``browser`` and ``desktop``; ``testing`` holds a scripted fake backend.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +25,8 @@ from handrail.executor._errors import (
     AuthzUnavailableRefusalError,
     BackendError,
     ExecutorError,
+    ExecutorRpcError,
+    ExecutorUnavailableError,
     FocusMismatchError,
     GrantExhaustedError,
     GrantExpiredError,
@@ -52,6 +59,7 @@ from handrail.executor._models import (
     Expectation,
     Observation,
     Outcome,
+    Reason,
     SessionInfo,
     Verdict,
     WaitFor,
@@ -81,6 +89,8 @@ __all__ = [
     "Evidence",
     "ExecutorClient",
     "ExecutorError",
+    "ExecutorRpcError",
+    "ExecutorUnavailableError",
     "Expectation",
     "FocusMismatchError",
     "GrantExhaustedError",
@@ -96,6 +106,7 @@ __all__ = [
     "Outcome",
     "OutcomeUnknownError",
     "PolicyForbidError",
+    "Reason",
     "ReconcileRequiredError",
     "Session",
     "SessionClosedError",

@@ -4,7 +4,8 @@ The loop (``_guard``) owns everything that does not depend on the surface: sessi
 observation ids and epochs, idempotency, authz, the ledger and the fence. A backend owns
 what does: how to observe, how to tell that the element or window an agent cites is
 still the one it saw, how to describe the action to authz, how to dispatch it boundedly,
-and how to check an expectation.
+and how to check an expectation. The backends are the sub-packages ``browser`` and
+``desktop``; ``testing.FakeBackend`` is a scripted one for tests of the loop.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from handrail._vocabulary import Reason
 from handrail.executor._models import (
     ActionSpec,
     DesktopState,
@@ -57,7 +59,7 @@ class RawObservation:
 class Refusal:
     """A check that failed: the reason code and a sentence that says what changed."""
 
-    reason: str
+    reason: Reason
     message: str
 
 
@@ -85,7 +87,7 @@ class DispatchResult:
     status: DispatchStatus
     message: str = ""
     typed_chars: int = 0
-    reason: str = ""  # for PARTIAL / NOT_STARTED: the check that stopped it, if any
+    reason: Reason | None = None  # for PARTIAL / NOT_STARTED: the check that stopped it, if any
     via: str = ""  # how the input went out, where a backend has more than one way
 
 

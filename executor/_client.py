@@ -13,17 +13,21 @@
 Every action cites the session's latest observation unless told otherwise, and takes a
 fresh idempotency key unless given one. Results come back as data; ``strict=True`` (or
 ``ActResponse.raise_for_outcome()``) raises one typed error per reason code instead.
+Requests are built by ``_wire``; the clients only send them. A call the executor answers
+with an error status raises ``ExecutorRpcError`` (``ExecutorUnavailableError`` when it
+cannot be reached in time) — for one release also a ``grpc.RpcError`` with ``code()``.
 """
 
 from __future__ import annotations
 
 import uuid
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 
-from handrail.executor import _convert
+from handrail.executor import _wire
+from handrail.executor._errors import raise_for_outcome
 from handrail.executor._models import (
     ActionKind,
     ActionResult,
@@ -36,12 +40,11 @@ from handrail.executor._models import (
     SessionInfo,
     Verdict,
     WaitFor,
-    raise_for_outcome,
 )
 from handrail.executor._snapshot import apply_diff, parse_refs
-from handrail.proto.executor.v1 import executor_pb2 as pb
 from handrail.proto.executor.v1 import executor_pb2_grpc as pb_grpc
 
+_T = TypeVar("_T")
 _EXPECT_KEYS = {
     "expect_text": "text_visible",
     "expect_url": "url_matches",
@@ -52,43 +55,6 @@ _EXPECT_KEYS = {
     "expect_value": "field_value",
     "expect_within_ms": "within_ms",
 }
-
-
-def _open_request(target: str, start_url: str, agent: str, desktop: DesktopTarget | None) -> pb.OpenSessionRequest:
-    req = pb.OpenSessionRequest(target=target, start_url=start_url, agent=agent)
-    if desktop is None:
-        req.backend = pb.BACKEND_BROWSER
-    else:
-        req.backend = pb.BACKEND_DESKTOP
-        req.desktop.CopyFrom(
-            pb.DesktopTarget(
-                display=desktop.display,
-                window_id=desktop.window_id,
-                pid=desktop.pid,
-                wm_class=desktop.wm_class,
-                title_pattern=desktop.title_pattern,
-            )
-        )
-    return req
-
-
-def _observe_request(
-    session_id: str, screenshot: bool, scale: float, viewport_only: bool, depth: int, diff: bool
-) -> pb.ObserveRequest:
-    return pb.ObserveRequest(
-        session_id=session_id,
-        screenshot=screenshot,
-        screenshot_scale=scale,
-        viewport_only=viewport_only,
-        depth=depth,
-        diff=diff,
-    )
-
-
-def _reconcile_request(session_id: str, action_id: str, verdict: Verdict | str, evidence: str) -> pb.ReconcileRequest:
-    return pb.ReconcileRequest(
-        session_id=session_id, action_id=action_id, verdict=_convert.verdict_pb(Verdict(verdict)), evidence=evidence
-    )
 
 
 class _SessionBase:
@@ -184,8 +150,13 @@ class ExecutorClient:
         self._timeout = timeout_s
         self._strict = strict
 
-    def _call(self, method: str, request: Any) -> Any:
-        return getattr(self._stub, method)(request, metadata=self._metadata, timeout=self._timeout)
+    def _call(self, call: _wire.Call[_T]) -> _T:
+        method, request, decode = call
+        try:
+            response = getattr(self._stub, method)(request, metadata=self._metadata, timeout=self._timeout)
+        except grpc.RpcError as exc:
+            raise _wire.rpc_error(exc) from None
+        return decode(response)
 
     def open_session(
         self,
@@ -196,8 +167,8 @@ class ExecutorClient:
         desktop: DesktopTarget | None = None,
     ) -> Session:
         """Open a session on ``target``: a browser at ``start_url``, or a desktop window."""
-        msg = self._call("OpenSession", _open_request(target, start_url, agent, desktop))
-        return Session(self, _convert.session_from_pb(msg), self._strict)
+        info = self._call(_wire.open_session(target, start_url, agent, desktop))
+        return Session(self, info, self._strict)
 
     def close(self) -> None:
         self._channel.close()
@@ -231,23 +202,18 @@ class Session(_SessionBase):
         diff: bool = False,
     ) -> Observation:
         """Take a fresh observation; it becomes the one actions cite."""
-        req = _observe_request(self.session_id, screenshot, screenshot_scale, viewport_only, depth, diff)
-        return self._took(_convert.observation_from_pb(self._client._call("Observe", req)))
+        call = _wire.observe(self.session_id, screenshot, screenshot_scale, viewport_only, depth, diff)
+        return self._took(self._client._call(call))
 
     def act(self, kind: ActionKind, **kw: Any) -> ActResponse:
         """Ask for one action; the response carries the re-observation when it ran."""
         spec = self._spec(kind, kw)
-        msg = self._client._call("Act", _convert.act_request_pb(self.session_id, spec))
-        return self._done(_convert.act_response_from_pb(msg))
+        return self._done(self._client._call(_wire.act(self.session_id, spec)))
 
     def batch(self, *actions: tuple[ActionKind, dict[str, Any]]) -> BatchResult:
         """Run ``(kind, kwargs)`` actions in order, all citing the latest observation."""
         specs = [self._spec(kind, dict(kw)) for kind, kw in actions]
-        req = pb.ActBatchRequest(
-            session_id=self.session_id,
-            actions=[_convert.act_request_pb(self.session_id, s) for s in specs],
-        )
-        result = _convert.batch_from_pb(self._client._call("ActBatch", req))
+        result = self._client._call(_wire.act_batch(self.session_id, specs))
         if result.observation is not None:
             self._took(result.observation)
         if self.strict:
@@ -257,11 +223,10 @@ class Session(_SessionBase):
 
     def reconcile(self, action_id: str, verdict: Verdict | str, evidence: str) -> ActionResult:
         """Record what the real state shows of an UNKNOWN action (it happened, or not)."""
-        req = _reconcile_request(self.session_id, action_id, verdict, evidence)
-        return _convert.result_from_pb(self._client._call("Reconcile", req).result)
+        return self._client._call(_wire.reconcile(self.session_id, action_id, verdict, evidence))
 
     def close(self) -> None:
-        self._client._call("CloseSession", pb.CloseSessionRequest(session_id=self.session_id))
+        self._client._call(_wire.close_session(self.session_id))
 
     # The actions, by name.
     def click(self, ref: str = "", **kw: Any) -> ActResponse:
@@ -349,8 +314,13 @@ class AsyncExecutorClient:
         self._timeout = timeout_s
         self._strict = strict
 
-    async def _call(self, method: str, request: Any) -> Any:
-        return await getattr(self._stub, method)(request, metadata=self._metadata, timeout=self._timeout)
+    async def _call(self, call: _wire.Call[_T]) -> _T:
+        method, request, decode = call
+        try:
+            response = await getattr(self._stub, method)(request, metadata=self._metadata, timeout=self._timeout)
+        except grpc.RpcError as exc:
+            raise _wire.rpc_error(exc) from None
+        return decode(response)
 
     async def open_session(
         self,
@@ -360,8 +330,8 @@ class AsyncExecutorClient:
         agent: str = "",
         desktop: DesktopTarget | None = None,
     ) -> AsyncSession:
-        msg = await self._call("OpenSession", _open_request(target, start_url, agent, desktop))
-        return AsyncSession(self, _convert.session_from_pb(msg), self._strict)
+        info = await self._call(_wire.open_session(target, start_url, agent, desktop))
+        return AsyncSession(self, info, self._strict)
 
     async def close(self) -> None:
         await self._channel.close(None)
@@ -394,20 +364,18 @@ class AsyncSession(_SessionBase):
         depth: int = 0,
         diff: bool = False,
     ) -> Observation:
-        req = _observe_request(self.session_id, screenshot, screenshot_scale, viewport_only, depth, diff)
-        return self._took(_convert.observation_from_pb(await self._client._call("Observe", req)))
+        call = _wire.observe(self.session_id, screenshot, screenshot_scale, viewport_only, depth, diff)
+        return self._took(await self._client._call(call))
 
     async def act(self, kind: ActionKind, **kw: Any) -> ActResponse:
         spec = self._spec(kind, kw)
-        msg = await self._client._call("Act", _convert.act_request_pb(self.session_id, spec))
-        return self._done(_convert.act_response_from_pb(msg))
+        return self._done(await self._client._call(_wire.act(self.session_id, spec)))
 
     async def reconcile(self, action_id: str, verdict: Verdict | str, evidence: str) -> ActionResult:
-        req = _reconcile_request(self.session_id, action_id, verdict, evidence)
-        return _convert.result_from_pb((await self._client._call("Reconcile", req)).result)
+        return await self._client._call(_wire.reconcile(self.session_id, action_id, verdict, evidence))
 
     async def close(self) -> None:
-        await self._client._call("CloseSession", pb.CloseSessionRequest(session_id=self.session_id))
+        await self._client._call(_wire.close_session(self.session_id))
 
     async def click(self, ref: str = "", **kw: Any) -> ActResponse:
         return await self.act(ActionKind.CLICK, ref=ref, **kw)

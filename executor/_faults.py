@@ -17,10 +17,19 @@ import asyncio
 import os
 import signal
 from dataclasses import dataclass
+from typing import Protocol
 
 from handrail.executor._errors import InvalidArgumentError
 
 POINTS = ("before-intent", "after-intent", "after-dispatch", "after-result")
+
+
+class FaultPoint(Protocol):
+    """What the act path calls at each point of an action's life (``POINTS``)."""
+
+    async def hit(self, point: str, idempotency_key: str) -> None:
+        """Act on ``point`` of the action keyed ``idempotency_key``: return to go on."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -55,5 +64,7 @@ class Fault:
 
 
 class NoFault:
+    """No fault: every point passes."""
+
     async def hit(self, point: str, idempotency_key: str) -> None:
         return None

@@ -1,7 +1,9 @@
-"""Plain data of the executor: actions, observations, results and their codes.
+"""Plain data of the executor: actions, observations and results.
 
-These are what the core works with; ``_convert`` is the only module that maps them to
-and from the wire messages.
+These are what the core works with; ``_wire`` is the only module that maps them to and
+from the wire messages. The words they are written in — action kinds, outcomes, evidence
+levels, verdicts and reasons — are the shared vocabulary of ``handrail._vocabulary``,
+re-exported here as the very same objects.
 """
 
 from __future__ import annotations
@@ -12,54 +14,36 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from handrail._vocabulary import ActionKind, Evidence, Outcome, Reason, Verdict
+from handrail.executor._errors import raise_for_outcome
 
-class ActionKind(enum.StrEnum):
-    CLICK = "click"
-    FILL = "fill"
-    TYPE = "type"
-    PRESS = "press"
-    SELECT = "select"
-    NAVIGATE = "navigate"
-    DOUBLE_CLICK = "double_click"
-    HOVER = "hover"
-    CHECK = "check"
-    UNCHECK = "uncheck"
-    SCROLL = "scroll"
-    BACK = "back"
-    UPLOAD = "upload"
-    WAIT_FOR = "wait_for"
-    TAB_OPEN = "tab_open"
-    TAB_SWITCH = "tab_switch"
-    TAB_CLOSE = "tab_close"
-    DIALOG_ACCEPT = "dialog_accept"
-    DIALOG_DISMISS = "dialog_dismiss"
-    HOTKEY = "hotkey"
-    MOVE = "move"
-    DRAG = "drag"
-    ACTIVATE = "activate"
+__all__ = [
+    "BROWSER_KINDS",
+    "BROWSER_REF_KINDS",
+    "DESKTOP_KINDS",
+    "ActResponse",
+    "ActionKind",
+    "ActionResult",
+    "ActionSpec",
+    "BackendKind",
+    "BatchResult",
+    "DesktopState",
+    "DesktopTarget",
+    "DialogInfo",
+    "Evidence",
+    "Expectation",
+    "FrameInfo",
+    "Observation",
+    "Outcome",
+    "Reason",
+    "SessionInfo",
+    "TabInfo",
+    "Verdict",
+    "WaitFor",
+    "WindowInfo",
+    "raise_for_outcome",
+]
 
-    @property
-    def verb(self) -> str:
-        """The authz verb (risk class) this kind of action asks for."""
-        return _VERBS.get(self, "input")
-
-    @property
-    def is_read(self) -> bool:
-        """A bounded wait changes nothing: no authz check, no ledger intent."""
-        return self is ActionKind.WAIT_FOR
-
-
-_VERBS = {
-    ActionKind.CLICK: "submit",
-    ActionKind.DOUBLE_CLICK: "submit",
-    ActionKind.DIALOG_ACCEPT: "submit",
-    ActionKind.NAVIGATE: "navigate",
-    ActionKind.BACK: "navigate",
-    ActionKind.TAB_OPEN: "navigate",
-    ActionKind.TAB_SWITCH: "navigate",
-    ActionKind.UPLOAD: "upload",
-    ActionKind.WAIT_FOR: "read",
-}
 
 # Browser actions that act on an element of the cited observation.
 BROWSER_REF_KINDS = frozenset(
@@ -104,44 +88,9 @@ DESKTOP_KINDS = frozenset(
 )
 
 
-class Outcome(enum.StrEnum):
-    REFUSED = "REFUSED"
-    DONE = "DONE"
-    FAILED = "FAILED"
-    UNKNOWN = "UNKNOWN"
-    RECONCILED = "RECONCILED"
-
-
-class Evidence(enum.StrEnum):
-    NONE = "NONE"
-    DISPATCH_RETURNED = "DISPATCH_RETURNED"
-    OBSERVED = "OBSERVED"
-    VERIFIED = "VERIFIED"
-    RECONCILED = "RECONCILED"
-
-
-class Verdict(enum.StrEnum):
-    HAPPENED = "HAPPENED"
-    DID_NOT_HAPPEN = "DID_NOT_HAPPEN"
-
-
 class BackendKind(enum.StrEnum):
     BROWSER = "browser"
     DESKTOP = "desktop"
-
-
-# Reasons the executor itself refuses for; the authz reasons come through by name.
-STALE_OBSERVATION = "STALE_OBSERVATION"
-STALE_REF = "STALE_REF"
-STALE_EPOCH = "STALE_EPOCH"
-IDEMPOTENCY_CONFLICT = "IDEMPOTENCY_CONFLICT"
-RECONCILE_REQUIRED = "RECONCILE_REQUIRED"
-AUTHZ_UNAVAILABLE = "AUTHZ_UNAVAILABLE"
-TARGET_CHANGED = "TARGET_CHANGED"
-FOCUS_MISMATCH = "FOCUS_MISMATCH"
-APPROVAL_REQUIRED = "APPROVAL_REQUIRED"
-HELD_BY_HUMAN = "HELD_BY_HUMAN"
-ALLOW = "ALLOW"
 
 
 @dataclass(frozen=True)
@@ -354,6 +303,8 @@ class Observation:
 
 @dataclass(frozen=True)
 class ActionResult:
+    """How one action ended; ``reason`` is a ``Reason`` (or ``""`` when none was given)."""
+
     action_id: str
     outcome: Outcome
     reason: str
@@ -376,21 +327,6 @@ class ActResponse:
         """Return self if the action is DONE (or RECONCILED); else raise its typed error."""
         raise_for_outcome(self.result)
         return self
-
-
-def raise_for_outcome(result: ActionResult) -> None:
-    """Raise the typed error of a result that is not DONE or RECONCILED."""
-    from handrail.executor import _errors
-
-    if result.outcome in (Outcome.DONE, Outcome.RECONCILED):
-        return
-    text = f"{result.outcome.value} {result.reason}: {result.message}"
-    if result.outcome is Outcome.UNKNOWN:
-        raise _errors.OutcomeUnknownError(result, text)
-    if result.outcome is Outcome.FAILED:
-        raise _errors.ActionFailedError(result, text)
-    cls = _errors.REFUSAL_ERRORS.get(result.reason, _errors.ActionRefusedError)
-    raise cls(result, text)
 
 
 @dataclass(frozen=True)

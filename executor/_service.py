@@ -15,9 +15,8 @@ from grpc_reflection.v1alpha import reflection
 
 from handrail._errors import HandrailError
 from handrail.authz import AsyncAuthzClient, AuthzError, AuthzRpcError, AuthzUnavailableError
-from handrail.executor import _convert
+from handrail.executor import _validate, _wire
 from handrail.executor._backend import Backend
-from handrail.executor._browser import BrowserHost
 from handrail.executor._errors import (
     BackendError,
     InvalidArgumentError,
@@ -29,6 +28,7 @@ from handrail.executor._faults import Fault
 from handrail.executor._guard import GuardedExecutor, OpenSpec
 from handrail.executor._models import BackendKind
 from handrail.executor._session import Session
+from handrail.executor.browser import BrowserHost
 from handrail.proto.executor.v1 import executor_pb2 as pb
 from handrail.proto.executor.v1 import executor_pb2_grpc as pb_grpc
 from handrail.recorder import Ledger
@@ -78,56 +78,56 @@ class ExecutorServicer(pb_grpc.ExecutorServicer):
         raise AssertionError("unreachable")  # context.abort raises
 
     def _session(self, session_id: str, context: Context) -> Session:
-        return self._core.sessions.get(_convert.session_id(session_id), bearer_token(context))
+        return self._core.sessions.get(_validate.session_id(session_id), bearer_token(context))
 
     async def OpenSession(self, request: pb.OpenSessionRequest, context: Context) -> pb.Session:
         async def call() -> pb.Session:
-            target, agent, backend, start_url, desktop = _convert.open_session_args(request)
+            target, agent, backend, start_url, desktop = _validate.open_session_args(request)
             info = await self._core.open_session(
                 token=bearer_token(context),
                 agent=agent,
                 target=target,
                 spec=OpenSpec(backend, target, start_url, desktop),
             )
-            return _convert.session_pb(info)
+            return _wire.session_pb(info)
 
         return await self._run(context, call)
 
     async def Observe(self, request: pb.ObserveRequest, context: Context) -> pb.Observation:
         async def call() -> pb.Observation:
-            options, diff = _convert.observe_args(request)
+            options, diff = _validate.observe_args(request)
             session = self._session(request.session_id, context)
             obs = await self._core.observe(session, options, diff=diff)
-            return _convert.observation_pb(obs)
+            return _wire.observation_pb(obs)
 
         return await self._run(context, call)
 
     async def Act(self, request: pb.ActRequest, context: Context) -> pb.ActResponse:
         async def call() -> pb.ActResponse:
-            _convert.session_id(request.session_id)
-            spec = _convert.action_spec(request)
+            _validate.session_id(request.session_id)
+            spec = _validate.action_spec(request)
             session = self._session(request.session_id, context)
-            _convert.check_for_backend(session.backend.kind, spec)
-            return _convert.act_response_pb(await self._core.act(session, spec))
+            _validate.check_for_backend(session.backend.kind, spec)
+            return _wire.act_response_pb(await self._core.act(session, spec))
 
         return await self._run(context, call)
 
     async def ActBatch(self, request: pb.ActBatchRequest, context: Context) -> pb.ActBatchResponse:
         async def call() -> pb.ActBatchResponse:
-            specs = _convert.batch_specs(request)
+            specs = _validate.batch_specs(request)
             session = self._session(request.session_id, context)
             for i, spec in enumerate(specs):
-                _convert.check_for_backend(session.backend.kind, spec, f"actions[{i}]")
-            return _convert.batch_response_pb(await self._core.act_batch(session, specs))
+                _validate.check_for_backend(session.backend.kind, spec, f"actions[{i}]")
+            return _wire.batch_response_pb(await self._core.act_batch(session, specs))
 
         return await self._run(context, call)
 
     async def Reconcile(self, request: pb.ReconcileRequest, context: Context) -> pb.ReconcileResponse:
         async def call() -> pb.ReconcileResponse:
-            action_id, verdict, evidence = _convert.reconcile_args(request)
+            action_id, verdict, evidence = _validate.reconcile_args(request)
             session = self._session(request.session_id, context)
             result = await self._core.reconcile(session, action_id, verdict, evidence)
-            return pb.ReconcileResponse(result=_convert.result_pb(result))
+            return _wire.reconcile_response_pb(result)
 
         return await self._run(context, call)
 
@@ -135,7 +135,7 @@ class ExecutorServicer(pb_grpc.ExecutorServicer):
         async def call() -> pb.CloseSessionResponse:
             session = self._session(request.session_id, context)
             await self._core.close_session(session)
-            return pb.CloseSessionResponse()
+            return _wire.close_session_response_pb()
 
         return await self._run(context, call)
 
@@ -180,9 +180,9 @@ async def start_server(
 
     async def open_backend(spec: OpenSpec) -> Backend:
         if spec.backend is BackendKind.DESKTOP:
-            from handrail.executor._desktop import open_desktop
+            from handrail.executor.desktop import open_desktop  # Xlib only when a desktop is asked for
 
-            assert spec.desktop is not None  # validated by _convert
+            assert spec.desktop is not None  # checked by _validate
             target = spec.target
 
             async def person_at_desk(description: str) -> None:

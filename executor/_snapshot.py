@@ -1,4 +1,9 @@
-"""Reading refs out of an ARIA snapshot taken with ``aria_snapshot(mode="ai")``."""
+"""Refs of an ARIA snapshot taken with ``aria_snapshot(mode="ai")``, and snapshot diffs.
+
+The guarded loop and the SDK both read refs (the loop to name what a ref meant, the SDK
+to find one by role and name); the browser backend's own reading of its snapshots is in
+``browser._aria``.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,6 @@ _LINE = re.compile(
     r"(?P<rest>.*?)\[ref=(?P<ref>[a-z0-9]+)\]"
 )
 _REF = re.compile(r"^(?:f\d+)?e\d+$")
-_FIRST_REF = re.compile(r"\[ref=([a-z0-9]+)\]")
 
 
 @dataclass(frozen=True)
@@ -31,20 +35,9 @@ def document_of(ref: str) -> str:
 
     Playwright prefixes the refs of every document but the first it snapshots in a page:
     a child frame's, and the main frame's after a navigation. Which one is the main
-    frame's is what :func:`main_document` reads from the latest snapshot.
+    frame's the browser backend reads from the latest snapshot (``browser._aria``).
     """
     return ref[: ref.index("e")] if ref.startswith("f") and "e" in ref else ""
-
-
-def main_document(snapshot: str) -> str | None:
-    """The document part of the main frame's refs: that of the snapshot's first ref.
-
-    Were a page to start with a child frame's refs, the browser backend would take its
-    main-frame refs for a child frame's: slower checks and Playwright's click, never less
-    safe. None: the snapshot has no ref.
-    """
-    first = _FIRST_REF.search(snapshot)
-    return None if first is None else document_of(first.group(1))
 
 
 def is_ref(text: str) -> bool:
@@ -79,34 +72,6 @@ def parse_refs(snapshot: str) -> dict[str, RefInfo]:
         ref = m.group("ref")
         refs[ref] = RefInfo(ref=ref, role=m.group("role"), name=name, frame=document_of(ref))
     return refs
-
-
-_BOX = re.compile(r" \[box=(-?\d+),(-?\d+),(\d+),(\d+)\]")
-
-
-def viewport_filter(snapshot: str, width: int, height: int) -> str:
-    """Keep the nodes of a ``boxes=True`` snapshot that intersect the viewport.
-
-    A node outside the viewport is dropped with its subtree; box annotations are removed.
-    Nodes without a box (text) follow their parent.
-    """
-    out: list[str] = []
-    drop_below: int | None = None  # indentation under which lines are dropped
-    for line in snapshot.splitlines():
-        indent = len(line) - len(line.lstrip())
-        if drop_below is not None and indent > drop_below:
-            continue
-        drop_below = None
-        m = _BOX.search(line)
-        if m:
-            x, y, w, h = (int(g) for g in m.groups())
-            # A zero box (an <option> in a closed select) follows its parent.
-            if (w or h) and (x + w <= 0 or y + h <= 0 or x >= width or y >= height):
-                drop_below = indent
-                continue
-            line = _BOX.sub("", line)
-        out.append(line)
-    return "\n".join(out)
 
 
 def make_diff(old: str, new: str) -> str:

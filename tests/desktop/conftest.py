@@ -18,9 +18,8 @@ from dataclasses import dataclass
 import pytest
 
 from handrail._xvfb import VirtualDisplay
-from handrail.executor import ExecutorClient
-from handrail.executor._desktop import DesktopSurface, open_desktop
-from handrail.executor._models import DesktopTarget, Observation
+from handrail.executor import DesktopTarget, ExecutorClient, Observation
+from handrail.executor.desktop import X11, DesktopSurface, open_desktop
 from handrail.scenarios._tkapps import TkApp
 from tests.conftest import Principal, Stack, new_stack
 
@@ -70,8 +69,6 @@ def thief(xdisplay: str, notes: TkApp) -> Iterator[TkApp]:
 def activate(app: TkApp) -> None:
     """Have the window manager activate ``app``'s window (test set-up, not the product)."""
     import time
-
-    from handrail.executor._x11 import X11
 
     x = X11(app.display)
     try:

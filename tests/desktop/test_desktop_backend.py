@@ -10,19 +10,17 @@ import pytest
 from PIL import Image
 
 from handrail.executor._backend import DispatchStatus
-from handrail.executor._desktop import HELD_BY_HUMAN, bind_window, open_desktop
 from handrail.executor._errors import BackendError
 from handrail.executor._models import (
-    FOCUS_MISMATCH,
-    TARGET_CHANGED,
     ActionKind,
     ActionSpec,
     DesktopTarget,
     Expectation,
     Observation,
+    Reason,
     WaitFor,
 )
-from handrail.executor._x11 import X11, Keyboard
+from handrail.executor.desktop import X11, Keyboard, bind_window, open_desktop
 from handrail.scenarios._tkapps import COLOURS, NOTES_LAYOUT, TkApp
 from tests.desktop.conftest import activate, observe, surface, unique_title
 
@@ -108,12 +106,12 @@ def test_a_window_that_takes_the_focus_refuses_input_and_nothing_is_typed(notes:
             thief.wait_state(lambda st: st["stole"])
             await asyncio.sleep(0.1)
             refusal = await s.check_fresh(obs, spec(obs, ActionKind.TYPE, text="secret"), None)
-            assert refusal is not None and refusal.reason == FOCUS_MISMATCH
+            assert refusal is not None and refusal.reason == Reason.FOCUS_MISMATCH
             assert thief.title in refusal.message
             # Even past the check, dispatch re-checks before the first key.
             s._cited = obs
             result = await s.dispatch(spec(obs, ActionKind.TYPE, text="secret"), 5_000)
-            assert result.status is DispatchStatus.NOT_STARTED and result.reason == FOCUS_MISMATCH
+            assert result.status is DispatchStatus.NOT_STARTED and result.reason == Reason.FOCUS_MISMATCH
 
     asyncio.run(body())
     assert notes.settled_state()["text"] == ""
@@ -131,7 +129,7 @@ def test_focus_stolen_while_typing_stops_and_counts(notes: TkApp, thief: TkApp) 
             thief.command("steal-in 250")
             result = await s.dispatch(typing, 20_000)
             assert result.status is DispatchStatus.PARTIAL, result
-            assert result.reason == FOCUS_MISMATCH and thief.title in result.message
+            assert result.reason == Reason.FOCUS_MISMATCH and thief.title in result.message
             assert 0 < result.typed_chars < len(text)
             return result.typed_chars
 
@@ -154,7 +152,7 @@ def test_a_moved_or_resized_target_is_refused(notes: TkApp, change: str) -> None
             await asyncio.sleep(0.3)
             click = spec(obs, ActionKind.CLICK, x=20, y=20)
             refusal = await s.check_fresh(obs, click, None)
-            assert refusal is not None and refusal.reason == TARGET_CHANGED, refusal
+            assert refusal is not None and refusal.reason == Reason.TARGET_CHANGED, refusal
             assert ("moved" if change.startswith("move") else "resized") in refusal.message
             fresh = await observe(s)
             assert await s.check_fresh(fresh, spec(fresh, ActionKind.CLICK, x=20, y=20), None) is None
@@ -167,7 +165,7 @@ def test_a_point_outside_the_client_area_or_under_another_window_is_refused(note
         async with surface(notes) as s:
             obs = await observe(s)
             outside = await s.check_fresh(obs, spec(obs, ActionKind.CLICK, x=500, y=20), None)
-            assert outside is not None and outside.reason == TARGET_CHANGED and "outside" in outside.message
+            assert outside is not None and outside.reason == Reason.TARGET_CHANGED and "outside" in outside.message
             assert d_target(obs) == (480, 360)
             # An override-redirect popup (a tooltip, a notification) over the red button.
             x = X11(xdisplay)
@@ -181,7 +179,7 @@ def test_a_point_outside_the_client_area_or_under_another_window_is_refused(note
                 popup.map()
                 x.sync()
                 covered = await s.check_fresh(obs, spec(obs, ActionKind.CLICK, x=rx, y=ry), None)
-                assert covered is not None and covered.reason == FOCUS_MISMATCH and "covers" in covered.message
+                assert covered is not None and covered.reason == Reason.FOCUS_MISMATCH and "covers" in covered.message
                 gx, gy = centre("green")
                 assert await s.check_fresh(obs, spec(obs, ActionKind.CLICK, x=gx, y=gy), None) is None
                 popup.destroy()
@@ -282,14 +280,14 @@ def test_a_person_at_the_desk_pauses_the_agent(notes: TkApp, xdisplay: str) -> N
                 await asyncio.sleep(0.02)
             assert reports and "a person used the keyboard" in reports[0]
             refusal = await s.check_fresh(obs, spec(obs, ActionKind.TYPE, text="more"), None)
-            assert refusal is not None and refusal.reason == HELD_BY_HUMAN
+            assert refusal is not None and refusal.reason == Reason.HELD_BY_HUMAN
             # Observing again is the agent looking at what the person did: it may go on.
             fresh = await observe(s)
             assert await s.check_fresh(fresh, spec(fresh, ActionKind.TYPE, text="more"), None) is None
             # A pointer move alone is caught even before the recording reports it.
             subprocess.run(["xdotool", "mousemove", "3", "3"], env={"DISPLAY": xdisplay}, check=True)
             refusal = await s.check_fresh(fresh, spec(fresh, ActionKind.CLICK, x=20, y=20), None)
-            assert refusal is not None and refusal.reason == HELD_BY_HUMAN and "(3, 3)" in refusal.message
+            assert refusal is not None and refusal.reason == Reason.HELD_BY_HUMAN and "(3, 3)" in refusal.message
 
     asyncio.run(body())
     final = notes.settled_state()

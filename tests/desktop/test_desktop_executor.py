@@ -10,8 +10,7 @@ import time
 import pytest
 from PIL import Image
 
-from handrail.executor import Outcome, Session
-from handrail.executor._models import DesktopTarget
+from handrail.executor import DesktopTarget, Outcome, Session
 from handrail.recorder import Ledger
 from handrail.scenarios._tkapps import COLOURS, NOTES_LAYOUT, TkApp
 from tests.conftest import Stack

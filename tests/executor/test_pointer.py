@@ -12,8 +12,8 @@ import pytest
 
 from handrail._procs import start_executor
 from handrail.executor import ExecutorClient, Outcome, Session
-from handrail.executor._browser import BrowserHost
-from handrail.executor._pagescript import ARM_POINTER, DISARM_POINTER, PICK_SELECTOR, READ_CLOCK
+from handrail.executor.browser import BrowserHost
+from handrail.executor.browser._pagescript import ARM_POINTER, DISARM_POINTER, PICK_SELECTOR, READ_CLOCK
 from handrail.recorder import Ledger
 from tests.conftest import AgentSetup, Stack
 from tests.executor.site import Site, serve

@@ -26,8 +26,9 @@ from typing import Any, Protocol
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 
-from handrail.executor._models import STALE_REF, ActionKind, ActionSpec
-from handrail.executor._pagescript import ARM_POINTER, DISARM_POINTER, PICK_SELECTOR
+from handrail._vocabulary import Reason
+from handrail.executor._models import ActionKind, ActionSpec
+from handrail.executor.browser._pagescript import ARM_POINTER, DISARM_POINTER, PICK_SELECTOR
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ _tokens = itertools.count(1)
 class NotStartedError(Exception):
     """A check at dispatch time stopped the action: nothing reached the page."""
 
-    def __init__(self, reason: str, message: str) -> None:
+    def __init__(self, reason: Reason, message: str) -> None:
         super().__init__(message)
         self.reason = reason
 
@@ -88,11 +89,11 @@ async def guarded_click(page: Page, tab: NavigationWatch, spec: ActionSpec, sinc
     except PlaywrightError:
         return False  # navigated meanwhile: Playwright's click will say what it finds
     if count == 0:
-        raise NotStartedError(STALE_REF, f"not dispatched: ref {spec.ref} no longer resolves")
+        raise NotStartedError(Reason.STALE_REF, f"not dispatched: ref {spec.ref} no longer resolves")
     if count != 1 or armed is None:
         return False
     if armed.get("problem"):
-        raise NotStartedError(STALE_REF, f"not dispatched: at dispatch time {armed['problem']}")
+        raise NotStartedError(Reason.STALE_REF, f"not dispatched: at dispatch time {armed['problem']}")
     if "x" not in armed:
         log.debug("click on %s goes through Playwright: %s", spec.ref, armed.get("fallback"))
         return False

@@ -1,0 +1,361 @@
+"""The act path: one write action through every gate, in order.
+
+1. **Check**, cheapest first: the cited observation exists and the ref is one it
+   produced; the idempotency key is new (else its recorded outcome is returned as is);
+   nothing on the target awaits reconciliation; the observation is the session's latest,
+   under the current lease epoch; the backend finds its surface unchanged.
+2. **Decide**: the authz sidecar allows this exact action for this principal, target and
+   epoch (waiting, boundedly, for an operator's approval when one is asked for). No
+   answer in time is a refusal: AUTHZ_UNAVAILABLE.
+3. **Intent**, durable in the ledger; then the **fence**: a lease change seen since the
+   decision wins over it, and nothing is dispatched.
+4. **Dispatch** one bounded action, and record its **result**: DONE, FAILED (known not
+   to have had its effect), or UNKNOWN (it may have), which blocks the target until it
+   is reconciled. ``execution_started`` is false only when nothing was dispatched.
+5. **Re-observe**, and say what proves the result (the evidence).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import secrets
+import time
+
+from handrail._vocabulary import Evidence, Outcome, Reason
+from handrail.authz import ApprovalStatus, AsyncAuthzClient, AuthzError, Decision
+from handrail.executor._backend import DispatchResult, DispatchStatus
+from handrail.executor._errors import NotFoundError, SessionClosedError
+from handrail.executor._faults import FaultPoint
+from handrail.executor._lease import LeaseKeeper
+from handrail.executor._models import ActionResult, ActionSpec, ActResponse, BatchResult, Observation
+from handrail.executor._observe import Observer
+from handrail.executor._outcomes import Outcomes
+from handrail.executor._session import Session
+from handrail.executor._snapshot import RefInfo
+
+log = logging.getLogger(__name__)
+
+DEFAULT_ACTION_TIMEOUT_MS = 5_000
+SETTLE_TIMEOUT_MS = 3_000
+
+
+class ActPath:
+    """Runs write actions (and bounded waits) of sessions through the gates of the loop.
+
+    Args:
+        authz: the sidecar client, authenticated as this executor.
+        leases: the lease upkeep (the fence before dispatch).
+        outcomes: the records of actions (replays, UNKNOWN blocking, results).
+        observer: takes the re-observation after an action.
+        fault: the fault injected at the kill points of an action's life.
+    """
+
+    def __init__(
+        self,
+        authz: AsyncAuthzClient,
+        leases: LeaseKeeper,
+        outcomes: Outcomes,
+        observer: Observer,
+        fault: FaultPoint,
+    ) -> None:
+        self._authz = authz
+        self._leases = leases
+        self._outcomes = outcomes
+        self._observer = observer
+        self._fault = fault
+
+    async def act(self, session: Session, spec: ActionSpec) -> ActResponse:
+        """One action, then (unless ``skip_reobserve``) the re-observation."""
+        async with session.write_lock:
+            return await self._act(session, spec, batch=False)
+
+    async def act_batch(self, session: Session, specs: list[ActionSpec]) -> BatchResult:
+        """Run actions in order; stop at the first that is not DONE.
+
+        Every action cites the same observation; between actions nothing is re-observed,
+        so any navigation, dialog or change to the next target since that observation
+        refuses the next action and ends the batch.
+        """
+        async with session.write_lock:
+            results: list[ActionResult] = []
+            stop_reason = ""
+            for i, spec in enumerate(specs):
+                if i and session.latest is not None:
+                    # Did the last action change the page's structure (navigation, a
+                    # dialog, another tab)? Then nothing after it is tried.
+                    changed = await session.backend.check_fresh(session.latest, spec, None)
+                    if changed is not None:
+                        stop_reason = f"action {i - 1} changed the surface: {changed.message}"
+                        break
+                response = await self._act(session, spec, batch=True)
+                results.append(response.result)
+                if response.result.outcome is not Outcome.DONE:
+                    r = response.result
+                    stop_reason = f"action {len(results) - 1} ended {r.outcome.value}"
+                    named = r.reason and r.reason != Reason.ALLOW
+                    stop_reason += f" {r.reason}: {r.message}" if named else f": {r.message}"
+                    break
+            observation = None
+            if any(r.execution_started for r in results):
+                await session.backend.settle(SETTLE_TIMEOUT_MS)
+                observation = await self._observer.observe(session)
+            not_started = tuple(range(len(results), len(specs)))
+            return BatchResult(tuple(results), not_started, stop_reason, observation)
+
+    async def _act(self, session: Session, spec: ActionSpec, *, batch: bool) -> ActResponse:
+        if session.closed:
+            raise SessionClosedError(f"session {session.session_id} is closed")
+        action_id = "a_" + secrets.token_hex(8)
+        target = self._resolve_cited(session, spec)
+        fingerprint = spec.fingerprint(target.role, target.name) if target else spec.fingerprint("", "")
+        if spec.kind.is_read:
+            return await self._wait(session, spec, action_id, batch)
+
+        # 1. Check. Idempotency first: a repeated key never dispatches again.
+        replayed = self._outcomes.replay(session, spec, fingerprint)
+        if replayed is not None:
+            return ActResponse(replayed)
+        blocked = self._outcomes.blocked(session.target)
+        if blocked is not None:
+            return self._outcomes.refuse(session, spec, action_id, target, Reason.RECONCILE_REQUIRED, blocked)
+        refusal = await self._check_fresh(session, spec, target)
+        if refusal is not None:
+            return self._outcomes.refuse(session, spec, action_id, target, *refusal)
+        cited = session.latest
+        assert cited is not None  # _check_fresh refused otherwise
+
+        # 2. Decide.
+        decided = await self._decide(session, spec, action_id, target, fingerprint)
+        if isinstance(decided, ActResponse):
+            return decided
+        decision = decided
+
+        # 3. Intent, durable before anything reaches the surface; then the fence.
+        await self._fault.hit("before-intent", spec.idempotency_key)
+        params = spec.ledger_params(*((target.role, target.name) if target else ("", "")))
+        params["fingerprint"] = fingerprint
+        params["decision_id"] = decision.decision_id
+        self._outcomes.intent(session, spec, action_id, cited.lease_epoch, params)
+        await self._fault.hit("after-intent", spec.idempotency_key)
+        if await self._leases.superseded(session, cited):
+            return self._outcomes.finish(
+                session,
+                spec,
+                action_id,
+                decision,
+                Outcome.REFUSED,
+                Reason.STALE_EPOCH,
+                f"lease epoch {cited.lease_epoch} was superseded (epoch {session.fence.highest_epoch}); not dispatched",
+                started=False,
+                evidence=Evidence.NONE,
+            )
+
+        # 4. Dispatch, and the result.
+        try:
+            dispatched = await session.backend.dispatch(spec, spec.timeout_ms or DEFAULT_ACTION_TIMEOUT_MS)
+        except Exception as exc:  # the intent is durable: whatever broke, record the outcome
+            log.exception("dispatch of %s failed unexpectedly", action_id)
+            dispatched = DispatchResult(DispatchStatus.MAYBE_STARTED, f"the backend failed mid-action: {exc}")
+        await self._fault.hit("after-dispatch", spec.idempotency_key)
+        if dispatched.status is not DispatchStatus.DONE:
+            return self._not_done(session, spec, action_id, decision, dispatched)
+
+        # 5. Re-observe, and what proves it.
+        new_obs: Observation | None = None
+        if not batch and not spec.skip_reobserve:
+            await session.backend.settle(SETTLE_TIMEOUT_MS)
+            new_obs = await self._observer.observe(session)
+        evidence, message = await self._evidence(session, spec, new_obs is not None)
+        response = self._outcomes.finish(
+            session,
+            spec,
+            action_id,
+            decision,
+            Outcome.DONE,
+            Reason.ALLOW,
+            message,
+            started=True,
+            evidence=evidence,
+            typed_chars=dispatched.typed_chars,
+            via=dispatched.via,
+        )
+        await self._fault.hit("after-result", spec.idempotency_key)
+        return ActResponse(response.result, new_obs)
+
+    def _not_done(
+        self, session: Session, spec: ActionSpec, action_id: str, decision: Decision, dispatched: DispatchResult
+    ) -> ActResponse:
+        """The result of a dispatch that did not return DONE: FAILED, or UNKNOWN."""
+        finish = self._outcomes.finish
+        if dispatched.status is DispatchStatus.NOT_STARTED:
+            return finish(
+                session,
+                spec,
+                action_id,
+                decision,
+                Outcome.FAILED,
+                dispatched.reason or Reason.ALLOW,
+                f"not dispatched: {dispatched.message}",
+                started=False,
+                evidence=Evidence.NONE,
+            )
+        if dispatched.status is DispatchStatus.PARTIAL:
+            return finish(
+                session,
+                spec,
+                action_id,
+                decision,
+                Outcome.FAILED,
+                dispatched.reason or Reason.ALLOW,
+                dispatched.message,
+                started=True,
+                evidence=Evidence.DISPATCH_RETURNED,
+                typed_chars=dispatched.typed_chars,
+            )
+        return finish(  # MAYBE_STARTED: it may have happened
+            session,
+            spec,
+            action_id,
+            decision,
+            Outcome.UNKNOWN,
+            Reason.ALLOW,
+            f"the outcome is unknown: {dispatched.message}; observe and reconcile",
+            started=True,
+            evidence=Evidence.NONE,
+            via=dispatched.via,
+        )
+
+    # -- checks ---------------------------------------------------------------------------
+
+    def _resolve_cited(self, session: Session, spec: ActionSpec) -> RefInfo | None:
+        """The cited observation must exist; a cited ref must be one it produced."""
+        sid, _, gen = spec.observation_id.partition(":")
+        if sid != session.session_id or not gen.isdigit() or not 1 <= int(gen) <= session.generation:
+            raise NotFoundError("observation_id", f"no observation {spec.observation_id!r} in this session")
+        if not spec.ref:
+            return None
+        if int(gen) not in session.recent_snapshots:
+            return None  # too old to know its refs: refused as stale by _check_fresh
+        info = session.ref_info(int(gen), spec.ref)
+        if info is None:
+            raise NotFoundError("ref", f"{spec.ref!r} is not a ref of observation {spec.observation_id}")
+        return info
+
+    async def _check_fresh(self, session: Session, spec: ActionSpec, info: RefInfo | None) -> tuple[Reason, str] | None:
+        obs = session.latest
+        if obs is None or obs.observation_id != spec.observation_id:
+            latest = obs.observation_id if obs else "none"
+            stale = f"observation {spec.observation_id} is not the latest ({latest}); observe again"
+            return Reason.STALE_OBSERVATION, stale
+        fence = session.fence
+        if obs.lease_epoch != fence.epoch or obs.lease_epoch < fence.highest_epoch:
+            if fence.human_holds and await self._leases.human_holds_now(session):
+                return Reason.HELD_BY_HUMAN, f"a person has taken control of {session.target} since the observation"
+            return Reason.STALE_OBSERVATION, (
+                f"observation {obs.observation_id} was taken under lease epoch {obs.lease_epoch}; "
+                f"the lease has changed since (epoch {fence.highest_epoch}); observe again"
+            )
+        refusal = await session.backend.check_fresh(obs, spec, info)
+        if refusal is not None:
+            return refusal.reason, f"{refusal.message}; observe again"
+        return None
+
+    # -- the decision -----------------------------------------------------------------------
+
+    async def _decide(
+        self, session: Session, spec: ActionSpec, action_id: str, target: RefInfo | None, fingerprint: str
+    ) -> Decision | ActResponse:
+        """The sidecar's allow for this action, or the refusal the action ends with.
+
+        An action that needs approval is held until an operator decides, boundedly; then
+        it is all checked again: the page may have changed while the operator looked.
+        """
+        refuse = self._outcomes.refuse
+        try:
+            decision = await self._check(session, spec, action_id, target, fingerprint)
+            if decision.reason == Reason.APPROVAL_REQUIRED and decision.approval_id and spec.approval_wait_ms:
+                approval = await self._await_approval(decision.approval_id, spec.approval_wait_ms)
+                if approval == ApprovalStatus.APPROVED:
+                    refusal = await self._check_fresh(session, spec, target)
+                    if refusal is not None:
+                        return refuse(session, spec, action_id, target, *refusal)
+                if approval != ApprovalStatus.PENDING:  # the sidecar's answer now: allow, denied or expired
+                    decision = await self._check(session, spec, action_id, target, fingerprint)
+        except AuthzError as exc:
+            return refuse(session, spec, action_id, target, Reason.AUTHZ_UNAVAILABLE, f"authz: {exc}")
+        self._leases.saw_decision(session, decision)
+        if not decision.allow:
+            return refuse(session, spec, action_id, target, decision.reason, decision.message, decision)
+        return decision
+
+    async def _check(
+        self, session: Session, spec: ActionSpec, action_id: str, target: RefInfo | None, fingerprint: str
+    ) -> Decision:
+        """Ask the sidecar about this exact action, under the cited observation's epoch.
+
+        An approval binds to the action's fingerprint together with the target and the
+        cited observation: approved once, it allows this action and no other.
+        """
+        obs = session.latest
+        assert obs is not None
+        resource = await session.backend.describe(spec, target)
+        approval_fp = hashlib.sha256(f"{session.target}\x00{obs.observation_id}\x00{fingerprint}".encode()).hexdigest()
+        return await self._authz.check(
+            session.agent,
+            session.target,
+            obs.lease_epoch,
+            spec.kind.verb,
+            url=resource.url,
+            element_role=resource.element_role,
+            element_name=resource.element_name,
+            password_field=resource.password_field,
+            window_class=resource.window_class,
+            window_title=resource.window_title,
+            action_id=action_id,
+            fingerprint=approval_fp,
+            observation_id=obs.observation_id,
+        )
+
+    async def _await_approval(self, approval_id: str, wait_ms: int) -> str:
+        """Poll the approval until it is decided or ``wait_ms`` passes; return its status."""
+        deadline = time.monotonic() + wait_ms / 1000
+        status: str = ApprovalStatus.PENDING
+        while time.monotonic() < deadline:
+            status = (await self._authz.get_approval(approval_id)).status
+            if status != ApprovalStatus.PENDING:
+                return status
+            await asyncio.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+        return status
+
+    # -- reads and evidence ---------------------------------------------------------------------
+
+    async def _wait(self, session: Session, spec: ActionSpec, action_id: str, batch: bool) -> ActResponse:
+        """A bounded wait: a read, so no authz check and no ledger intent."""
+        dispatched = await session.backend.dispatch(spec, spec.timeout_ms or DEFAULT_ACTION_TIMEOUT_MS)
+        done = dispatched.status is DispatchStatus.DONE
+        obs = None if batch else await self._observer.observe(session)
+        result = ActionResult(
+            action_id=action_id,
+            outcome=Outcome.DONE if done else Outcome.FAILED,
+            reason=Reason.ALLOW,
+            message="the wait condition holds" if done else f"the wait timed out: {dispatched.message}",
+            execution_started=False,
+            evidence=Evidence.VERIFIED if done else Evidence.OBSERVED,
+            idempotency_key=spec.idempotency_key,
+        )
+        return ActResponse(result, obs)
+
+    async def _evidence(self, session: Session, spec: ActionSpec, observed: bool) -> tuple[Evidence, str]:
+        base = Evidence.OBSERVED if observed else Evidence.DISPATCH_RETURNED
+        what = "the surface was re-observed" if observed else "the dispatch returned"
+        if not spec.expect:
+            return base, f"done; {what}"
+        gen = int(spec.observation_id.rpartition(":")[2])
+        field = spec.expect.field_ref
+        named = session.ref_info(gen, field) if field else None
+        holds, why = await session.backend.expectation_holds(spec.expect, {field: named} if named else {})
+        if not holds:
+            return base, f"done, but the expectation did not hold: {why}"
+        return Evidence.VERIFIED, "done; the expectation holds"

@@ -1,0 +1,195 @@
+"""Lease upkeep: the control lease of every target the executor drives.
+
+The executor acquires a target's lease for the agent of a session that opens on it,
+renews it while the session is open and releases it when the last session on the target
+closes. It keeps, per target, a ``LeaseFence`` (``_session``): the highest epoch it has
+seen, the epoch its agent holds, and whether a person holds the newest lease. Lease
+changes reach the fences two ways: pushed by the sidecar's ``Watch`` stream while it is
+up, and, while it is down, by asking the sidecar right before each dispatch. Whatever
+the sidecar cannot confirm counts as lost (fail-closed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from handrail._vocabulary import Reason
+from handrail.authz import AsyncAuthzClient, AuthzError, AuthzUnavailableError, Decision, WatchEventInfo
+from handrail.executor._models import Observation
+from handrail.executor._session import Session, Sessions
+from handrail.recorder import Ledger
+
+log = logging.getLogger(__name__)
+
+LEASE_TTL_MS = 30_000
+# A refusal for one of these says the agent does not hold the lease (any more).
+_LOST = (Reason.STALE_EPOCH, Reason.HELD_BY_HUMAN, Reason.NO_LEASE)
+
+
+class LeaseKeeper:
+    """Acquires, renews, watches and fences the leases of the executor's sessions.
+
+    Args:
+        authz: the sidecar client, authenticated as this executor.
+        ledger: where lease changes seen on a driven target are recorded.
+        sessions: the registry of open sessions (whose targets the watch records).
+        ttl_ms: the lease TTL asked for on behalf of each session's agent.
+    """
+
+    def __init__(self, authz: AsyncAuthzClient, ledger: Ledger, sessions: Sessions, *, ttl_ms: int) -> None:
+        self._authz = authz
+        self._ledger = ledger
+        self._sessions = sessions
+        self._ttl_ms = ttl_ms
+        # The sidecar's Watch stream: while it is up, lease changes are pushed to the
+        # fences at once; while it is down, each write asks for the lease instead.
+        self._watch_live = False
+        self._watcher: asyncio.Task[None] | None = None
+
+    # -- the watch ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start watching the sidecar's lease changes (reconnecting until ``close``)."""
+        self._watcher = asyncio.create_task(self._watch_forever())
+
+    async def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
+
+    def watching(self, target: str) -> bool:
+        """Whether lease changes of ``target`` are being pushed to its fence now."""
+        return self._watch_live
+
+    async def _watch_forever(self) -> None:
+        delay = 0.2
+        while True:
+            try:
+                async for event in self._authz.watch((), on_established=self._watch_up):
+                    delay = 0.2
+                    self._on_event(event)
+            except AuthzError as exc:
+                log.info("watch on the sidecar ended: %s", exc)
+            finally:
+                self._watch_live = False
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+    def _watch_up(self) -> None:
+        self._watch_live = True
+
+    def _on_event(self, event: WatchEventInfo) -> None:
+        """A lease change: fence it at once, and record it for the targets we drive."""
+        lease = event.lease
+        if event.kind != "lease" or lease is None:
+            return
+        open_here = [s for s in self._sessions.all() if s.target == event.target]
+        if not open_here:
+            return
+        fence = open_here[0].fence  # one fence per target: held epochs end here
+        fence.saw_lease(lease.epoch, lease.holder_kind)
+        if event.change in ("renew", "resync"):
+            return
+        kind = {"human": "human", "agent": "agent"}.get(lease.holder_kind, "system")
+        self._ledger.lease_change(
+            event.target,
+            event.change,
+            lease.holder or "-",
+            kind,  # type: ignore[arg-type]
+            lease.epoch,
+            session_id=open_here[0].session_id,
+            detail={"holder_kind": lease.holder_kind, "next_holder": lease.next_holder},
+        )
+
+    # -- a session's lease ------------------------------------------------------------------
+
+    async def acquire(self, session: Session) -> None:
+        """Take the target's lease for the session's agent, if the sidecar gives it."""
+        fence = session.fence
+        try:
+            lease = await self._authz.acquire(session.target, holder=session.agent, ttl_ms=self._ttl_ms)
+        except AuthzError as exc:
+            log.info("lease for %s not acquired: %s", session.target, exc)
+            with contextlib.suppress(AuthzError):
+                fence.saw((await self._authz.get_lease(session.target)).epoch)
+            return
+        fence.hold(lease.epoch)
+
+    def keep(self, session: Session) -> None:
+        """Renew the session's lease, a third of its TTL at a time, while the session is open."""
+        session.renewer = asyncio.create_task(self._renew_forever(session))
+
+    async def _renew_forever(self, session: Session) -> None:
+        fence = session.fence
+        while not session.closed:
+            await asyncio.sleep(self._ttl_ms / 3000)
+            held = fence.held_epoch
+            if held is None:
+                continue
+            try:
+                lease = await self._authz.renew(session.target, held, holder=session.agent, ttl_ms=self._ttl_ms)
+                fence.saw(lease.epoch)
+            except AuthzUnavailableError:
+                continue  # the lease may lapse; writes are refused meanwhile
+            except AuthzError as exc:
+                log.info("lease on %s lost: %s", session.target, exc)
+                fence.lose()
+
+    async def release(self, session: Session, still_open: list[Session]) -> None:
+        """Stop renewing; give the lease back unless another open session rides on it."""
+        if session.renewer is not None:
+            session.renewer.cancel()
+        if session.fence.held_epoch is not None and not any(s.target == session.target for s in still_open):
+            with contextlib.suppress(AuthzError):
+                await self._authz.release(session.target, session.fence.held_epoch, holder=session.agent)
+            session.fence.lose()
+
+    # -- the fence --------------------------------------------------------------------------
+
+    def saw_decision(self, session: Session, decision: Decision) -> None:
+        """What a decision says of the lease: its epoch, a person holding it, or its loss."""
+        session.fence.saw(decision.lease_epoch)
+        session.fence.human_holds = decision.reason == Reason.HELD_BY_HUMAN
+        if not decision.allow and decision.reason in _LOST:
+            session.fence.lose()
+
+    async def superseded(self, session: Session, cited: Observation) -> bool:
+        """The fence, right before dispatch: has the lease changed since ``cited``?
+
+        A lease change seen since the decision wins over it. Without a live Watch stream
+        the sidecar is asked; if it cannot say, the lease counts as lost (fail-closed).
+        """
+        await self._refresh(session)
+        fence = session.fence
+        return cited.lease_epoch < fence.highest_epoch or fence.held_epoch != cited.lease_epoch
+
+    async def _refresh(self, session: Session) -> None:
+        if self.watching(session.target):
+            return
+        try:
+            lease = await self._authz.get_lease(session.target)
+        except AuthzError:
+            session.fence.lose()
+            return
+        session.fence.saw(lease.epoch)
+        if lease.holder_kind != "agent" or lease.holder != session.agent:
+            session.fence.lose()
+
+    async def human_holds_now(self, session: Session) -> bool:
+        """Whether a person still holds the lease, as the sidecar says now.
+
+        The fence learns of a takeover and of the hand-back after it one pushed event at a
+        time; an action that comes in between is refused either way, but with the reason
+        that is true now (a person holds it, or it was handed back and the observation is
+        merely stale), so that the agent neither waits for a person who has gone nor acts
+        while one is there. Without an answer from the sidecar the person is taken to hold it.
+        """
+        try:
+            lease = await self._authz.get_lease(session.target)
+        except AuthzError:
+            return True
+        session.fence.saw_lease(lease.epoch, lease.holder_kind)
+        return session.fence.human_holds

@@ -1,0 +1,81 @@
+"""Observations: what a backend saw, given the id, generation and lease epoch actions cite.
+
+An observation's id names its session and generation (``s_1a2b:7``); it is taken under
+the epoch in force, and it is the only observation an action may cite until the next one
+is taken. The snapshots of the last few are remembered so that a (possibly stale) ref
+can still be named by the role and name it had, for idempotency fingerprints.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import replace
+
+from handrail.executor._backend import ObserveOptions, RawObservation
+from handrail.executor._lease import LeaseKeeper
+from handrail.executor._models import Observation
+from handrail.executor._session import Session
+from handrail.executor._snapshot import make_diff
+
+FULL = ObserveOptions()
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _digest(raw: RawObservation) -> str:
+    h = hashlib.sha256()
+    parts = (raw.url, raw.title, raw.snapshot, raw.active_tab, repr(raw.dialogs), repr(raw.desktop))
+    for part in parts:
+        h.update(part.encode())
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+class Observer:
+    """Takes a session's observations.
+
+    Args:
+        leases: asked for the target's lease first when the session's agent holds none
+            (after a hand-back the agent may take it again).
+    """
+
+    def __init__(self, leases: LeaseKeeper) -> None:
+        self._leases = leases
+
+    async def observe(self, session: Session, options: ObserveOptions = FULL, *, diff: bool = False) -> Observation:
+        """A fresh observation of the session's surface; with ``diff``, as a diff of the last."""
+        if session.fence.held_epoch is None:
+            await self._leases.acquire(session)
+        raw = await session.backend.observe(options)
+        previous = session.latest_full_snapshot
+        session.generation += 1
+        obs = Observation(
+            observation_id=f"{session.session_id}:{session.generation}",
+            session_id=session.session_id,
+            generation=session.generation,
+            lease_epoch=session.fence.epoch,
+            url=raw.url,
+            title=raw.title,
+            snapshot=raw.snapshot,
+            digest=_digest(raw),
+            taken_at_ms=_now_ms(),
+            screenshot_png=raw.screenshot_png,
+            screenshot_scale=raw.screenshot_scale,
+            tabs=raw.tabs,
+            active_tab=raw.active_tab,
+            frames=raw.frames,
+            dialogs=raw.dialogs,
+            viewport_width=raw.viewport_width,
+            viewport_height=raw.viewport_height,
+            mutation_counter=raw.mutation_counter,
+            desktop=raw.desktop,
+        )
+        session.latest = obs
+        session.latest_full_snapshot = raw.snapshot
+        session.remember(session.generation, raw.snapshot)
+        if diff and previous is not None:
+            return replace(obs, snapshot="", is_diff=True, diff=make_diff(previous, raw.snapshot))
+        return obs

@@ -1,0 +1,437 @@
+"""The one module that maps the executor's wire messages to its data and back.
+
+The SDK's requests are built here, each paired with the RPC it goes to and the decoder of
+its answer (a ``Call``): the sync and async clients only send them. The servicer's
+answers are encoded here too; what a request may hold is checked by ``_validate``, which
+decodes through the functions below. A gRPC error an SDK call ends with becomes an
+``ExecutorRpcError`` here (``rpc_error``), and nowhere else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import grpc
+
+from handrail.executor._errors import ExecutorRpcError, ExecutorUnavailableError
+from handrail.executor._models import (
+    ActionKind,
+    ActionResult,
+    ActionSpec,
+    ActResponse,
+    BackendKind,
+    BatchResult,
+    DesktopState,
+    DesktopTarget,
+    DialogInfo,
+    Evidence,
+    Expectation,
+    FrameInfo,
+    Observation,
+    Outcome,
+    Reason,
+    SessionInfo,
+    TabInfo,
+    Verdict,
+    WaitFor,
+    WindowInfo,
+)
+from handrail.proto.executor.v1 import executor_pb2 as pb
+
+_T = TypeVar("_T")
+
+#: An SDK call: the RPC's name, its request, and the decoder of its response.
+Call = tuple[str, Any, Callable[[Any], _T]]
+
+KINDS = {
+    pb.ACTION_CLICK: ActionKind.CLICK,
+    pb.ACTION_FILL: ActionKind.FILL,
+    pb.ACTION_TYPE: ActionKind.TYPE,
+    pb.ACTION_PRESS: ActionKind.PRESS,
+    pb.ACTION_SELECT: ActionKind.SELECT,
+    pb.ACTION_NAVIGATE: ActionKind.NAVIGATE,
+    pb.ACTION_DOUBLE_CLICK: ActionKind.DOUBLE_CLICK,
+    pb.ACTION_HOVER: ActionKind.HOVER,
+    pb.ACTION_CHECK: ActionKind.CHECK,
+    pb.ACTION_UNCHECK: ActionKind.UNCHECK,
+    pb.ACTION_SCROLL: ActionKind.SCROLL,
+    pb.ACTION_BACK: ActionKind.BACK,
+    pb.ACTION_UPLOAD: ActionKind.UPLOAD,
+    pb.ACTION_WAIT_FOR: ActionKind.WAIT_FOR,
+    pb.ACTION_TAB_OPEN: ActionKind.TAB_OPEN,
+    pb.ACTION_TAB_SWITCH: ActionKind.TAB_SWITCH,
+    pb.ACTION_TAB_CLOSE: ActionKind.TAB_CLOSE,
+    pb.ACTION_DIALOG_ACCEPT: ActionKind.DIALOG_ACCEPT,
+    pb.ACTION_DIALOG_DISMISS: ActionKind.DIALOG_DISMISS,
+    pb.ACTION_HOTKEY: ActionKind.HOTKEY,
+    pb.ACTION_MOVE: ActionKind.MOVE,
+    pb.ACTION_DRAG: ActionKind.DRAG,
+    pb.ACTION_ACTIVATE: ActionKind.ACTIVATE,
+}
+KIND_TO_PB = {v: k for k, v in KINDS.items()}
+BACKENDS = {
+    pb.BACKEND_UNSPECIFIED: BackendKind.BROWSER,
+    pb.BACKEND_BROWSER: BackendKind.BROWSER,
+    pb.BACKEND_DESKTOP: BackendKind.DESKTOP,
+}
+VERDICTS = {pb.HAPPENED: Verdict.HAPPENED, pb.DID_NOT_HAPPEN: Verdict.DID_NOT_HAPPEN}
+
+
+# -- the SDK's calls ----------------------------------------------------------------------
+
+
+def open_session(target: str, start_url: str, agent: str, desktop: DesktopTarget | None) -> Call[SessionInfo]:
+    req = pb.OpenSessionRequest(target=target, start_url=start_url, agent=agent)
+    if desktop is None:
+        req.backend = pb.BACKEND_BROWSER
+    else:
+        req.backend = pb.BACKEND_DESKTOP
+        req.desktop.CopyFrom(
+            pb.DesktopTarget(
+                display=desktop.display,
+                window_id=desktop.window_id,
+                pid=desktop.pid,
+                wm_class=desktop.wm_class,
+                title_pattern=desktop.title_pattern,
+            )
+        )
+    return "OpenSession", req, session_from_pb
+
+
+def observe(
+    session_id: str, screenshot: bool, scale: float, viewport_only: bool, depth: int, diff: bool
+) -> Call[Observation]:
+    req = pb.ObserveRequest(
+        session_id=session_id,
+        screenshot=screenshot,
+        screenshot_scale=scale,
+        viewport_only=viewport_only,
+        depth=depth,
+        diff=diff,
+    )
+    return "Observe", req, observation_from_pb
+
+
+def act(session_id: str, spec: ActionSpec) -> Call[ActResponse]:
+    return "Act", act_request_pb(session_id, spec), act_response_from_pb
+
+
+def act_batch(session_id: str, specs: Sequence[ActionSpec]) -> Call[BatchResult]:
+    req = pb.ActBatchRequest(session_id=session_id, actions=[act_request_pb(session_id, s) for s in specs])
+    return "ActBatch", req, batch_from_pb
+
+
+def reconcile(session_id: str, action_id: str, verdict: Verdict | str, evidence: str) -> Call[ActionResult]:
+    req = pb.ReconcileRequest(
+        session_id=session_id, action_id=action_id, verdict=Verdict(verdict).value, evidence=evidence
+    )
+    return "Reconcile", req, lambda msg: result_from_pb(msg.result)
+
+
+def close_session(session_id: str) -> Call[None]:
+    return "CloseSession", pb.CloseSessionRequest(session_id=session_id), lambda _: None
+
+
+class _CompatRpcError(ExecutorRpcError, grpc.RpcError):
+    """Also the ``grpc.RpcError`` (with ``code()``) the SDK let through before, for one release."""
+
+    def __init__(self, status: grpc.StatusCode, details: str) -> None:
+        super().__init__(status.name, details)
+        self._status = status
+
+    def code(self) -> grpc.StatusCode:
+        return self._status
+
+
+class _CompatUnavailableError(ExecutorUnavailableError, _CompatRpcError):
+    """``ExecutorUnavailableError``, also a ``grpc.RpcError`` for one release."""
+
+
+_UNAVAILABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
+def rpc_error(exc: grpc.RpcError) -> ExecutorRpcError:
+    """The executor's error for a gRPC error an SDK call ended with."""
+    code: grpc.StatusCode = exc.code()
+    details: str = exc.details() or ""
+    if code in _UNAVAILABLE:
+        return _CompatUnavailableError(code, details)
+    return _CompatRpcError(code, details)
+
+
+# -- wire -> data -----------------------------------------------------------------------
+
+
+def desktop_target_from_pb(d: pb.DesktopTarget) -> DesktopTarget:
+    return DesktopTarget(d.display, d.window_id, d.pid, d.wm_class, d.title_pattern)
+
+
+def action_spec_from_pb(req: pb.ActRequest, kind: ActionKind) -> ActionSpec:
+    """The action of a request ``_validate`` has checked (``kind`` decoded by it)."""
+    e, w = req.expect, req.wait_for
+    return ActionSpec(
+        kind=kind,
+        observation_id=req.observation_id,
+        idempotency_key=req.idempotency_key,
+        ref=req.ref,
+        text=req.text,
+        key=req.key,
+        values=tuple(req.values),
+        url=req.url,
+        expect=Expectation(
+            e.text_visible,
+            e.url_matches,
+            e.role,
+            e.name,
+            e.gone,
+            e.field_ref,
+            e.field_value,
+            e.within_ms,
+        ),
+        timeout_ms=req.timeout_ms,
+        x=req.x,
+        y=req.y,
+        to_x=req.to_x,
+        to_y=req.to_y,
+        button=req.button,
+        click_count=req.click_count,
+        delta_x=req.delta_x,
+        delta_y=req.delta_y,
+        key_delay_ms=req.key_delay_ms,
+        files=tuple(req.files),
+        tab_id=req.tab_id,
+        wait_for=WaitFor(w.text, w.role, w.name, w.url_matches, w.window_title, w.gone),
+        keys=tuple(req.keys),
+        approval_wait_ms=req.approval_wait_ms,
+        skip_reobserve=req.skip_reobserve,
+    )
+
+
+def _window(w: pb.Window) -> WindowInfo:
+    return WindowInfo(w.window_id, w.pid, w.wm_class, w.title, w.x, w.y, w.width, w.height)
+
+
+def observation_from_pb(msg: pb.Observation) -> Observation:
+    desktop = None
+    if msg.HasField("desktop"):
+        d = msg.desktop
+        desktop = DesktopState(
+            screen_width=d.screen_width,
+            screen_height=d.screen_height,
+            target=_window(d.target),
+            active=_window(d.active) if d.HasField("active") else None,
+            stacking=tuple(_window(w) for w in d.stacking),
+            screenshot_of_target=d.screenshot_of_target,
+            screenshot_x=d.screenshot_x,
+            screenshot_y=d.screenshot_y,
+        )
+    return Observation(
+        observation_id=msg.observation_id,
+        session_id=msg.session_id,
+        generation=msg.generation,
+        lease_epoch=msg.lease_epoch,
+        url=msg.url,
+        title=msg.title,
+        snapshot=msg.snapshot,
+        digest=msg.digest,
+        taken_at_ms=msg.taken_at_ms,
+        screenshot_png=msg.screenshot_png,
+        screenshot_scale=msg.screenshot_scale or 1.0,
+        tabs=tuple(TabInfo(t.tab_id, t.url, t.title, t.active) for t in msg.tabs),
+        active_tab=msg.active_tab,
+        frames=tuple(FrameInfo(f.frame_id, f.name, f.url) for f in msg.frames),
+        dialogs=tuple(DialogInfo(d.type, d.message) for d in msg.dialogs),
+        viewport_width=msg.viewport_width,
+        viewport_height=msg.viewport_height,
+        mutation_counter=msg.mutation_counter,
+        is_diff=msg.is_diff,
+        diff=msg.diff,
+        desktop=desktop,
+    )
+
+
+def result_from_pb(msg: pb.ActionResult) -> ActionResult:
+    reason = pb.Reason.Name(msg.reason)
+    return ActionResult(
+        action_id=msg.action_id,
+        outcome=Outcome(pb.Outcome.Name(msg.outcome)),
+        reason="" if reason == "REASON_UNSPECIFIED" else Reason(reason),
+        message=msg.message,
+        execution_started=msg.execution_started,
+        evidence=Evidence(pb.Evidence.Name(msg.evidence).removeprefix("EVIDENCE_")),
+        idempotency_key=msg.idempotency_key,
+        decision_id=msg.decision_id,
+        typed_chars=msg.typed_chars,
+        approval_id=msg.approval_id,
+        policies=tuple(msg.policies),
+    )
+
+
+def act_response_from_pb(msg: pb.ActResponse) -> ActResponse:
+    obs = observation_from_pb(msg.observation) if msg.HasField("observation") else None
+    return ActResponse(result_from_pb(msg.result), obs)
+
+
+def batch_from_pb(msg: pb.ActBatchResponse) -> BatchResult:
+    obs = observation_from_pb(msg.observation) if msg.HasField("observation") else None
+    return BatchResult(tuple(result_from_pb(r) for r in msg.results), tuple(msg.not_started), msg.stop_reason, obs)
+
+
+def session_from_pb(msg: pb.Session) -> SessionInfo:
+    return SessionInfo(msg.session_id, msg.target, msg.agent, msg.lease_epoch)
+
+
+# -- data -> wire -----------------------------------------------------------------------
+
+
+def act_request_pb(session_id: str, spec: ActionSpec) -> pb.ActRequest:
+    e, w = spec.expect, spec.wait_for
+    return pb.ActRequest(
+        session_id=session_id,
+        observation_id=spec.observation_id,
+        kind=KIND_TO_PB[spec.kind],
+        ref=spec.ref,
+        text=spec.text,
+        key=spec.key,
+        values=list(spec.values),
+        url=spec.url,
+        idempotency_key=spec.idempotency_key,
+        expect=pb.Expectation(
+            text_visible=e.text_visible,
+            url_matches=e.url_matches,
+            role=e.role,
+            name=e.name,
+            gone=e.gone,
+            field_ref=e.field_ref,
+            field_value=e.field_value,
+            within_ms=e.within_ms,
+        ),
+        timeout_ms=spec.timeout_ms,
+        x=spec.x,
+        y=spec.y,
+        to_x=spec.to_x,
+        to_y=spec.to_y,
+        button=spec.button,
+        click_count=spec.click_count,
+        delta_x=spec.delta_x,
+        delta_y=spec.delta_y,
+        key_delay_ms=spec.key_delay_ms,
+        files=list(spec.files),
+        tab_id=spec.tab_id,
+        wait_for=pb.WaitFor(
+            text=w.text,
+            role=w.role,
+            name=w.name,
+            url_matches=w.url_matches,
+            window_title=w.window_title,
+            gone=w.gone,
+        ),
+        keys=list(spec.keys),
+        approval_wait_ms=spec.approval_wait_ms,
+        skip_reobserve=spec.skip_reobserve,
+    )
+
+
+def session_pb(info: SessionInfo) -> pb.Session:
+    return pb.Session(
+        session_id=info.session_id,
+        target=info.target,
+        agent=info.agent,
+        lease_epoch=info.lease_epoch,
+    )
+
+
+def _window_pb(w: WindowInfo) -> pb.Window:
+    return pb.Window(
+        window_id=w.window_id,
+        pid=w.pid,
+        wm_class=w.wm_class,
+        title=w.title,
+        x=w.x,
+        y=w.y,
+        width=w.width,
+        height=w.height,
+    )
+
+
+def observation_pb(obs: Observation) -> pb.Observation:
+    msg = pb.Observation(
+        observation_id=obs.observation_id,
+        session_id=obs.session_id,
+        generation=obs.generation,
+        lease_epoch=obs.lease_epoch,
+        url=obs.url,
+        title=obs.title,
+        snapshot=obs.snapshot,
+        screenshot_png=obs.screenshot_png,
+        digest=obs.digest,
+        taken_at_ms=obs.taken_at_ms,
+        tabs=[pb.Tab(tab_id=t.tab_id, url=t.url, title=t.title, active=t.active) for t in obs.tabs],
+        active_tab=obs.active_tab,
+        frames=[pb.Frame(frame_id=f.frame_id, name=f.name, url=f.url) for f in obs.frames],
+        dialogs=[pb.Dialog(type=d.type, message=d.message) for d in obs.dialogs],
+        viewport_width=obs.viewport_width,
+        viewport_height=obs.viewport_height,
+        mutation_counter=obs.mutation_counter,
+        is_diff=obs.is_diff,
+        diff=obs.diff,
+        screenshot_scale=obs.screenshot_scale,
+    )
+    d = obs.desktop
+    if d is not None:
+        msg.desktop.CopyFrom(
+            pb.DesktopState(
+                screen_width=d.screen_width,
+                screen_height=d.screen_height,
+                target=_window_pb(d.target),
+                active=_window_pb(d.active) if d.active else None,
+                stacking=[_window_pb(w) for w in d.stacking],
+                screenshot_of_target=d.screenshot_of_target,
+                screenshot_x=d.screenshot_x,
+                screenshot_y=d.screenshot_y,
+            )
+        )
+    return msg
+
+
+def result_pb(result: ActionResult) -> pb.ActionResult:
+    return pb.ActionResult(
+        action_id=result.action_id,
+        outcome=result.outcome.value,
+        reason=result.reason or "REASON_UNSPECIFIED",
+        message=result.message,
+        execution_started=result.execution_started,
+        evidence="EVIDENCE_" + result.evidence.value,
+        decision_id=result.decision_id,
+        idempotency_key=result.idempotency_key,
+        typed_chars=result.typed_chars,
+        approval_id=result.approval_id,
+        policies=list(result.policies),
+    )
+
+
+def act_response_pb(resp: ActResponse) -> pb.ActResponse:
+    out = pb.ActResponse(result=result_pb(resp.result))
+    if resp.observation is not None:
+        out.observation.CopyFrom(observation_pb(resp.observation))
+    return out
+
+
+def batch_response_pb(batch: BatchResult) -> pb.ActBatchResponse:
+    out = pb.ActBatchResponse(
+        results=[result_pb(r) for r in batch.results],
+        not_started=list(batch.not_started),
+        stop_reason=batch.stop_reason,
+    )
+    if batch.observation is not None:
+        out.observation.CopyFrom(observation_pb(batch.observation))
+    return out
+
+
+def reconcile_response_pb(result: ActionResult) -> pb.ReconcileResponse:
+    return pb.ReconcileResponse(result=result_pb(result))
+
+
+def close_session_response_pb() -> pb.CloseSessionResponse:
+    return pb.CloseSessionResponse()

@@ -1,0 +1,96 @@
+"""The browser host: Playwright and the one headless Chromium every browser session shares."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from playwright.async_api import Browser, Playwright, async_playwright
+from playwright.async_api import Error as PlaywrightError
+
+from handrail.executor._errors import BackendError
+from handrail.executor.browser._pagescript import INIT_SCRIPT, PICK_ENGINE, PICK_SELECTOR
+from handrail.executor.browser._surface import VIEWPORT, BrowserSurface
+
+DEFAULT_CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ENV = "HANDRAIL_CHROMIUM"
+
+# As root Chromium needs --no-sandbox; the rest keep it off a network it cannot reach.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+
+
+def chromium_path(explicit: str | None = None) -> str:
+    """The Chromium executable: the flag, else $HANDRAIL_CHROMIUM, else /usr/bin/chromium."""
+    path = explicit or os.environ.get(CHROMIUM_ENV) or DEFAULT_CHROMIUM
+    if not Path(path).exists():
+        raise BackendError(
+            f"no Chromium at {path}: install Debian's chromium (apt-get install chromium) "
+            f"or point --chromium / ${CHROMIUM_ENV} at one"
+        )
+    return path
+
+
+class BrowserHost:
+    """Owns Playwright and one Chromium process shared by every browser session.
+
+    Args:
+        executable_path: Chromium to launch (default: ``chromium_path()``).
+        upload_dir: the only directory files may be uploaded from; None forbids uploads.
+        playwright_clicks: send every click through Playwright's click, never the
+            executor's guarded pointer (``browser._pointer``).
+    """
+
+    def __init__(
+        self, executable_path: str | None = None, upload_dir: Path | None = None, *, playwright_clicks: bool = False
+    ) -> None:
+        self._executable_path = executable_path
+        self.upload_dir = upload_dir.resolve() if upload_dir else None
+        self._playwright_clicks = playwright_clicks
+        self._playwright: Playwright | None = None
+        self._browser: Browser | None = None
+
+    async def start(self) -> None:
+        path = chromium_path(self._executable_path)
+        self._playwright = await async_playwright().start()
+        await self._playwright.selectors.register(PICK_SELECTOR, PICK_ENGINE, content_script=True)
+        try:
+            self._browser = await self._playwright.chromium.launch(
+                executable_path=path, headless=True, args=CHROMIUM_ARGS
+            )
+        except PlaywrightError as exc:
+            await self._playwright.stop()
+            self._playwright = None
+            raise BackendError(f"could not launch Chromium at {path}: {exc}") from exc
+
+    async def open_page(self, start_url: str, timeout_ms: int = 15_000) -> BrowserSurface:
+        if self._browser is None:
+            raise BackendError("the browser host is not started")
+        context = await self._browser.new_context(viewport=VIEWPORT)  # type: ignore[arg-type]
+        await context.add_init_script(INIT_SCRIPT)
+        surface = BrowserSurface(context, self.upload_dir, pointer_clicks=not self._playwright_clicks)
+        page = await context.new_page()
+        surface.adopt(page, activate=True)
+        if start_url:
+            try:
+                await page.goto(start_url, wait_until="domcontentloaded", timeout=timeout_ms)
+            except PlaywrightError as exc:
+                await context.close()
+                raise BackendError(f"could not open {start_url}: {exc.message}") from exc
+        return surface
+
+    async def close(self) -> None:
+        if self._browser is not None:
+            await self._browser.close()
+            self._browser = None
+        if self._playwright is not None:
+            await self._playwright.stop()
+            self._playwright = None

@@ -1,0 +1,393 @@
+"""The X11 desktop backend's surface: a session bound to one window, input refused when it is not there.
+
+A session is bound at open time (``_open``) to exactly one managed window. Before every
+write the surface checks, in a handful of X round trips and without a screenshot, that
+no person used the desk since the observation, that the window manager's active window
+is the target, that the keyboard focus is inside it (for keys), that the target's client
+area and the screen size are what the cited observation saw, and that the point of a
+pointer action lies in the client area with no other window on top of it there. The
+checks run again inside dispatch, just before the input (``_input``) goes out.
+
+Coordinates: ``x, y`` (and ``to_x, to_y``) are pixels of the cited observation's target
+screenshot, whose origin is the target's client-area origin, divided by its
+``screenshot_scale`` to get client pixels: root = (target.x + x / scale, target.y + y / scale).
+Without a screenshot the scale is 1 and they are plain client coordinates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from Xlib import error as xerror
+
+from handrail.executor._backend import (
+    AuthzResource,
+    DispatchResult,
+    DispatchStatus,
+    HumanActivityCallback,
+    ObserveOptions,
+    RawObservation,
+    Refusal,
+)
+from handrail.executor._errors import BackendError
+from handrail.executor._models import (
+    ActionKind,
+    ActionSpec,
+    DesktopState,
+    Expectation,
+    Observation,
+    Reason,
+    WindowInfo,
+)
+from handrail.executor._snapshot import RefInfo
+from handrail.executor.desktop._gui import pointer_left
+from handrail.executor.desktop._input import DesktopInput, root_point
+from handrail.executor.desktop._screenshots import Screenshots
+from handrail.executor.desktop._x11 import X11, Rect, WindowGoneError
+from handrail.executor.desktop._xinput import InputWatcher, own_clients
+
+log = logging.getLogger(__name__)
+
+KEY_KINDS = frozenset({ActionKind.TYPE, ActionKind.PRESS, ActionKind.HOTKEY})
+POINTER_KINDS = frozenset(
+    {ActionKind.CLICK, ActionKind.DOUBLE_CLICK, ActionKind.MOVE, ActionKind.DRAG, ActionKind.SCROLL}
+)
+_EXPECT_DEFAULT_MS = 2_000
+_POLL_S = 0.03
+_HUMAN_REPORT_EVERY_S = 1.0
+_SETTLE_MS = 25
+
+
+class DesktopSurface:
+    """One session's target window on an X display: observe, check, act.
+
+    Made by ``open_desktop``; the guarded loop calls it through the ``Backend`` protocol.
+    """
+
+    kind = "desktop"
+
+    def __init__(
+        self,
+        x: X11,
+        window_id: int,
+        *,
+        on_human_activity: HumanActivityCallback | None = None,
+    ) -> None:
+        self._x = x
+        self.window_id = window_id
+        self.display = x.name
+        self._screenshots = Screenshots(x.name)
+        self._on_human_activity = on_human_activity
+        self._loop = asyncio.get_running_loop()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._cited: Observation | None = None
+        self._frame = x.toplevel(window_id)
+        self._class = x.wm_class(window_id)
+        self._human: tuple[str, float] | None = None
+        self._human_reported_at = 0.0
+        self.watcher: InputWatcher | None = None
+        self.human_reports: list[str] = []
+        self._closed = False
+        self._input = DesktopInput(x, window_id, self._human_refusal)
+        pointer_left[self.display] = x.pointer()
+
+    def start_watching(self) -> None:
+        """Watch for foreign input (XRecord); without RECORD, rely on the pointer check."""
+        if not self._x.has_record:
+            log.warning("X display %s has no RECORD extension: only pointer moves reveal a person", self.display)
+            return
+        watcher = InputWatcher(self.display, self._foreign_from_thread)
+        watcher.start()
+        self.watcher = watcher
+
+    # -- a person at the desk -----------------------------------------------------------
+
+    def _foreign_from_thread(self, what: str) -> None:
+        if not self._closed:
+            self._loop.call_soon_threadsafe(self._foreign, what)
+
+    def _foreign(self, what: str) -> None:
+        """Someone else used the keyboard or pointer: refuse writes, tell the sidecar."""
+        if self._closed:
+            return
+        now = time.time()
+        self._human = (what, now)
+        if time.monotonic() - self._human_reported_at < _HUMAN_REPORT_EVERY_S:
+            return
+        self._human_reported_at = time.monotonic()
+        stamp = time.strftime("%H:%M:%S", time.localtime(now))
+        message = f"a person {what} on {self.display} at {stamp}"
+        self.human_reports.append(message)
+        log.info("%s (session window 0x%x)", message, self.window_id)
+        if self._on_human_activity is not None:
+            task = self._loop.create_task(self._report(message))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _report(self, message: str) -> None:
+        assert self._on_human_activity is not None
+        try:
+            await self._on_human_activity(message)
+        except Exception:  # a callback's failure must not take the session down
+            log.exception("reporting human activity failed")
+
+    def _human_refusal(self) -> Refusal | None:
+        if self._human is None:
+            return None
+        what, at = self._human
+        stamp = time.strftime("%H:%M:%S", time.localtime(at))
+        return Refusal(
+            Reason.HELD_BY_HUMAN,
+            f"a person {what} on {self.display} at {stamp}; the agent waits until they are done",
+        )
+
+    # -- observe ------------------------------------------------------------------------
+
+    async def observe(self, options: ObserveOptions) -> RawObservation:
+        x = self._x
+        try:
+            width, height = x.screen_size()
+            target = x.info(self.window_id)
+            extents = x.frame_extents(self.window_id)
+            stacking: list[WindowInfo] = []
+            for wid in x.stacking():
+                if wid == self.window_id:
+                    stacking.append(target)
+                    continue
+                try:
+                    stacking.append(x.info(wid))
+                except WindowGoneError:
+                    continue
+            active_id = x.active_window()
+            pointer = x.pointer()
+        except WindowGoneError as exc:
+            raise BackendError(f"the target window 0x{self.window_id:x} is gone: {exc}") from exc
+        active = next((w for w in stacking if w.window_id == active_id), None)
+        if active is None and active_id:
+            try:
+                active = x.info(active_id)
+            except WindowGoneError:
+                active = None
+        # What the agent sees now is what it acts on: a person's earlier input is past.
+        self._human = None
+        pointer_left[self.display] = pointer
+        png = b""
+        scale = 1.0
+        if options.screenshot:
+            scale = options.screenshot_scale if 0 < options.screenshot_scale <= 1 else 1.0
+            visible = self._visible(Rect(target.x, target.y, target.width, target.height), width, height)
+            if visible is not None:
+                png = await self._screenshots.grab(visible, scale)
+        state = DesktopState(
+            screen_width=width,
+            screen_height=height,
+            target=target,
+            active=active,
+            stacking=tuple(stacking),
+            screenshot_of_target=True,
+            screenshot_x=target.x,
+            screenshot_y=target.y,
+        )
+        return RawObservation(
+            title=target.title,
+            snapshot=self._summary(state, extents),
+            screenshot_png=png,
+            screenshot_scale=scale,
+            desktop=state,
+        )
+
+    @staticmethod
+    def _visible(rect: Rect, width: int, height: int) -> Rect | None:
+        """The on-screen part of the client area (screenshots of the target start at its origin)."""
+        if rect.x < 0 or rect.y < 0:
+            return None  # origin off-screen: the PNG could not start at the client origin
+        w, h = min(rect.width, width - rect.x), min(rect.height, height - rect.y)
+        if w <= 0 or h <= 0:
+            return None
+        return Rect(rect.x, rect.y, w, h)
+
+    def _summary(self, state: DesktopState, extents: tuple[int, int, int, int]) -> str:
+        """The window list as text, for agents that read rather than look."""
+
+        def line(w: WindowInfo) -> str:
+            marks = []
+            if w.window_id == self.window_id:
+                marks.append("target")
+            if state.active is not None and w.window_id == state.active.window_id:
+                marks.append("active")
+            tag = f" [{', '.join(marks)}]" if marks else ""
+            return (
+                f"- window 0x{w.window_id:x} {w.wm_class or '?'} {w.title!r} pid {w.pid or '?'} "
+                f"at {w.x},{w.y} size {w.width}x{w.height}{tag}"
+            )
+
+        left, right, top, bottom = extents
+        out = [
+            f"screen {state.screen_width}x{state.screen_height} on {self.display}",
+            f"target 0x{state.target.window_id:x}: client area at {state.target.x},{state.target.y} "
+            f"size {state.target.width}x{state.target.height}, frame extents l{left} r{right} t{top} b{bottom}",
+            "windows, bottom to top:",
+        ]
+        out += [line(w) for w in state.stacking]
+        return "\n".join(out)
+
+    # -- checks -------------------------------------------------------------------------
+
+    async def check_fresh(self, cited: Observation, spec: ActionSpec, target: RefInfo | None) -> Refusal | None:
+        refusal = self._check(cited, spec)
+        if refusal is None:
+            self._cited = cited
+        return refusal
+
+    def _check(self, cited: Observation, spec: ActionSpec) -> Refusal | None:
+        human = self._human_refusal()
+        if human is not None:
+            return human
+        seen = cited.desktop
+        if seen is None:
+            return Refusal(Reason.TARGET_CHANGED, f"observation {cited.observation_id} has no desktop state")
+        x = self._x
+        try:
+            if spec.kind is not ActionKind.ACTIVATE:
+                active = x.active_window()
+                if active != self.window_id:
+                    return Refusal(
+                        Reason.FOCUS_MISMATCH,
+                        f"the active window is {x.describe(active)}, not the target 0x{self.window_id:x}",
+                    )
+            if spec.kind in KEY_KINDS:
+                refusal = self._input.keyboard_focus_refusal()
+                if refusal is not None:
+                    return refusal
+            rect = x.client_rect(self.window_id)
+            was = Rect(seen.target.x, seen.target.y, seen.target.width, seen.target.height)
+            if rect != was:
+                return Refusal(Reason.TARGET_CHANGED, self._geometry_change(was, rect))
+            screen = x.screen_size()
+            if screen != (seen.screen_width, seen.screen_height):
+                return Refusal(
+                    Reason.TARGET_CHANGED,
+                    f"the screen is {screen[0]}x{screen[1]}, not {seen.screen_width}x{seen.screen_height} as observed",
+                )
+            pointer = x.pointer()
+            left = pointer_left.get(self.display)
+            if left is not None and pointer != left:
+                self._foreign(f"moved the pointer to ({pointer[0]}, {pointer[1]})")
+                return self._human_refusal()
+            if spec.kind in POINTER_KINDS:
+                points = [(spec.x, spec.y)]
+                if spec.kind is ActionKind.DRAG:
+                    points.append((spec.to_x, spec.to_y))
+                for px, py in points:
+                    refusal = self._point_refusal(cited, rect, px, py)
+                    if refusal is not None:
+                        return refusal
+        except WindowGoneError:
+            return Refusal(Reason.TARGET_CHANGED, f"the target window 0x{self.window_id:x} was closed")
+        return None
+
+    @staticmethod
+    def _geometry_change(was: Rect, now: Rect) -> str:
+        parts = []
+        if (was.x, was.y) != (now.x, now.y):
+            parts.append(f"moved from {was.x},{was.y} to {now.x},{now.y}")
+        if (was.width, was.height) != (now.width, now.height):
+            parts.append(f"was resized from {was.width}x{was.height} to {now.width}x{now.height}")
+        return "the target window " + " and ".join(parts) + " since the observation"
+
+    def _point_refusal(self, cited: Observation, rect: Rect, px: int, py: int) -> Refusal | None:
+        rx, ry = root_point(cited, px, py)
+        if not rect.contains(rx, ry):
+            return Refusal(
+                Reason.TARGET_CHANGED,
+                f"the point ({px}, {py}) is ({rx - rect.x}, {ry - rect.y}) in client pixels, "
+                f"outside the target's {rect.width}x{rect.height} client area",
+            )
+        top = self._x.toplevel_at(rx, ry)
+        if top != self._frame:
+            self._frame = self._x.toplevel(self.window_id)  # the window manager may have reframed it
+            if top != self._frame:
+                return Refusal(
+                    Reason.FOCUS_MISMATCH,
+                    f"{self._describe_toplevel(top)} covers the point ({px}, {py}) of the target",
+                )
+        return None
+
+    def _describe_toplevel(self, top: int) -> str:
+        for client in self._x.stacking():
+            try:
+                if self._x.toplevel(client) == top:
+                    return self._x.describe(client)
+            except WindowGoneError:
+                continue
+        return f"an unmanaged window 0x{top:x} (a menu, tooltip or notification)"
+
+    async def describe(self, spec: ActionSpec, target: RefInfo | None) -> AuthzResource:
+        try:
+            title = self._x.title(self.window_id)
+        except WindowGoneError:
+            title = ""
+        return AuthzResource(window_class=self._class[1], window_title=title)
+
+    # -- act ----------------------------------------------------------------------------
+
+    async def dispatch(self, spec: ActionSpec, timeout_ms: int) -> DispatchResult:
+        kind = spec.kind
+        if kind is ActionKind.WAIT_FOR:
+            return await self._input.wait_for(spec.wait_for, timeout_ms)
+        cited = self._cited
+        if cited is None or cited.observation_id != spec.observation_id:
+            return DispatchResult(DispatchStatus.NOT_STARTED, "the action's observation was not checked")
+        # The authz round trip took time: check again, just before the input goes out.
+        refusal = self._check(cited, spec)
+        if refusal is not None:
+            return DispatchResult(DispatchStatus.NOT_STARTED, refusal.message, reason=refusal.reason)
+        try:
+            if kind is ActionKind.ACTIVATE:
+                return await self._input.activate(timeout_ms)
+            if kind is ActionKind.TYPE:
+                return await self._input.type(spec.text, spec.key_delay_ms, timeout_ms)
+            if kind is ActionKind.PRESS:
+                return await self._input.press([spec.key] if len(spec.key) == 1 else spec.key.split("+"))
+            if kind is ActionKind.HOTKEY:
+                return await self._input.press(list(spec.keys))
+            if kind in POINTER_KINDS:
+                return await self._input.pointer(cited, spec)
+        except (xerror.XError, xerror.ConnectionClosedError, OSError) as exc:
+            return DispatchResult(DispatchStatus.MAYBE_STARTED, f"the X server failed mid-action: {exc}")
+        return DispatchResult(DispatchStatus.NOT_STARTED, f"{kind.value} is not a desktop action")
+
+    async def settle(self, timeout_ms: int) -> None:
+        # XSync makes the server route every event sent; the pause gives the application
+        # time to handle them and redraw before the re-observation's screenshot.
+        self._x.sync()
+        await asyncio.sleep(min(timeout_ms, _SETTLE_MS) / 1000)
+
+    async def expectation_holds(self, expect: Expectation, cited_refs: dict[str, RefInfo]) -> tuple[bool, str]:
+        if expect.url_matches or expect.role or expect.field_ref:
+            return False, "a desktop expectation checks only text_visible, against the target window's title"
+        deadline = time.monotonic() + (expect.within_ms or _EXPECT_DEFAULT_MS) / 1000
+        while True:
+            try:
+                title = self._x.title(self.window_id)
+            except WindowGoneError:
+                return expect.gone, "the target window was closed"
+            if (expect.text_visible in title) != expect.gone:
+                return True, ""
+            if time.monotonic() >= deadline:
+                verb = "still shows" if expect.gone else "does not show"
+                return False, f"the target's title {title!r} {verb} {expect.text_visible!r}"
+            await asyncio.sleep(_POLL_S)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self.watcher is not None:
+            await asyncio.to_thread(self.watcher.stop)
+        self._input.close()
+        own_clients.get(self.display, set()).discard(self._x.client_id_base)
+        self._screenshots.close()
+        self._x.close()
