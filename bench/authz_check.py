@@ -46,10 +46,10 @@ import grpc
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import emit, pct, summary
 
-from handrail._procs import ServerProcess, start_server
 from handrail.authz import GrantInfo, SqliteStore
 from handrail.authz._policies import DEFAULT_POLICIES_DIR
 from handrail.proto.authz.v1 import authz_pb2 as pb
+from handrail.scenarios import ServerProcess, start_server
 
 N_AGENTS = 500
 N_TARGETS = 20  # per agent: 10,000 grants

@@ -28,12 +28,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import bench_principals, emit, summary
 
-from handrail._procs import start_authz, start_executor
-from handrail._xvfb import VirtualDisplay
 from handrail.authz import AuthzClient
 from handrail.executor import ActionKind, ActionSpec, DesktopTarget, ExecutorClient, Observation, Outcome
 from handrail.executor._backend import ObserveOptions
 from handrail.executor.desktop import X11, open_desktop
+from handrail.scenarios import VirtualDisplay, start_authz, start_executor
 from handrail.scenarios._tkapps import NOTES_LAYOUT, TkApp
 
 TARGET = "desktop:bench"

@@ -35,11 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import bench_principals, emit, serve_pages, summary
 
-from handrail._procs import start_authz, start_executor
 from handrail.authz import AuthzClient
 from handrail.executor import ExecutorClient, Outcome
 from handrail.executor.browser import CHROMIUM_ARGS, chromium_path
 from handrail.recorder import Ledger
+from handrail.scenarios import start_authz, start_executor
 
 SMALL = """<!doctype html><title>small</title><main><h1>Counter</h1><p id=n>0</p>
 <button onclick="document.getElementById('n').textContent++">Tap</button></main>"""

@@ -43,7 +43,7 @@ from handrail.executor._models import (
 from handrail.executor._observe import FULL, Observer
 from handrail.executor._outcomes import Outcomes, UnknownAction
 from handrail.executor._session import Session, Sessions, token_digest
-from handrail.recorder import Ledger
+from handrail.recorder import Ledger, SessionOpenBody
 
 __all__ = [
     "DEFAULT_ACTION_TIMEOUT_MS",
@@ -148,7 +148,7 @@ class GuardedExecutor:
             session_id=session.session_id,
             principal=principal,
             epoch=session.fence.epoch,
-            body={"target": target, "backend": spec.backend.value, "start_url": spec.start_url},
+            body=SessionOpenBody(target=target, backend=spec.backend.value, start_url=spec.start_url),
         )
         self._leases.keep(session)
         return SessionInfo(session.session_id, target, principal, session.fence.epoch)

@@ -22,7 +22,7 @@ from handrail.executor._errors import InvalidArgumentError, NotFoundError
 from handrail.executor._models import ActionResult, ActionSpec, ActResponse
 from handrail.executor._session import Session
 from handrail.executor._snapshot import RefInfo
-from handrail.recorder import Entry, Ledger
+from handrail.recorder import IntentBody, Ledger, ReconcileBody, RefusalBody, ResultBody
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ class Outcomes:
         intent = self._ledger.find_intent_by_key(session.session_id, key)
         if intent is None:
             return None
-        if _params(intent).get("fingerprint") != fingerprint:
+        if intent.body_as(IntentBody).params.fingerprint != fingerprint:
             return ActionResult(
                 action_id=intent.action_id,
                 outcome=Outcome.REFUSED,
@@ -127,12 +127,12 @@ class Outcomes:
             )
         reconciled = self._ledger.entries(action_id=intent.action_id, kind="reconcile")
         if reconciled:
-            body = reconciled[-1].body
+            verdict = reconciled[-1].body_as(ReconcileBody)
             return ActionResult(
                 action_id=intent.action_id,
                 outcome=Outcome.RECONCILED,
                 reason=Reason.ALLOW,
-                message=f"reconciled earlier as {body.get('verdict')}: {body.get('evidence', '')}; nothing dispatched",
+                message=f"reconciled earlier as {verdict.verdict}: {verdict.evidence}; nothing dispatched",
                 execution_started=True,
                 evidence=Evidence.RECONCILED,
                 idempotency_key=key,
@@ -148,16 +148,16 @@ class Outcomes:
                 evidence=Evidence.NONE,
                 idempotency_key=key,
             )
-        body = result.body
+        recorded = result.body_as(ResultBody)
         return ActionResult(
             action_id=result.action_id,
-            outcome=Outcome(body["outcome"]),
-            reason=str(body.get("reason", "")),
+            outcome=Outcome(recorded.outcome),
+            reason=recorded.reason,
             message="recorded outcome of an earlier action with this key; nothing dispatched",
-            execution_started=bool(body.get("execution_started")),
-            evidence=Evidence(body.get("evidence", Evidence.NONE.value)),
+            execution_started=recorded.execution_started,
+            evidence=Evidence(recorded.evidence or Evidence.NONE.value),
             idempotency_key=key,
-            decision_id=str(body.get("extra", {}).get("decision_id", "")),
+            decision_id=recorded.extra.decision_id or "",
         )
 
     # -- records --------------------------------------------------------------------------------
@@ -182,17 +182,17 @@ class Outcomes:
             idempotency_key=spec.idempotency_key,
             principal=session.agent,
             epoch=session.latest.lease_epoch if session.latest else 0,
-            body={
-                "kind": spec.kind.value,
-                "ref": spec.ref,
-                "role": role,
-                "name": name,
-                "url": spec.url,
-                "reason": reason,
-                "message": message,
-                "decision_id": decision.decision_id if decision else "",
-                "policies": policies,
-            },
+            body=RefusalBody(
+                kind=spec.kind.value,
+                ref=spec.ref,
+                role=role,
+                name=name,
+                url=spec.url,
+                reason=reason,
+                message=message,
+                decision_id=decision.decision_id if decision else "",
+                policies=tuple(policies),
+            ),
         )
         return ActResponse(
             ActionResult(
@@ -263,8 +263,3 @@ class Outcomes:
                 typed_chars=typed_chars,
             )
         )
-
-
-def _params(intent: Entry) -> dict[str, Any]:
-    params: dict[str, Any] = intent.body.get("params", {})
-    return params

@@ -2,9 +2,9 @@
 
 A desktop fixture needs a few facts of the X display to set its scene (which window is
 an application's, which one has the focus, where a window is) and asks the window manager
-to activate a window; the executor's desktop backend has all of that. Everything in
-``handrail.scenarios`` (and the desktop demo) that needs it goes through
-:func:`connect`, so that where it lives in the executor is named once, here.
+to activate a window; the executor's desktop backend has all of that, public as
+``handrail.executor.desktop.X11``. Everything in ``handrail.scenarios`` (and the desktop
+demo) that needs it goes through :func:`connect`.
 
 python-xlib is imported only when a desktop fixture runs: the harness works without it.
 """
@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from handrail.executor._x11 import X11 as X11  # re-exported for type hints
+    from handrail.executor.desktop import X11 as X11  # re-exported for type hints
 
 __all__ = ["connect"]
 
@@ -24,7 +24,7 @@ __all__ = ["connect"]
 @contextmanager
 def connect(display: str) -> Iterator[X11]:
     """A connection to ``display`` with the executor's X11 helpers; closed on exit."""
-    from handrail.executor._x11 import X11 as X11  # re-exported for type hints
+    from handrail.executor.desktop import X11 as X11  # re-exported for type hints
 
     x = X11(display)
     try:

@@ -157,23 +157,16 @@ class VirtualDisplay:
                 stderr=subprocess.STDOUT,
                 env={**os.environ, **self.env()},
             )
-        from Xlib import X
-        from Xlib.display import Display
+        from handrail.scenarios._x11 import connect
 
-        display = Display(self.display)
-        try:
-            root = display.screen().root
-            check = display.intern_atom("_NET_SUPPORTING_WM_CHECK")
+        with connect(self.display) as x:
             deadline = time.monotonic() + self.timeout
             while time.monotonic() < deadline:
                 if self.wm.poll() is not None:
                     raise DisplayError(f"openbox exited with {self.wm.returncode}:\n" + self.log())
-                prop = root.get_full_property(check, X.AnyPropertyType)
-                if prop is not None and len(prop.value):
+                if x.wm_name():
                     return
                 time.sleep(0.02)
-        finally:
-            display.close()
         raise DisplayError(f"openbox did not take {self.display} within {self.timeout:.0f} s:\n" + self.log())
 
     def stop(self) -> None:

@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from handrail._procs import ServerProcess, start_authz, start_executor
 from handrail.authz import AuthzClient, Store
 from handrail.executor import ExecutorClient
-from handrail.scenarios import SubscriptionApp
+from handrail.scenarios import ServerProcess, SubscriptionApp, start_authz, start_executor
 
 _counter = itertools.count(1)
 

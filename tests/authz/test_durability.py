@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from handrail._procs import start_authz
 from handrail.authz import AuthzClient, AuthzError, SqliteStore
+from handrail.scenarios import start_authz
 
 TARGET = "browser:d"
 

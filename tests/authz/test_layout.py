@@ -54,31 +54,3 @@ def test_each_module_imports_only_modules_above_it_on_the_map() -> None:
             continue
         below = sorted(dep for dep in _siblings(path) if order[dep] >= order[name])
         assert not below, f"{name} imports {below}, which the map in handrail.authz's docstring puts below it"
-
-
-def test_no_cycle_between_modules() -> None:
-    graph = {name: _siblings(path) for name, path in _modules().items() if name != "__init__"}
-    done: set[str] = set()
-
-    def visit(name: str, trail: tuple[str, ...]) -> None:
-        assert name not in trail, " -> ".join((*trail, name))
-        if name in done:
-            return
-        for dep in graph[name]:
-            visit(dep, (*trail, name))
-        done.add(name)
-
-    for name in graph:
-        visit(name, ())
-
-
-def test_nothing_from_a_higher_layer() -> None:
-    for name, path in _modules().items():
-        higher = sorted(i for i in _imports(path) if i.startswith(HIGHER))
-        assert not higher, f"{name} imports {higher}"
-
-
-def test_module_size() -> None:
-    for name, path in _modules().items():
-        lines = len(path.read_text().splitlines())
-        assert lines <= MAX_LINES, f"{name}.py has {lines} lines (at most {MAX_LINES})"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from handrail._procs import start_authz
 from handrail.authz import AuthzClient, AuthzRpcError, PolicyEngine, SqliteStore
+from handrail.scenarios import start_authz
 from tests.authz.conftest import MakeSidecar, Sidecar, policies_dir
 
 TARGET = "browser:1"

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from handrail._xvfb import VirtualDisplay
 from handrail.executor import DesktopTarget, ExecutorClient, Observation
 from handrail.executor.desktop import X11, DesktopSurface, open_desktop
+from handrail.scenarios import VirtualDisplay
 from handrail.scenarios._tkapps import TkApp
 from tests.conftest import Principal, Stack, new_stack
 

@@ -11,7 +11,6 @@ from pathlib import Path
 import grpc
 import pytest
 
-from handrail._procs import start_executor
 from handrail.executor import (
     ActionKind,
     AsyncExecutorClient,
@@ -21,6 +20,7 @@ from handrail.executor import (
     StaleRefError,
 )
 from handrail.recorder import Ledger
+from handrail.scenarios import start_executor
 from tests.conftest import AgentSetup, Stack
 from tests.executor.site import Site, serve
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from handrail._procs import start_executor
 from handrail.executor import ExecutorClient, Outcome, Session
 from handrail.executor.browser import BrowserHost
 from handrail.executor.browser._pagescript import ARM_POINTER, DISARM_POINTER, PICK_SELECTOR, READ_CLOCK
 from handrail.recorder import Ledger
+from handrail.scenarios import start_executor
 from tests.conftest import AgentSetup, Stack
 from tests.executor.site import Site, serve
 

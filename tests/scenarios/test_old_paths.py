@@ -30,8 +30,6 @@ OLD_PATHS = {
             "pytest_terminal_summary",
         ],
     ),
-    "handrail._procs": ("handrail.scenarios", ["ServerProcess", "start_authz", "start_executor", "start_server"]),
-    "handrail._xvfb": ("handrail.scenarios", ["DisplayError", "VirtualDisplay"]),
 }
 
 
