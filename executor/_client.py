@@ -48,6 +48,9 @@ from handrail.executor._snapshot import apply_diff
 from handrail.proto.executor.v1 import executor_pb2_grpc as pb_grpc
 
 _T = TypeVar("_T")
+# An observation of a page of thousands of controls carries thousands of elements: more
+# than gRPC's default 4 MB a client takes.
+CHANNEL_OPTIONS = (("grpc.max_receive_message_length", 64 * 1024 * 1024),)
 _EXPECT_KEYS = {
     "expect_text": "text_visible",
     "expect_url": "url_matches",
@@ -180,7 +183,7 @@ class ExecutorClient:
     """
 
     def __init__(self, address: str, token: str, *, timeout_s: float = 60.0, strict: bool = False) -> None:
-        self._channel = grpc.insecure_channel(address)
+        self._channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
         self._stub = pb_grpc.ExecutorStub(self._channel)  # type: ignore[no-untyped-call]
         self._metadata = (("authorization", f"Bearer {token}"),)
         self._timeout = timeout_s
@@ -344,7 +347,7 @@ class AsyncExecutorClient:
     """The asyncio twin of ``ExecutorClient`` (``grpc.aio``)."""
 
     def __init__(self, address: str, token: str, *, timeout_s: float = 60.0, strict: bool = False) -> None:
-        self._channel = grpc.aio.insecure_channel(address)
+        self._channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
         self._stub = pb_grpc.ExecutorStub(self._channel)  # type: ignore[no-untyped-call]
         self._metadata = (("authorization", f"Bearer {token}"),)
         self._timeout = timeout_s

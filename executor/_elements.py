@@ -16,8 +16,8 @@ data and the lookup, shared by the executor and the SDK.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from handrail.executor._errors import AmbiguousElementError, ElementNotFoundError
 
@@ -140,13 +140,25 @@ def _words(needle: str) -> re.Pattern[str]:
     return re.compile(r"(?<!\w)" + re.escape(needle) + r"(?!\w)")
 
 
-def _containers(element: Element, by_ref: Mapping[str, Element], role: str) -> list[str]:
+@runtime_checkable
+class _Lookup(Protocol):
+    """A list that finds its elements without building them all (the SDK's lazy list)."""
+
+    def matching(self, role: str, name: str) -> list[Element]: ...
+
+    def get(self, ref: str) -> Element | None: ...
+
+
+_LOOKUPS = (_Lookup,)
+
+
+def _containers(element: Element, get: Callable[[str], Element | None], role: str) -> list[str]:
     """The names of the element's containers of ``role`` (its ancestors, its contexts)."""
     names = [c.name for _, c in element.contexts() if c.role == role]
     seen = 0
     ref = element.parent
     while ref and seen < 64:  # a tree is shallow; the bound keeps a malformed list finite
-        ancestor = by_ref.get(ref)
+        ancestor = get(ref)
         if ancestor is None:
             break
         if ancestor.role == role and ancestor.name:
@@ -170,17 +182,23 @@ def find_all(
     (``("row", "Plan E")`` matches the row ``"Plan E €25 / month Active Cancel"`` and not
     ``"Plan EE ..."``).
     """
-    listed = list(elements)
-    hits = [e for e in listed if e.role == role and e.name == name]
+    get: Callable[[str], Element | None]
+    hits: list[Element]
+    if isinstance(elements, _LOOKUPS):
+        lookup: Any = elements
+        hits, get = lookup.matching(role, name), lookup.get
+    else:
+        listed = list(elements)
+        hits = [e for e in listed if e.role == role and e.name == name]
+        get = {e.ref: e for e in listed}.get if within is not None else dict[str, Element]().get
     if within is None:
         return hits
-    by_ref = {e.ref: e for e in listed}
     c_role, c_name = within
     exact: list[Element] = []
     words: list[Element] = []
     pattern = _words(c_name)
     for element in hits:
-        names = _containers(element, by_ref, c_role)
+        names = _containers(element, get, c_role)
         if c_name in names:
             exact.append(element)
         elif any(pattern.search(n) for n in names):
@@ -202,11 +220,11 @@ def find(
         ElementNotFoundError: none matches; the message says what is there instead.
         AmbiguousElementError: more than one matches; the message lists them.
     """
-    listed = list(elements)
-    hits = find_all(listed, role, name, within=within)
+    hits = find_all(elements, role, name, within=within)
     scope = f" within {within[0]} {within[1]!r}" if within else ""
     if len(hits) == 1:
         return hits[0]
+    listed = list(elements)
     if not hits:
         same = find_all(listed, role, name)
         if same:

@@ -54,20 +54,44 @@ class LazyElements(Sequence[Element]):
     """An observation's element list as the SDK receives it, decoded on first use.
 
     A page of thousands of controls has thousands of elements: an agent that never looks
-    them up does not pay for turning them into ``Element`` tuples.
+    them up does not pay for turning them into ``Element`` tuples, and ``find`` (through
+    ``matching`` and ``get``) decodes only the elements it looks at.
     """
 
-    __slots__ = ("_decoded", "_raw")
+    __slots__ = ("_decoded", "_one", "_positions", "_raw")
 
     def __init__(self, raw: Any) -> None:
         self._raw = raw
         self._decoded: tuple[Element, ...] | None = None
+        self._positions: dict[str, int] | None = None
+        self._one: dict[int, Element] = {}
 
     def _all(self) -> tuple[Element, ...]:
         if self._decoded is None:
-            self._decoded = tuple(element_from_pb(e) for e in self._raw)
-            self._raw = None
+            self._decoded = tuple(self._at(i) for i in range(len(self._raw)))
+            self._raw, self._one = None, {}
         return self._decoded
+
+    def _at(self, i: int) -> Element:
+        element = self._one.get(i)
+        if element is None:
+            element = self._one[i] = element_from_pb(self._raw[i])
+        return element
+
+    def matching(self, role: str, name: str) -> list[Element]:
+        """The elements with this role and name, decoding only those."""
+        if self._decoded is not None:
+            return [e for e in self._decoded if e.role == role and e.name == name]
+        return [self._at(i) for i, e in enumerate(self._raw) if e.role == role and e.name == name]
+
+    def get(self, ref: str) -> Element | None:
+        """The element of ``ref``, or None."""
+        if self._decoded is not None:
+            return next((e for e in self._decoded if e.ref == ref), None)
+        if self._positions is None:
+            self._positions = {e.ref: i for i, e in enumerate(self._raw)}
+        i = self._positions.get(ref)
+        return None if i is None else self._at(i)
 
     def __len__(self) -> int:
         return len(self._decoded if self._decoded is not None else self._raw)

@@ -139,12 +139,12 @@ GUARD = r"""
   const differs = (was, now) => {
     if (!now.attached) return "it was removed from the page";
     if (now.record !== was.record) return "it was moved into another record";
+    if (now.label !== was.label) return `its label changed from "${short(was.label, 60)}" to "${short(now.label, 60)}"`;
     if (now.recordText !== was.recordText)
       return `its ${was.recordKind} changed from "${short(was.recordText, 70)}" to "${short(now.recordText, 70)}"`;
     if (now.recordAt !== was.recordAt)
       return `its ${was.recordKind}'s position in its list changed (${was.recordAt + 1} -> ${now.recordAt + 1})`;
     if (now.path !== was.path) return `its position changed (${was.path} -> ${now.path})`;
-    if (now.label !== was.label) return `its label changed from "${short(was.label, 60)}" to "${short(now.label, 60)}"`;
     if (now.own !== was.own) return "its name, text or naming attributes changed";
     if (now.scope !== was.scope || now.scopeName !== was.scopeName) return "the dialog or form it is in changed";
     return "";

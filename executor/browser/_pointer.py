@@ -108,13 +108,13 @@ async def on_picked(page: Page, ref: str, script: str, *args: Any) -> tuple[int,
 def stopped(report: dict[str, Any], what: str) -> str:
     """The sentence of a guard's report that stopped ``what`` (a click, the typing)."""
     if report.get("changed"):
-        text = f"not dispatched: between the check and the {report.get('at') or 'input'}, {report['changed']}"
+        text = f"between the check and the {report.get('at') or 'input'}, {report['changed']}"
         text += f"; the {what} was swallowed before the page saw it"
         passed = report.get("passed") or []
         if passed:
             text += f" (the page had seen {', '.join(dict.fromkeys(passed))}, and changed it in answer)"
         return text
-    return f"not dispatched: at input time the point was covered by {report['blocked']}; nothing reached the page"
+    return f"at input time the point was covered by {report['blocked']}; nothing reached the page"
 
 
 async def guarded_click(page: Page, tab: NavigationWatch, spec: ActionSpec, since: float, timeout_ms: int) -> bool:
@@ -132,11 +132,11 @@ async def guarded_click(page: Page, tab: NavigationWatch, spec: ActionSpec, sinc
     except PlaywrightError:
         return False  # navigated meanwhile: Playwright's click will say what it finds
     if count == 0:
-        raise NotStartedError(Reason.STALE_REF, f"not dispatched: ref {spec.ref} no longer resolves")
+        raise NotStartedError(Reason.STALE_REF, f"ref {spec.ref} no longer resolves")
     if count != 1 or armed is None:
         return False
     if armed.get("problem"):
-        raise NotStartedError(Reason.STALE_REF, f"not dispatched: at dispatch time {armed['problem']}")
+        raise NotStartedError(Reason.STALE_REF, f"at dispatch time {armed['problem']}")
     if "x" not in armed:
         log.debug("click on %s goes through Playwright: %s", spec.ref, armed.get("fallback"))
         return False
@@ -204,7 +204,7 @@ async def armed(
     else:
         count, answer = await on_picked(page, ref, ARM_INPUT, since, token, hold, mode)
         if count == 0:
-            raise NotStartedError(Reason.STALE_REF, f"not dispatched: ref {ref} no longer resolves")
+            raise NotStartedError(Reason.STALE_REF, f"ref {ref} no longer resolves")
 
         async def disarm() -> Any:
             return await page.evaluate(DISARM, token)
@@ -216,7 +216,7 @@ async def armed(
         yield
         return
     if answer.get("problem"):
-        raise NotStartedError(Reason.STALE_REF, f"not dispatched: at dispatch time {answer['problem']}")
+        raise NotStartedError(Reason.STALE_REF, f"at dispatch time {answer['problem']}")
     what = "click" if mode == "click" else "typing"
     try:
         yield
