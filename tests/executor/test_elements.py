@@ -171,3 +171,12 @@ def test_the_element_list_crosses_the_wire_and_diffs() -> None:
     changed, gone = element_diff(before, after)
     assert [e.name for e in changed] == ["Close account"] and gone == ()
     assert element_diff(before, before) == ((), ())
+
+
+def test_boxes_that_come_through_the_page_are_taken_only_well_formed() -> None:
+    from handrail.executor.browser._reading import _boxes
+
+    assert _boxes('["e1", 1, 2, 3, 4, "e2", -5, 0, 10, 10]') == {"e1": (1, 2, 3, 4), "e2": (-5, 0, 10, 10)}
+    for forged in ('["e1", 1, 2, 3]', '["e1", "x", 2, 3, 4]', '["e1", 1.5, 2, 3, 4]', '{"e1": 1}',
+                   '["e1", 1, 2, 3, 99999999999]', "not json", None, 7):  # fmt: skip
+        assert _boxes(forged) == {}
