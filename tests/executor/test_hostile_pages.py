@@ -46,7 +46,8 @@ def playwright_executor(stack: Stack, tmp_path_factory: pytest.TempPathFactory) 
         server.stop()
 
 
-@pytest.fixture(params=["pointer", "playwright"])
+# Playwright's click path needs an executor of its own: the slow set runs it.
+@pytest.fixture(params=["pointer", pytest.param("playwright", marks=pytest.mark.slow)])
 def client(request: pytest.FixtureRequest, agent: AgentSetup, stack: Stack) -> Iterator[ExecutorClient]:
     """The agent's client to an executor clicking one way or the other."""
     if request.param == "pointer":
@@ -75,7 +76,9 @@ def _wrong(results: list[tuple[str, Outcome]], cancelled: list[str]) -> list[str
 # -- class 1: a change after the check reaches the input ----------------------------------
 
 
-@pytest.mark.parametrize("period_ms", [9, 31, 120, 400])
+@pytest.mark.parametrize(
+    "period_ms", [pytest.param(9, marks=pytest.mark.slow), 31, pytest.param(120, marks=pytest.mark.slow), 400]
+)
 def test_rows_repainted_on_a_timer_never_take_a_click_meant_for_another_row(
     stack: Stack, agent: AgentSetup, client: ExecutorClient, plans: PlansApp, period_ms: int
 ) -> None:
