@@ -22,7 +22,8 @@ the snapshot's refs live:
   (``handrail-snap=TOKEN``): run in the very task of the snapshot, it tells the page's world
   the moment (the clock and the mutation count the checks compare with), and, once the
   snapshot has given every node its ref, measures every ref's box (the structured
-  element list's boxes) for READ_PAGE to collect.
+  element list's boxes) for READ_PAGE to collect — again only when something may have
+  moved them since its last measure.
 
 The page never sees these hand-overs: the init script's listeners are the first on the
 window and stop them there; their tokens are random per call.
@@ -53,6 +54,27 @@ SNAP_SELECTOR = "handrail-snap"
 SNAP_ENGINE = (
     """(() => {
   const measured = new Map();
+  // Boxes are measured again only when something may have moved them since the last
+  // measure: the DOM, a load (an image), a pointer or focus change (CSS :hover, :focus),
+  // a font, the scroll position or the viewport, or an animation running now.
+  let dirty = true, last = null, lastView = "";
+  const soil = () => { dirty = true; };
+  new MutationObserver(soil)
+    .observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+  for (const type of ["load", "pointermove", "pointerdown", "pointerup", "focusin", "focusout", "scroll", "toggle"])
+    document.addEventListener(type, soil, true);
+  window.addEventListener("resize", soil);
+  if (document.fonts) document.fonts.addEventListener("loadingdone", soil);
+  const fresh = () => {
+    const view = `${scrollX},${scrollY},${innerWidth},${innerHeight}`;
+    const animating = document.getAnimations().some((a) => a.playState === "running");
+    if (dirty || last === null || view !== lastView || animating) {
+      last = measure();
+      dirty = false;
+      lastView = view;
+    }
+    return last;
+  };
   const measure = () => {
     const out = [];
     const walk = (root) => {
@@ -85,7 +107,7 @@ SNAP_ENGINE = (
       top.dispatchEvent(new CustomEvent("SNAP_EVENT", { detail: token, bubbles: true, composed: true }));
       // After the snapshot (same task, no page script in between): measure its refs.
       measured.clear();
-      Promise.resolve().then(() => { measured.set(token, measure()); });
+      Promise.resolve().then(() => { measured.set(token, fresh()); });
       return [top];
     }
   };

@@ -141,6 +141,17 @@ def test_a_field_whose_labels_trade_places_on_focus_gets_nothing(
     assert profile_settled(plans) == {"email": "ada@example.com", "phone": ""}
 
 
+def test_a_key_pressed_into_a_field_that_changed_on_focus_is_swallowed(
+    stack: Stack, agent: AgentSetup, plans: PlansApp
+) -> None:
+    session = _open(stack, agent, agent.client, plans, "/profile?swap=focus")
+    r = session.press(field_ref(session.latest, "Email"), "a")  # type: ignore[arg-type]
+    result = r.result
+    assert (result.outcome, result.reason, result.execution_started) == (Outcome.FAILED, "STALE_REF", False), result
+    assert "keydown" in result.message and "label" in result.message, result.message
+    assert profile_settled(plans) == {"email": "", "phone": ""}
+
+
 def test_typing_stops_where_the_page_moves_the_focus_on(
     stack: Stack, agent: AgentSetup, client: ExecutorClient, plans: PlansApp
 ) -> None:
