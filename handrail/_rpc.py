@@ -1,0 +1,143 @@
+"""The one rule both services answer errors by, and the bearer token both read.
+
+Every error status a Handrail server sends carries, besides its code and message, a
+``google.rpc.Status`` in the ``grpc-status-details-bin`` trailer with one
+``google.rpc.ErrorInfo``: a ``reason`` (UPPER_SNAKE_CASE, e.g. ``INVALID_ARGUMENT``,
+``LEASE_HELD``, ``TOKEN_REVOKED``), the ``domain`` of the service (``authz.handrail`` or
+``executor.handrail``) and ``metadata`` (``field`` for a bad request field). The codes
+follow one rule (docs/errors.md):
+
+=====================  ============================================================
+``INVALID_ARGUMENT``   a request field is wrong; ``metadata["field"]`` names it
+``UNAUTHENTICATED``    no bearer token, or one that names no live principal
+``PERMISSION_DENIED``  the caller's role (or its grants) may not do this
+``NOT_FOUND``          an unknown id, or one that belongs to another principal (alike)
+``ALREADY_EXISTS``     a name that is taken
+``FAILED_PRECONDITION`` the state forbids it now (a lease held, a session closed ...)
+``RESOURCE_EXHAUSTED`` a watcher fell behind
+``UNAVAILABLE``        only when the same call may succeed if retried
+=====================  ============================================================
+
+``INTERNAL`` and ``UNKNOWN`` are never an answer to any input.
+
+This module is part of the shared base: it imports nothing of Handrail's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+__all__ = [
+    "AUTH_METADATA_KEY",
+    "AUTH_SCHEME",
+    "AUTHZ_DOMAIN",
+    "EXECUTOR_DOMAIN",
+    "ErrorDetail",
+    "bearer_token",
+    "error_detail",
+    "error_status",
+]
+
+#: The metadata key every call carries its credentials in.
+AUTH_METADATA_KEY = "authorization"
+#: The scheme of the credentials; servers accept it in any case.
+AUTH_SCHEME = "Bearer"
+#: ``ErrorInfo.domain`` of the authorization sidecar's errors.
+AUTHZ_DOMAIN = "authz.handrail"
+#: ``ErrorInfo.domain`` of the executor's errors.
+EXECUTOR_DOMAIN = "executor.handrail"
+
+#: The longest message a status carries (the rest is cut): a message never carries a
+#: request's whole payload back.
+_MAX_MESSAGE = 1024
+
+
+def bearer_token(metadata: Sequence[tuple[str, str | bytes]] | None) -> str:
+    """The token of an ``authorization: Bearer <token>`` entry (scheme in any case), or ``""``."""
+    for key, value in metadata or ():
+        if key == AUTH_METADATA_KEY and isinstance(value, str):
+            scheme, _, token = value.strip().partition(" ")
+            if scheme.lower() == AUTH_SCHEME.lower():
+                return token.strip()
+    return ""
+
+
+def error_status(
+    code: grpc.StatusCode, message: str, reason: str, domain: str, metadata: Mapping[str, str] | None = None
+) -> grpc.Status:
+    """A status for ``context.abort_with_status``: ``code``, ``message`` and one ErrorInfo."""
+    if len(message) > _MAX_MESSAGE:
+        message = message[: _MAX_MESSAGE - 1] + "…"
+    info = error_details_pb2.ErrorInfo(reason=reason, domain=domain, metadata=dict(metadata or {}))
+    detail = any_pb2.Any()
+    detail.Pack(info)
+    status = status_pb2.Status(code=getattr(code_pb2, code.name), message=message, details=[detail])
+    return rpc_status.to_status(status)
+
+
+@dataclass(frozen=True)
+class ErrorDetail:
+    """What a client reads off an error status.
+
+    Attributes:
+        code: the gRPC status code.
+        message: the server's message (never prefixed with the code).
+        reason: ``ErrorInfo.reason`` (the code's name when the server sent no details).
+        domain: ``ErrorInfo.domain`` (empty without details).
+        metadata: ``ErrorInfo.metadata``; ``field`` names a bad request field.
+    """
+
+    code: grpc.StatusCode
+    message: str
+    reason: str
+    domain: str = ""
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def field(self) -> str:
+        """The request field the error is about, or ``""``."""
+        return self.metadata.get("field", "")
+
+
+def error_detail(exc: grpc.RpcError) -> ErrorDetail:
+    """Read the code, message and ErrorInfo of a failed call (blocking or asyncio)."""
+    code: grpc.StatusCode = exc.code()  # type: ignore[attr-defined]
+    message: str = exc.details() or ""  # type: ignore[attr-defined]
+    reason, domain, metadata = code.name, "", {}
+    try:
+        status = rpc_status.from_call(_TrailerView(exc))
+    except ValueError:  # details that do not match the code and message: ignore them
+        status = None
+    if status is not None:
+        for detail in status.details:
+            info = error_details_pb2.ErrorInfo()
+            if detail.Unpack(info):
+                reason, domain, metadata = info.reason or reason, info.domain, dict(info.metadata)
+                break
+    return ErrorDetail(code, message, reason, domain, metadata)
+
+
+class _TrailerView:
+    """What ``rpc_status.from_call`` reads, over a blocking or an asyncio error."""
+
+    def __init__(self, exc: Any) -> None:
+        self._exc = exc
+
+    def trailing_metadata(self) -> Any:
+        trailing = self._exc.trailing_metadata()
+        return trailing if trailing is not None else ()
+
+    def code(self) -> grpc.StatusCode:
+        code: grpc.StatusCode = self._exc.code()
+        return code
+
+    def details(self) -> str:
+        details: str = self._exc.details() or ""
+        return details
