@@ -27,6 +27,8 @@ from handrail.authz._decide import (
 from handrail.authz._errors import (
     AuthzError,
     InvalidArgumentError,
+    LeaseConflictError,
+    NotFoundError,
     PermissionDeniedError,
     PolicyError,
     UnauthenticatedError,
@@ -44,6 +46,8 @@ from handrail.authz._models import (
     LeaseInfo,
     PolicyResult,
     Principal,
+    PrincipalInfo,
+    PrincipalState,
     Role,
     WatchEventInfo,
 )
@@ -130,15 +134,57 @@ class Authorizer:
     # --- identity -----------------------------------------------------------------------------
 
     def authenticate(self, token: str) -> Principal:
-        """The caller a bearer token names.
+        """The caller a bearer token names; revocation and expiry act on the very next call.
 
         Raises:
-            UnauthenticatedError: no token, or one that names nobody.
+            UnauthenticatedError: no token (reason TOKEN_MISSING), one that names nobody
+                (TOKEN_UNKNOWN), or one of a revoked (TOKEN_REVOKED) or expired
+                (TOKEN_EXPIRED) principal.
         """
-        caller = self.store.authenticate(token) if token else None
-        if caller is None:
-            raise UnauthenticatedError("missing or unknown bearer token" if token else "missing bearer token")
-        return caller
+        if not token:
+            raise UnauthenticatedError("missing 'authorization: Bearer <token>' metadata", reason="TOKEN_MISSING")
+        if len(token) > _core.MAX_FIELD_CHARS:
+            raise UnauthenticatedError("unknown bearer token", reason="TOKEN_UNKNOWN")
+        info = self.store.token_owner(token)
+        if info is None:
+            raise UnauthenticatedError("unknown bearer token", reason="TOKEN_UNKNOWN")
+        state = info.state(self.store.now_ms())
+        if state is PrincipalState.REVOKED:
+            raise UnauthenticatedError("the token's principal was revoked", reason="TOKEN_REVOKED")
+        if state is PrincipalState.EXPIRED:
+            raise UnauthenticatedError("the token has expired", reason="TOKEN_EXPIRED")
+        return Principal(info.name, info.role, info.expires_at_ms)
+
+    def _live_agent(self, name: str, field: str) -> PrincipalInfo:
+        """The agent principal ``name``, live; NotFoundError naming ``field`` otherwise."""
+        info = self.store.principal(name)
+        if info is None or info.role != Role.AGENT:
+            raise NotFoundError(f"no agent principal {name!r}", field=field, reason="UNKNOWN_PRINCIPAL")
+        state = info.state(self.store.now_ms())
+        if state is not PrincipalState.ACTIVE:
+            raise LeaseConflictError(f"principal {name!r} is {state.value}", reason=f"PRINCIPAL_{state.name}")
+        return info
+
+    # --- principals ---------------------------------------------------------------------------
+
+    def list_principals(self, caller: Principal) -> list[PrincipalInfo]:
+        """Every principal, by name (operator, admin)."""
+        _core.require_role(caller, _core.PRINCIPAL_READERS, "list principals")
+        return self.store.principals()
+
+    def revoke_principal(self, caller: Principal, name: str) -> PrincipalInfo:
+        """Revoke a principal (admin); its token fails on the very next call."""
+        _core.require_role(caller, _core.ADMINS, "revoke a principal")
+        info = self.store.revoke_principal(name)
+        log.info("principal %s revoked by %s", name, caller.name)
+        return info
+
+    def rotate_token(self, caller: Principal, name: str, expires_at_ms: int) -> tuple[PrincipalInfo, str]:
+        """A new token for ``name`` (admin); the old one fails at once."""
+        _core.require_role(caller, _core.ADMINS, "rotate a token")
+        info, token = self.store.rotate_token(name, None, expires_at_ms)
+        log.info("token of %s rotated by %s", name, caller.name)
+        return info, token
 
     # --- checks -------------------------------------------------------------------------------
 
@@ -146,6 +192,16 @@ class Authorizer:
         """Decide one action and log the decision (see :mod:`._decide`)."""
         origin = _core.validate_check(request)
         _core.authorize_check(caller, request.principal)
+        asserted = self.store.principal(request.principal) if caller.name != request.principal else None
+        if caller.name != request.principal and (
+            asserted is None
+            or asserted.role != Role.AGENT
+            or asserted.state(self.store.now_ms()) is not PrincipalState.ACTIVE
+        ):
+            state = "unknown" if asserted is None else asserted.state(self.store.now_ms()).value
+            if asserted is not None and asserted.role != Role.AGENT:
+                state = f"not an agent (a {asserted.role})"
+            return self._deny(caller, request, Reason.UNAUTHENTICATED, f"principal {request.principal!r} is {state}")
         engine, shadow = self._engines
         path = url_path(request.url)
         base = engine.base_context(request, origin, path)
@@ -271,11 +327,25 @@ class Authorizer:
         record = DecisionRecord(decision.decision_id, self.store.now_ms(), "", redact_check(request), decision)
         self.store.record_decision(record)
 
+    def _deny(self, caller: Principal, request: CheckInput, reason: Reason, message: str) -> Decision:
+        """Log and return a refusal decided before the lease and the grants are read."""
+        lease = self.store.lease_row(request.target)
+        decision = Decision(
+            False, reason.value, message, self.store.new_decision_id(), lease_epoch=lease.epoch if lease else 0
+        )
+        record = DecisionRecord(
+            decision.decision_id, self.store.now_ms(), caller.name, redact_check(request), decision, lease
+        )
+        self.store.record_decision(record)
+        return decision
+
     # --- grants -------------------------------------------------------------------------------
 
     def grant(self, caller: Principal, grant: GrantInfo) -> GrantInfo:
         """Store a new grant (operator, admin)."""
         _core.authorize_manage(caller, "grant")
+        _core.check_text("grant.principal", grant.principal, required=True)
+        self._live_agent(grant.principal, "grant.principal")
         stored = self.store.add_grant(grant, caller.name)
         log.info("grant %s by %s: %s", stored.grant_id, caller.name, stored)
         if stored.expires_at_ms:
@@ -322,6 +392,13 @@ class Authorizer:
     def acquire(self, caller: Principal, target: str, holder: str, ttl_ms: int) -> LeaseInfo:
         """An agent takes a free, lapsed or handed-back lease, or renews its own."""
         holder = _core.resolve_holder(caller, holder, "acquire a lease")
+        _core.check_text("target", target, required=True)
+        now = self.store.now_ms()
+        if not any(g.is_active(now) for g in self.store.grants_for(holder, target)):
+            raise PermissionDeniedError(
+                f"{holder!r} has no live grant on {target!r}: only a grant holder may take its lease",
+                reason="NO_GRANT",
+            )
         return self._change(target, "acquire", lambda cur, now: _core.lease_acquire(cur, holder, ttl_ms, now))
 
     def renew(self, caller: Principal, target: str, holder: str, epoch: int, ttl_ms: int) -> LeaseInfo:
@@ -349,6 +426,9 @@ class Authorizer:
     def hand_back(self, caller: Principal, target: str, epoch: int, next_holder: str) -> LeaseInfo:
         """A person frees the lease at ``epoch`` (operator, admin), maybe for one agent."""
         _core.authorize_manage(caller, "hand back")
+        _core.check_text("next_holder", next_holder)
+        if next_holder:
+            self._live_agent(next_holder, "next_holder")
         lease = self._change(
             target,
             "handback",
@@ -398,9 +478,11 @@ class Authorizer:
 
     def get_approval(self, caller: Principal, approval_id: str) -> ApprovalInfo:
         """One approval (executor, operator, admin, or the agent it is for)."""
+        _core.check_text("approval_id", approval_id, required=True)
         approval = self.store.get_approval(approval_id)
         if caller.role not in _core.READERS and approval.principal != caller.name:
-            raise PermissionDeniedError(f"role {caller.role} may only read its own approvals")
+            # Another principal's approval reads as an unknown one: no existence oracle.
+            raise NotFoundError(f"no approval with id {approval_id!r}", field="approval_id")
         return approval
 
     def list_approvals(

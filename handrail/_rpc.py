@@ -35,9 +35,9 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 __all__ = [
+    "AUTHZ_DOMAIN",
     "AUTH_METADATA_KEY",
     "AUTH_SCHEME",
-    "AUTHZ_DOMAIN",
     "EXECUTOR_DOMAIN",
     "ErrorDetail",
     "bearer_token",
@@ -108,11 +108,11 @@ class ErrorDetail:
 
 def error_detail(exc: grpc.RpcError) -> ErrorDetail:
     """Read the code, message and ErrorInfo of a failed call (blocking or asyncio)."""
-    code: grpc.StatusCode = exc.code()  # type: ignore[attr-defined]
-    message: str = exc.details() or ""  # type: ignore[attr-defined]
+    code: grpc.StatusCode = exc.code()
+    message: str = exc.details() or ""
     reason, domain, metadata = code.name, "", {}
     try:
-        status = rpc_status.from_call(_TrailerView(exc))
+        status = rpc_status.from_call(_TrailerView(exc))  # type: ignore[arg-type]
     except ValueError:  # details that do not match the code and message: ignore them
         status = None
     if status is not None:
