@@ -11,12 +11,11 @@ import dataclasses
 import heapq
 import logging
 import threading
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 from handrail._vocabulary import Reason
-from handrail.authz import _core
+from handrail.authz import _core, _identity
 from handrail.authz._decide import (
     APPROVAL_CREATE,
     APPROVAL_USE,
@@ -27,13 +26,11 @@ from handrail.authz._decide import (
 from handrail.authz._errors import (
     AuthzError,
     InvalidArgumentError,
-    LeaseConflictError,
     NotFoundError,
     PermissionDeniedError,
     PolicyError,
-    UnauthenticatedError,
 )
-from handrail.authz._explain import explain_text, redact_check
+from handrail.authz._explain import approval_request, explain_text, redact_check
 from handrail.authz._models import (
     DEFAULT_APPROVAL_TIMEOUT_MS,
     ApprovalInfo,
@@ -47,7 +44,6 @@ from handrail.authz._models import (
     PolicyResult,
     Principal,
     PrincipalInfo,
-    PrincipalState,
     Role,
     WatchEventInfo,
 )
@@ -134,36 +130,8 @@ class Authorizer:
     # --- identity -----------------------------------------------------------------------------
 
     def authenticate(self, token: str) -> Principal:
-        """The caller a bearer token names; revocation and expiry act on the very next call.
-
-        Raises:
-            UnauthenticatedError: no token (reason TOKEN_MISSING), one that names nobody
-                (TOKEN_UNKNOWN), or one of a revoked (TOKEN_REVOKED) or expired
-                (TOKEN_EXPIRED) principal.
-        """
-        if not token:
-            raise UnauthenticatedError("missing 'authorization: Bearer <token>' metadata", reason="TOKEN_MISSING")
-        if len(token) > _core.MAX_FIELD_CHARS:
-            raise UnauthenticatedError("unknown bearer token", reason="TOKEN_UNKNOWN")
-        info = self.store.token_owner(token)
-        if info is None:
-            raise UnauthenticatedError("unknown bearer token", reason="TOKEN_UNKNOWN")
-        state = info.state(self.store.now_ms())
-        if state is PrincipalState.REVOKED:
-            raise UnauthenticatedError("the token's principal was revoked", reason="TOKEN_REVOKED")
-        if state is PrincipalState.EXPIRED:
-            raise UnauthenticatedError("the token has expired", reason="TOKEN_EXPIRED")
-        return Principal(info.name, info.role, info.expires_at_ms)
-
-    def _live_agent(self, name: str, field: str) -> PrincipalInfo:
-        """The agent principal ``name``, live; NotFoundError naming ``field`` otherwise."""
-        info = self.store.principal(name)
-        if info is None or info.role != Role.AGENT:
-            raise NotFoundError(f"no agent principal {name!r}", field=field, reason="UNKNOWN_PRINCIPAL")
-        state = info.state(self.store.now_ms())
-        if state is not PrincipalState.ACTIVE:
-            raise LeaseConflictError(f"principal {name!r} is {state.value}", reason=f"PRINCIPAL_{state.name}")
-        return info
+        """The caller a bearer token names (see :func:`._identity.authenticate`)."""
+        return _identity.authenticate(self.store, token)
 
     # --- principals ---------------------------------------------------------------------------
 
@@ -192,16 +160,10 @@ class Authorizer:
         """Decide one action and log the decision (see :mod:`._decide`)."""
         origin = _core.validate_check(request)
         _core.authorize_check(caller, request.principal)
-        asserted = self.store.principal(request.principal) if caller.name != request.principal else None
-        if caller.name != request.principal and (
-            asserted is None
-            or asserted.role != Role.AGENT
-            or asserted.state(self.store.now_ms()) is not PrincipalState.ACTIVE
-        ):
-            state = "unknown" if asserted is None else asserted.state(self.store.now_ms()).value
-            if asserted is not None and asserted.role != Role.AGENT:
-                state = f"not an agent (a {asserted.role})"
-            return self._deny(caller, request, Reason.UNAUTHENTICATED, f"principal {request.principal!r} is {state}")
+        if caller.name != request.principal:
+            problem = _identity.not_a_live_agent(self.store, request.principal)
+            if problem:
+                return self._deny(caller, request, Reason.UNAUTHENTICATED, problem)
         engine, shadow = self._engines
         path = url_path(request.url)
         base = engine.base_context(request, origin, path)
@@ -233,7 +195,7 @@ class Authorizer:
                 decision = dataclasses.replace(decision, decision_id=decision_id)
             new_approval = None
             if verdict.approval == APPROVAL_CREATE:
-                new_approval = self._new_approval(request, verdict, decision, now)
+                new_approval = approval_request(request, verdict, decision, now)
                 decision = dataclasses.replace(decision, approval_id=new_approval.approval_id)
             if shadow is not None:
                 would = shadow.evaluate(request, origin, verdict.grant, base=base)
@@ -273,30 +235,6 @@ class Authorizer:
                 )
             return decision
         raise AuthzError(f"check of {request.target!r} kept losing races; try again")
-
-    def _new_approval(self, request: CheckInput, verdict: Verdict, decision: Decision, now: int) -> ApprovalInfo:
-        redacted = redact_check(request)
-        return ApprovalInfo(
-            approval_id=uuid.uuid4().hex,
-            principal=request.principal,
-            target=request.target,
-            fingerprint=request.fingerprint,
-            status=ApprovalStatus.PENDING.value,
-            deadline_ms=now + verdict.approval_timeout_ms,
-            lease_epoch=request.lease_epoch,
-            verb=request.verb,
-            url=redacted.url,
-            element_role=request.element_role,
-            element_name=request.element_name,
-            window_class=request.window_class,
-            window_title=request.window_title,
-            observation_id=request.observation_id,
-            action_id=request.action_id,
-            grant_id=decision.grant_id,
-            policies=verdict.approval_policies,
-            created_at_ms=now,
-            decision_id=decision.decision_id,
-        )
 
     def _after_commit(self, verdict: Verdict, decision: Decision, new_approval: ApprovalInfo | None) -> None:
         if verdict.consume and verdict.grant is not None:
@@ -345,7 +283,7 @@ class Authorizer:
         """Store a new grant (operator, admin)."""
         _core.authorize_manage(caller, "grant")
         _core.check_text("grant.principal", grant.principal, required=True)
-        self._live_agent(grant.principal, "grant.principal")
+        _identity.live_agent(self.store, grant.principal, "grant.principal")
         stored = self.store.add_grant(grant, caller.name)
         log.info("grant %s by %s: %s", stored.grant_id, caller.name, stored)
         if stored.expires_at_ms:
@@ -428,7 +366,7 @@ class Authorizer:
         _core.authorize_manage(caller, "hand back")
         _core.check_text("next_holder", next_holder)
         if next_holder:
-            self._live_agent(next_holder, "next_holder")
+            _identity.live_agent(self.store, next_holder, "next_holder")
         lease = self._change(
             target,
             "handback",

@@ -23,7 +23,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from handrail._rpc import AUTHZ_DOMAIN, error_status
+from handrail._rpc import AUTHZ_DOMAIN, cannot_listen, error_status
 from handrail._rpc import bearer_token as bearer_token
 from handrail.authz import _wire, _wire_responses
 from handrail.authz._authorizer import Authorizer
@@ -420,8 +420,11 @@ class AuthzServer(grpc.Server):
 
 def _lock_data_dir(data_dir: Path) -> int:
     """Hold ``authz.lock`` so that one sidecar at a time serves a data directory."""
-    data_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(data_dir / "authz.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(data_dir / "authz.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise RuntimeError(f"cannot use the data directory {data_dir}: {exc.strerror}") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -508,11 +511,11 @@ def serve(
             port = server.add_secure_port(listen, credentials)
         else:
             port = server.add_insecure_port(listen)
-    except (RuntimeError, OSError) as exc:
+    except (RuntimeError, OSError):
         executor.shutdown(wait=False)
         store.close()
         os.close(lock_fd)
-        raise RuntimeError(f"cannot listen on {listen}: {exc}") from None
+        raise RuntimeError(cannot_listen(listen)) from None
     server.start()
     authorizer.start()
     store.start_checkpointer()

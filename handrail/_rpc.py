@@ -25,7 +25,9 @@ This module is part of the shared base: it imports nothing of Handrail's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import errno
+import socket
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +43,7 @@ __all__ = [
     "EXECUTOR_DOMAIN",
     "ErrorDetail",
     "bearer_token",
+    "cannot_listen",
     "error_detail",
     "error_status",
 ]
@@ -59,7 +62,7 @@ EXECUTOR_DOMAIN = "executor.handrail"
 _MAX_MESSAGE = 1024
 
 
-def bearer_token(metadata: Sequence[tuple[str, str | bytes]] | None) -> str:
+def bearer_token(metadata: Iterable[tuple[str, Any]] | None) -> str:
     """The token of an ``authorization: Bearer <token>`` entry (scheme in any case), or ``""``."""
     for key, value in metadata or ():
         if key == AUTH_METADATA_KEY and isinstance(value, str):
@@ -141,3 +144,29 @@ class _TrailerView:
     def details(self) -> str:
         details: str = self._exc.details() or ""
         return details
+
+
+def cannot_listen(listen: str) -> str:
+    """One line saying why a server could not bind ``listen`` (``HOST:PORT``).
+
+    gRPC says only that binding failed; a plain socket says why: the port is taken (by
+    another server: SO_REUSEPORT is off, so a second server never shares it), or the
+    address is not this machine's, or the port is privileged.
+    """
+    host, _, port_text = listen.rpartition(":")
+    host = host.strip("[]")
+    try:
+        port = int(port_text)
+    except ValueError:
+        return f"cannot listen on {listen}: not HOST:PORT"
+    if not 0 <= port <= 65535:
+        return f"cannot listen on {listen}: the port must be within 0..65535"
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.bind((host or ("::" if family == socket.AF_INET6 else "0.0.0.0"), port))
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            return f"cannot listen on {listen}: the port is taken"
+        return f"cannot listen on {listen}: {exc.strerror or exc}"
+    return f"cannot listen on {listen}"

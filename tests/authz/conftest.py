@@ -15,7 +15,6 @@ from handrail.authz import AuthzClient, AuthzServer, GrantInfo, serve
 from handrail.authz._models import Principal
 from handrail.authz._policies import DEFAULT_POLICIES_DIR
 
-
 ADMIN = Principal("admin", "admin")
 LEASE_GRANT_NOTE = "standing read grant: lets the tests hold leases"
 

@@ -8,7 +8,7 @@ import pytest
 
 from handrail.authz import AuthzRpcError, _cli
 from handrail.authz._explain import parse_since, redact_fields, redact_url
-from tests.authz.conftest import Sidecar, granted
+from tests.authz.conftest import Sidecar
 
 TARGET = "browser:1"
 ORIGIN = "https://shop.test"
