@@ -23,7 +23,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from handrail._rpc import AUTHZ_DOMAIN, cannot_listen, error_status
+from handrail._rpc import AUTHZ_DOMAIN, add_service, cannot_listen, error_status
 from handrail._rpc import bearer_token as bearer_token
 from handrail.authz import _wire, _wire_responses
 from handrail.authz._authorizer import Authorizer
@@ -496,9 +496,7 @@ def serve(
     executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="authz")
     # No SO_REUSEPORT: a second sidecar on the same port must fail, not share it.
     server = grpc.server(executor, options=[("grpc.so_reuseport", 0)])
-    authz_pb2_grpc.add_AuthzServicer_to_server(  # type: ignore[no-untyped-call]
-        AuthzServicer(authorizer), server
-    )
+    add_service(server, AuthzServicer(authorizer), pb.DESCRIPTOR.services_by_name["Authz"], pb, AUTHZ_DOMAIN)
 
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

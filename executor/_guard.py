@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from handrail._vocabulary import Reason, Verdict
-from handrail.authz import AsyncAuthzClient, AuthzError
+from handrail.authz import AsyncAuthzClient, AuthzError, AuthzUnavailableError
 from handrail.executor._act import DEFAULT_ACTION_TIMEOUT_MS, SETTLE_TIMEOUT_MS, ActPath
 from handrail.executor._backend import Backend, ObserveOptions
 from handrail.executor._errors import InvalidArgumentError, LeaseHeldError, PermissionDeniedError
@@ -171,6 +171,18 @@ class GuardedExecutor:
         if role != "agent":
             raise PermissionDeniedError(f"{principal} is a {role}, not an agent: only agents open sessions")
         return principal
+
+    async def session_for(self, session_id: str, token: str) -> Session:
+        """The open session ``session_id`` of the token's agent.
+
+        The token is checked with the sidecar on every call, so a revoked or expired agent
+        is refused (UNAUTHENTICATED) on its very next call; while the sidecar cannot answer,
+        the token that opened the session still reads it (writes are refused anyway).
+        Another agent's session is NOT_FOUND, exactly like an unknown one.
+        """
+        with contextlib.suppress(AuthzUnavailableError):
+            await self._authz.who_am_i(token=token)
+        return self.sessions.get(session_id, token)
 
     async def open_session(self, *, token: str, agent: str, target: str, spec: OpenSpec) -> SessionInfo:
         """Open a session for the token's agent, holding the target's lease if it can.

@@ -23,7 +23,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from handrail._errors import HandrailError
-from handrail._rpc import EXECUTOR_DOMAIN, cannot_listen, error_status
+from handrail._rpc import EXECUTOR_DOMAIN, add_service, cannot_listen, error_status
 from handrail._rpc import bearer_token as _bearer
 from handrail.authz import (
     AsyncAuthzClient,
@@ -119,8 +119,9 @@ class ExecutorServicer(pb_grpc.ExecutorServicer):
             )
         raise AssertionError("unreachable")  # context.abort_with_status raises
 
-    def _session(self, session_id: str, context: Context) -> Session:
-        return self._core.sessions.get(_validate.session_id(session_id), bearer_token(context))
+    async def _session(self, session_id: str, context: Context) -> Session:
+        token = bearer_token(context)
+        return await self._core.session_for(_validate.session_id(session_id), token)
 
     async def OpenSession(self, request: pb.OpenSessionRequest, context: Context) -> pb.Session:
         async def call() -> pb.Session:
@@ -139,7 +140,7 @@ class ExecutorServicer(pb_grpc.ExecutorServicer):
     async def Observe(self, request: pb.ObserveRequest, context: Context) -> pb.Observation:
         async def call() -> pb.Observation:
             options, diff = _validate.observe_args(request)
-            session = self._session(request.session_id, context)
+            session = await self._session(request.session_id, context)
             obs = await self._core.observe(session, options, diff=diff)
             return _wire.observation_pb(obs)
 
@@ -149,7 +150,7 @@ class ExecutorServicer(pb_grpc.ExecutorServicer):
         async def call() -> pb.ActResponse:
             _validate.session_id(request.session_id)
             spec = _validate.action_spec(request)
-            session = self._session(request.session_id, context)
+            session = await self._session(request.session_id, context)
             _validate.check_for_backend(session.backend.kind, spec)
             return _wire.act_response_pb(await self._core.act(session, spec))
 
@@ -158,7 +159,7 @@ class ExecutorServicer(pb_grpc.ExecutorServicer):
     async def ActBatch(self, request: pb.ActBatchRequest, context: Context) -> pb.ActBatchResponse:
         async def call() -> pb.ActBatchResponse:
             specs = _validate.batch_specs(request)
-            session = self._session(request.session_id, context)
+            session = await self._session(request.session_id, context)
             for i, spec in enumerate(specs):
                 _validate.check_for_backend(session.backend.kind, spec, f"actions[{i}]")
             return _wire.batch_response_pb(await self._core.act_batch(session, specs))
@@ -168,7 +169,7 @@ class ExecutorServicer(pb_grpc.ExecutorServicer):
     async def Reconcile(self, request: pb.ReconcileRequest, context: Context) -> pb.ReconcileResponse:
         async def call() -> pb.ReconcileResponse:
             action_id, verdict, evidence = _validate.reconcile_args(request)
-            session = self._session(request.session_id, context)
+            session = await self._session(request.session_id, context)
             result = await self._core.reconcile(session, action_id, verdict, evidence)
             return _wire.reconcile_response_pb(result)
 
@@ -176,7 +177,7 @@ class ExecutorServicer(pb_grpc.ExecutorServicer):
 
     async def CloseSession(self, request: pb.CloseSessionRequest, context: Context) -> pb.CloseSessionResponse:
         async def call() -> pb.CloseSessionResponse:
-            session = self._session(request.session_id, context)
+            session = await self._session(request.session_id, context)
             await self._core.close_session(session)
             return _wire.close_session_response_pb()
 
@@ -186,7 +187,7 @@ class ExecutorServicer(pb_grpc.ExecutorServicer):
         """Keep the session alive while the stream is open; its end closes the session."""
 
         async def call() -> Session:
-            return self._session(request.session_id, context)
+            return await self._session(request.session_id, context)
 
         session = await self._run(context, call)
         queue: asyncio.Queue[object] = asyncio.Queue()
@@ -339,7 +340,7 @@ async def start_server(
         resources.append(core.close)
         # No SO_REUSEPORT: a second executor on the same port must fail, not share it.
         server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-        pb_grpc.add_ExecutorServicer_to_server(ExecutorServicer(core), server)  # type: ignore[no-untyped-call]
+        add_service(server, ExecutorServicer(core), pb.DESCRIPTOR.services_by_name["Executor"], pb, EXECUTOR_DOMAIN)
         health_servicer = health_aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
         reflection.enable_server_reflection(

@@ -26,13 +26,16 @@ This module is part of the shared base: it imports nothing of Handrail's.
 from __future__ import annotations
 
 import errno
+import inspect
 import socket
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
 from google.protobuf import any_pb2
+from google.protobuf.descriptor import ServiceDescriptor
+from google.protobuf.message import DecodeError
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
@@ -42,6 +45,7 @@ __all__ = [
     "AUTH_SCHEME",
     "EXECUTOR_DOMAIN",
     "ErrorDetail",
+    "add_service",
     "bearer_token",
     "cannot_listen",
     "error_detail",
@@ -170,3 +174,92 @@ def cannot_listen(listen: str) -> str:
             return f"cannot listen on {listen}: the port is taken"
         return f"cannot listen on {listen}: {exc.strerror or exc}"
     return f"cannot listen on {listen}"
+
+
+class _Malformed:
+    """What a request that does not parse decodes to (answered INVALID_ARGUMENT)."""
+
+
+#: The request a handler is given when the bytes on the wire are not its message.
+MALFORMED = _Malformed()
+
+
+def _lenient(message_cls: Any) -> Callable[[bytes], Any]:
+    def decode(data: bytes) -> Any:
+        try:
+            return message_cls.FromString(data)
+        except (DecodeError, ValueError, RuntimeError):
+            return MALFORMED
+
+    return decode
+
+
+def _malformed_status(domain: str, rpc: str) -> grpc.Status:
+    return error_status(
+        grpc.StatusCode.INVALID_ARGUMENT,
+        f"request: the bytes are not a {rpc} request message",
+        "MALFORMED_REQUEST",
+        domain,
+        {"field": "request"},
+    )
+
+
+def _guarded(impl: Callable[..., Any], domain: str, rpc: str, *, aio: bool, streaming: bool) -> Callable[..., Any]:
+    """``impl``, answering a request that did not parse with INVALID_ARGUMENT."""
+    if aio and streaming:
+
+        async def aio_stream(request: Any, context: Any) -> Any:
+            if request is MALFORMED:
+                await context.abort_with_status(_malformed_status(domain, rpc))
+            async for item in impl(request, context):
+                yield item
+
+        return aio_stream
+    if aio:
+
+        async def aio_unary(request: Any, context: Any) -> Any:
+            if request is MALFORMED:
+                await context.abort_with_status(_malformed_status(domain, rpc))
+            return await impl(request, context)
+
+        return aio_unary
+    if streaming:
+
+        def stream(request: Any, context: Any) -> Any:
+            if request is MALFORMED:
+                context.abort_with_status(_malformed_status(domain, rpc))
+            yield from impl(request, context)
+
+        return stream
+
+    def unary(request: Any, context: Any) -> Any:
+        if request is MALFORMED:
+            context.abort_with_status(_malformed_status(domain, rpc))
+        return impl(request, context)
+
+    return unary
+
+
+def add_service(server: Any, servicer: Any, service: ServiceDescriptor, messages: Any, domain: str) -> None:
+    """Serve every RPC of ``service`` with ``servicer``'s method of the same name.
+
+    What the generated ``add_*Servicer_to_server`` does, except that bytes which do not
+    parse as the request message are answered INVALID_ARGUMENT (``field`` "request"),
+    where gRPC's own deserializer would answer INTERNAL. Works for ``grpc.server`` and
+    ``grpc.aio.server`` alike (coroutine methods are served as such).
+    """
+    handlers = {}
+    for method in service.methods:
+        impl = getattr(servicer, method.name)
+        aio = inspect.iscoroutinefunction(impl) or inspect.isasyncgenfunction(impl)
+        request_cls = getattr(messages, method.input_type.name)
+        response_cls = getattr(messages, method.output_type.name)
+        factory = (
+            grpc.unary_stream_rpc_method_handler if method.server_streaming else grpc.unary_unary_rpc_method_handler
+        )
+        handlers[method.name] = factory(
+            _guarded(impl, domain, method.name, aio=aio, streaming=method.server_streaming),
+            request_deserializer=_lenient(request_cls),
+            response_serializer=response_cls.SerializeToString,
+        )
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service.full_name, handlers),))
