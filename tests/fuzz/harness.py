@@ -20,6 +20,7 @@ round of it.
 from __future__ import annotations
 
 import collections
+import fnmatch
 import secrets
 import time
 from collections.abc import Callable, Iterator
@@ -124,6 +125,81 @@ def _int_bounds(f: FieldDescriptor) -> tuple[int, int]:
     return -(2**63), 2**63 - 1
 
 
+def _plain(f: FieldDescriptor, hints: Callable[[str], list[Any]]) -> st.SearchStrategy[Any]:
+    """A value a well-meaning client would send: a plausible id, a listed enum value."""
+    t = f.type
+    if hints(f.name):
+        return _plausible(f.name, hints, None)
+    if t == f.TYPE_STRING:
+        return st.text(alphabet="abcdefghij", max_size=12)
+    if t == f.TYPE_BYTES:
+        return st.binary(max_size=16)
+    if t == f.TYPE_BOOL:
+        return st.booleans()
+    if t in (f.TYPE_DOUBLE, f.TYPE_FLOAT):
+        return st.sampled_from([0.0, 0.5, 1.0])
+    if t == f.TYPE_ENUM:
+        return st.sampled_from([v.number for v in f.enum_type.values if v.number] or [0])
+    return st.integers(0, 3)
+
+
+#: In plausible requests: fields always set, and fields never set (they would make the
+#: request invalid for most values), by message type; the rest are optional.
+_FORCE = {
+    "OpenSessionRequest": {"target", "start_url"},
+    "ObserveRequest": {"session_id"},
+    "ActRequest": {"session_id", "observation_id", "kind", "idempotency_key"},
+    "ActBatchRequest": {"session_id", "actions"},
+    "ReconcileRequest": {"session_id", "action_id", "verdict", "evidence"},
+    "CloseSessionRequest": {"session_id"},
+    "AttachRequest": {"session_id"},
+    "CheckRequest": {"principal", "target", "verb", "lease_epoch"},
+    "AcquireRequest": {"target", "holder"},
+    "RenewRequest": {"target", "holder", "epoch"},
+    "ReleaseRequest": {"target", "holder", "epoch"},
+    "GrantRequest": {"grant"},
+    "Grant": {"principal", "target", "verbs"},
+}
+_OMIT = {
+    "OpenSessionRequest": {"desktop", "agent", "backend"},
+    "ObserveRequest": {"screenshot"},
+    "ActRequest": {
+        "url",
+        "values",
+        "files",
+        "keys",
+        "tab_id",
+        "button",
+        "x",
+        "y",
+        "to_x",
+        "to_y",
+        "expect",
+        "wait_for",
+        "approval_wait_ms",
+        "timeout_ms",
+        "key",
+        "key_delay_ms",
+        "click_count",
+        "delta_x",
+        "delta_y",
+    },
+    "CheckRequest": {"resource"},
+    "Grant": {
+        "grant_id",
+        "origins",
+        "expires_at_ms",
+        "path_globs",
+        "role_patterns",
+        "name_patterns",
+        "window_class_patterns",
+        "window_title_patterns",
+        "require_approval_verbs",
+        "approval_timeout_ms",
+    },
+}
+
+
 def _scalar(f: FieldDescriptor, hints: Callable[[str], list[Any]]) -> st.SearchStrategy[Any]:
     t = f.type
     if t == f.TYPE_STRING:
@@ -152,24 +228,36 @@ def _plausible(name: str, hints: Callable[[str], list[Any]], fallback: Any) -> s
     return st.integers(min_value=0, max_value=1_000_000).map(pick)
 
 
-def message_strategy(desc: Descriptor, hints: Callable[[str], list[Any]], depth: int = 0) -> st.SearchStrategy[Any]:
-    """Messages of type ``desc``: every field optional, each value of its type or hostile."""
+def message_strategy(
+    desc: Descriptor, hints: Callable[[str], list[Any]], depth: int = 0, *, hostile: bool = True
+) -> st.SearchStrategy[Any]:
+    """Messages of type ``desc``: every field optional; with ``hostile``, each value any of
+    its type or a hostile one, else a plausible one (so that requests get past validation)."""
     cls = message_factory.GetMessageClass(desc)
     fields: dict[str, st.SearchStrategy[Any]] = {}
+    forced: dict[str, st.SearchStrategy[Any]] = {}
     for f in desc.fields:
+        if not hostile and f.name in _OMIT.get(desc.name, ()):
+            continue
         if f.type == f.TYPE_MESSAGE:
             if depth >= 3:
                 continue
-            inner = message_strategy(f.message_type, hints, depth + 1)
+            inner = message_strategy(f.message_type, hints, depth + 1, hostile=hostile)
         else:
-            inner = _scalar(f, hints)
+            inner = _scalar(f, hints) if hostile else _plain(f, hints)
         if f.is_repeated:
-            inner = st.one_of(st.lists(inner, max_size=3), st.lists(inner, min_size=51, max_size=55))
-        fields[f.name] = inner
+            many = st.lists(inner, min_size=51, max_size=55) if hostile else st.lists(inner, min_size=1, max_size=2)
+            inner = st.one_of(st.lists(inner, max_size=3), many)
+        if not hostile and f.name in _FORCE.get(desc.name, ()):
+            forced[f.name] = inner
+        else:
+            fields[f.name] = inner
 
     def build(values: dict[str, Any]) -> Any:
         msg = cls()
         for name, value in values.items():
+            if value is None:
+                continue
             f = desc.fields_by_name[name]
             target = getattr(msg, name)
             if f.is_repeated:
@@ -184,7 +272,7 @@ def message_strategy(desc: Descriptor, hints: Callable[[str], list[Any]], depth:
                 setattr(msg, name, value)
         return msg
 
-    return st.fixed_dictionaries({}, optional=fields).map(build)
+    return st.fixed_dictionaries(forced, optional=fields).map(build)
 
 
 @dataclass
@@ -223,6 +311,18 @@ class World:
     observations: list[str] = field(default_factory=list)
     decisions: list[str] = field(default_factory=list)
     victims: list[str] = field(default_factory=list)
+    # Every grant made (by the setup or by a fuzzed Grant that was answered OK):
+    # (principal, target or target pattern) -> the verbs granted. Revocations are not
+    # tracked: an OK that rests on a revoked grant is let pass (lenient, never a false alarm).
+    granted: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+
+    def grants(self, principal: str, target: str) -> set[str]:
+        """The verbs ever granted to ``principal`` on ``target``."""
+        verbs: set[str] = set()
+        for (who, pattern), granted in self.granted.items():
+            if who == principal and fnmatch.fnmatchcase(target, pattern):
+                verbs |= granted
+        return verbs
 
     def hints(self, name: str) -> list[Any]:
         """Plausible values for a field called ``name``."""
@@ -241,7 +341,13 @@ class World:
             "decision_id": self.decisions[-4:],
             "start_url": ["about:blank", ""],
             "ref": ["e1", "e2"],
-            "idempotency_key": [secrets.token_hex(4)],
+            "idempotency_key": [secrets.token_hex(4) for _ in range(4)],
+            "kind": [executor_pb2.ACTION_CLICK, executor_pb2.ACTION_FILL, executor_pb2.ACTION_PRESS],
+            "verb": [authz_pb2.VERB_SUBMIT, authz_pb2.VERB_INPUT, authz_pb2.VERB_DELETE],
+            "verbs": [authz_pb2.VERB_SUBMIT, authz_pb2.VERB_READ],
+            "verdict": [executor_pb2.HAPPENED, executor_pb2.DID_NOT_HAPPEN],
+            "evidence": ["looked at the page"],
+            "action_id": ["a_0000", "a_1111"],
             "epoch": [0, 1, 2],
             "lease_epoch": [0, 1, 2],
             "ttl_ms": [0, 1000, 30_000],
@@ -275,7 +381,9 @@ def prepare_world(data_dir: Path, authz_address: str, executor_address: str | No
         grant = store.add_grant(
             GrantInfo("", names["agent"], GRANTED_TARGET, tuple(sorted(GRANTED_VERBS))), granted_by=names["operator"]
         )
-    return World(authz_address, executor_address, tokens, names, [grant.grant_id, "no-such-grant"], victims=victims)
+    world = World(authz_address, executor_address, tokens, names, [grant.grant_id, "no-such-grant"], victims=victims)
+    world.granted[(names["agent"], GRANTED_TARGET)] = set(GRANTED_VERBS)
+    return world
 
 
 @dataclass(frozen=True)
@@ -300,9 +408,13 @@ def call_strategy(world: World) -> st.SearchStrategy[Call]:
     options = []
     for name, service in services:
         for method in service.methods:
+            plausible = message_strategy(method.input_type, world.hints, hostile=False)
             body = st.one_of(
+                plausible,
                 message_strategy(method.input_type, world.hints),
+                plausible,
                 st.sampled_from(_RAW_BODIES),
+                plausible,
             )
             options.append(st.builds(Call, st.just(name), st.just(method), st.sampled_from(IDENTITIES), body))
     return st.one_of(*options)
@@ -365,7 +477,11 @@ class Fuzzer:
         role = ROLE_OF.get(call.identity)
         rpc, req = call.method.name, call.request
         if isinstance(req, bytes):
-            return "a body that is not the request message was served"
+            try:  # bytes that happen to parse (unknown fields are allowed) are that request
+                req = message_factory.GetMessageClass(call.method.input_type).FromString(req)
+            except Exception:
+                return "a body that is not the request message was served"
+            call = Call(call.service, call.method, call.identity, req)
         if role is None:
             return f"served to {call.identity}"
         if call.service == "executor":
@@ -374,11 +490,11 @@ class Fuzzer:
             return f"role {role} was served"
         if rpc == "Acquire":
             holder = self.world.names[call.identity] if role == "agent" else req.holder
-            if (holder, req.target) != (self.world.names["agent"], GRANTED_TARGET):
+            if not self.world.grants(holder, req.target):
                 return f"a lease on {req.target!r} went to {holder!r}, who has no grant on it"
         if rpc == "Check" and response is not None and response.allow:
             verb = authz_pb2.Verb.Name(req.verb).removeprefix("VERB_").lower()
-            if (req.principal, req.target) != (self.world.names["agent"], GRANTED_TARGET) or verb not in GRANTED_VERBS:
+            if verb not in self.world.grants(req.principal, req.target):
                 return f"allowed {verb} for {req.principal!r} on {req.target!r} outside the grant"
         return ""
 
@@ -405,21 +521,27 @@ class Fuzzer:
             owned = self.world.sessions[call.identity]
             owned.append(response.session_id)
             while len(owned) > 2:
-                self._close_session(call.identity, owned.pop(0))
+                self._close_session(call.identity, owned[0])  # its answer removes it
         elif call.service == "executor" and rpc in ("CloseSession", "Attach"):
             sid = call.request.session_id
             if sid in self.world.sessions[call.identity]:
                 self.world.sessions[call.identity].remove(sid)  # closed, or closed when the stream ended
+
         elif call.service == "executor" and rpc == "Observe" and response is not None:
             self.world.observations.append(response.observation_id)
         elif rpc == "Check" and response is not None and response.decision_id:
             self.world.decisions.append(response.decision_id)
         elif rpc == "Grant" and response is not None:
-            self.world.grant_ids.append(response.grant.grant_id)
+            g = response.grant
+            self.world.grant_ids.append(g.grant_id)
+            verbs = {authz_pb2.Verb.Name(v).removeprefix("VERB_").lower() for v in g.verbs}
+            self.world.granted.setdefault((g.principal, g.target), set()).update(verbs)
 
     def _close_session(self, identity: str, session_id: str) -> None:
         method = executor_pb2.DESCRIPTOR.services_by_name["Executor"].methods_by_name["CloseSession"]
         self.send(Call("executor", method, identity, executor_pb2.CloseSessionRequest(session_id=session_id)))
+        if session_id in self.world.sessions[identity]:
+            self.world.sessions[identity].remove(session_id)
 
     def run(self, count: int, *, on_progress: Callable[[int], None] | None = None) -> Stats:
         """Send ``count`` generated calls."""
