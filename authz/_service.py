@@ -23,7 +23,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from handrail._rpc import AUTHZ_DOMAIN, add_service, cannot_listen, error_status
+from handrail._rpc import AUTHZ_DOMAIN, add_service, cannot_listen, error_status, port_taken
 from handrail._rpc import bearer_token as bearer_token
 from handrail.authz import _wire, _wire_responses
 from handrail.authz._authorizer import Authorizer
@@ -504,6 +504,9 @@ def serve(
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
     try:
+        taken = port_taken(listen)
+        if taken:
+            raise RuntimeError(taken)
         if tls_cert is not None and tls_key is not None:
             credentials = grpc.ssl_server_credentials([(_read(tls_key), _read(tls_cert))])
             port = server.add_secure_port(listen, credentials)

@@ -23,7 +23,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from handrail._errors import HandrailError
-from handrail._rpc import EXECUTOR_DOMAIN, add_service, cannot_listen, error_status
+from handrail._rpc import EXECUTOR_DOMAIN, add_service, cannot_listen, error_status, port_taken
 from handrail._rpc import bearer_token as _bearer
 from handrail.authz import (
     AsyncAuthzClient,
@@ -351,6 +351,9 @@ async def start_server(
             ),
             server,
         )
+        taken = port_taken(listen)
+        if taken:
+            raise ExecutorError(taken)
         try:
             port = server.add_insecure_port(listen)
         except RuntimeError:

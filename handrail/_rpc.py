@@ -50,6 +50,7 @@ __all__ = [
     "cannot_listen",
     "error_detail",
     "error_status",
+    "port_taken",
 ]
 
 #: The metadata key every call carries its credentials in.
@@ -148,6 +149,27 @@ class _TrailerView:
     def details(self) -> str:
         details: str = self._exc.details() or ""
         return details
+
+
+def port_taken(listen: str) -> str:
+    """``cannot_listen(listen)`` when another server listens on ``listen`` now, else ``""``.
+
+    Asked before gRPC binds, so that a taken port is said in one line rather than in a
+    gRPC core error log.
+    """
+    host, _, port_text = listen.rpartition(":")
+    if not port_text.isdigit() or int(port_text) == 0:
+        return ""
+    host = host.strip("[]")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC's own listener
+            probe.bind((host or ("::" if family == socket.AF_INET6 else "0.0.0.0"), int(port_text)))
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            return f"cannot listen on {listen}: the port is taken"
+    return ""
 
 
 def cannot_listen(listen: str) -> str:
