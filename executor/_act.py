@@ -291,7 +291,7 @@ class ActPath:
                 if approval != ApprovalStatus.PENDING:  # the sidecar's answer now: allow, denied or expired
                     decision = await self._check(session, spec, action_id, target, fingerprint)
         except AuthzError as exc:
-            return refuse(session, spec, action_id, target, Reason.AUTHZ_UNAVAILABLE, f"authz: {exc}")
+            return refuse(session, spec, action_id, target, Reason.AUTHZ_UNAVAILABLE, str(exc))
         self._leases.saw_decision(session, decision)
         if not decision.allow:
             return refuse(session, spec, action_id, target, decision.reason, decision.message, decision)

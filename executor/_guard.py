@@ -30,7 +30,7 @@ from handrail._vocabulary import Reason, Verdict
 from handrail.authz import AsyncAuthzClient, AuthzError, AuthzUnavailableError
 from handrail.executor._act import DEFAULT_ACTION_TIMEOUT_MS, SETTLE_TIMEOUT_MS, ActPath
 from handrail.executor._backend import Backend, ObserveOptions
-from handrail.executor._errors import InvalidArgumentError, LeaseHeldError, PermissionDeniedError
+from handrail.executor._errors import ExecutorError, InvalidArgumentError, LeaseHeldError, PermissionDeniedError
 from handrail.executor._faults import FaultPoint, NoFault
 from handrail.executor._lease import LEASE_TTL_MS, LeaseKeeper
 from handrail.executor._models import (
@@ -172,17 +172,28 @@ class GuardedExecutor:
             raise PermissionDeniedError(f"{principal} is a {role}, not an agent: only agents open sessions")
         return principal
 
-    async def session_for(self, session_id: str, token: str) -> Session:
-        """The open session ``session_id`` of the token's agent.
+    async def session_for(self, session_id: str, token: str) -> tuple[Session, asyncio.Task[None]]:
+        """The open session ``session_id`` of the token's agent, and the check of the token.
 
-        The token is checked with the sidecar on every call, so a revoked or expired agent
-        is refused (UNAUTHENTICATED) on its very next call; while the sidecar cannot answer,
-        the token that opened the session still reads it (writes are refused anyway).
-        Another agent's session is NOT_FOUND, exactly like an unknown one.
+        The token is checked with the sidecar on every call (the returned task: await it
+        before answering), so a revoked or expired agent is refused (UNAUTHENTICATED) on
+        its very next call; the check runs beside the call's own work, which costs no
+        latency (a write is refused by the sidecar's own check of the agent anyway). While
+        the sidecar cannot answer, the token that opened the session still reads it.
+        Another agent's session is NOT_FOUND, exactly like an unknown one; an unknown
+        token is UNAUTHENTICATED first.
         """
+        auth = asyncio.create_task(self._check_token(token))
+        try:
+            session = self.sessions.get(session_id, token)
+        except ExecutorError:
+            await auth
+            raise
+        return session, auth
+
+    async def _check_token(self, token: str) -> None:
         with contextlib.suppress(AuthzUnavailableError):
             await self._authz.who_am_i(token=token)
-        return self.sessions.get(session_id, token)
 
     async def open_session(self, *, token: str, agent: str, target: str, spec: OpenSpec) -> SessionInfo:
         """Open a session for the token's agent, holding the target's lease if it can.

@@ -120,8 +120,24 @@ class ExecutorServicer(pb_grpc.ExecutorServicer):
         raise AssertionError("unreachable")  # context.abort_with_status raises
 
     async def _session(self, session_id: str, context: Context) -> Session:
-        token = bearer_token(context)
-        return await self._core.session_for(_validate.session_id(session_id), token)
+        """The caller's session, its token checked with the sidecar first."""
+        session, auth = await self._core.session_for(_validate.session_id(session_id), bearer_token(context))
+        await auth
+        return session
+
+    async def _in_session(self, session_id: str, context: Context, work: Callable[[Session], Awaitable[_T]]) -> _T:
+        """``work`` on the caller's session while its token is checked with the sidecar;
+        a revoked or expired token fails the call all the same."""
+        session, auth = await self._core.session_for(_validate.session_id(session_id), bearer_token(context))
+        try:
+            result = await work(session)
+        except BaseException:
+            auth.cancel()
+            with contextlib.suppress(BaseException):
+                await auth
+            raise
+        await auth
+        return result
 
     async def OpenSession(self, request: pb.OpenSessionRequest, context: Context) -> pb.Session:
         async def call() -> pb.Session:
@@ -140,9 +156,11 @@ class ExecutorServicer(pb_grpc.ExecutorServicer):
     async def Observe(self, request: pb.ObserveRequest, context: Context) -> pb.Observation:
         async def call() -> pb.Observation:
             options, diff = _validate.observe_args(request)
-            session = await self._session(request.session_id, context)
-            obs = await self._core.observe(session, options, diff=diff)
-            return _wire.observation_pb(obs)
+
+            async def observe(session: Session) -> pb.Observation:
+                return _wire.observation_pb(await self._core.observe(session, options, diff=diff))
+
+            return await self._in_session(request.session_id, context, observe)
 
         return await self._run(context, call)
 
@@ -150,9 +168,12 @@ class ExecutorServicer(pb_grpc.ExecutorServicer):
         async def call() -> pb.ActResponse:
             _validate.session_id(request.session_id)
             spec = _validate.action_spec(request)
-            session = await self._session(request.session_id, context)
-            _validate.check_for_backend(session.backend.kind, spec)
-            return _wire.act_response_pb(await self._core.act(session, spec))
+
+            async def act(session: Session) -> pb.ActResponse:
+                _validate.check_for_backend(session.backend.kind, spec)
+                return _wire.act_response_pb(await self._core.act(session, spec))
+
+            return await self._in_session(request.session_id, context, act)
 
         return await self._run(context, call)
 

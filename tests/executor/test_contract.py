@@ -209,3 +209,22 @@ def test_a_lease_change_is_written_once_and_every_session_of_the_target_shows_it
                 assert seq in [e.seq for e in ledger.session_entries(session.session_id)]
         one.close()
         two.close()
+
+
+@pytest.mark.browser
+def test_a_revoked_agent_is_refused_on_its_next_call(stack: Stack, app: SubscriptionApp) -> None:
+    from handrail.authz import Store
+    from handrail.executor import UnauthenticatedError
+
+    target = f"browser:revoked-{time.monotonic_ns()}"
+    (agent,) = _granted(stack, app, target, "revoked")
+    with ExecutorClient(stack.executor.address, agent.token) as client:
+        session = client.open_session(target=target, start_url=app.url + "/")
+        with Store(stack.data_dir / "authz.sqlite") as store:  # as `handrail authz principal revoke` does
+            store.revoke_principal(agent.name)
+        with pytest.raises(UnauthenticatedError) as err:
+            session.observe()
+        assert err.value.reason == "TOKEN_REVOKED"
+        with pytest.raises(UnauthenticatedError):
+            session.click(session.find("button", "Pause plan"))
+    assert app.state()["requests"].get("POST /pause", 0) == 0
