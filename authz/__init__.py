@@ -63,6 +63,8 @@ from handrail.authz._models import (
     GrantState,
     HolderKind,
     LeaseInfo,
+    PrincipalInfo,
+    PrincipalState,
     Role,
     WatchEventInfo,
 )
@@ -96,6 +98,8 @@ __all__ = [
     "PermissionDeniedError",
     "PolicyEngine",
     "PolicyError",
+    "PrincipalInfo",
+    "PrincipalState",
     "Reason",
     "Role",
     "SqliteStore",
