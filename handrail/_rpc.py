@@ -44,6 +44,7 @@ __all__ = [
     "AUTH_METADATA_KEY",
     "AUTH_SCHEME",
     "EXECUTOR_DOMAIN",
+    "MALFORMED",
     "ErrorDetail",
     "add_service",
     "bearer_token",
