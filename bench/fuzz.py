@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from handrail.authz import Store  # noqa: E402
-from handrail.scenarios import start_authz, start_executor  # noqa: E402
+from handrail.scenarios import SubscriptionApp, start_authz, start_executor  # noqa: E402
 from tests.fuzz.harness import Fuzzer, prepare_world, rss_kb  # noqa: E402
 
 
@@ -42,10 +42,13 @@ def run(requests: int, data_dir: Path, *, quiet: bool = False) -> dict[str, obje
         store.add_principal("fz-executor-process", "executor", executor_token)
     authz = start_authz(data_dir)
     executor = None
+    app = SubscriptionApp()  # a real page for the fuzz's sessions: refs to act on
+    app.start()
     started = time.monotonic()
     try:
         executor = start_executor(data_dir, authz.address, executor_token)
         world = prepare_world(data_dir, authz.address, executor.address)
+        world.start_urls = [app.url + "/", "about:blank"]
         fuzzer = Fuzzer(world)
         warm = max(1, requests // 10)
         fuzzer.run(warm)
@@ -63,6 +66,7 @@ def run(requests: int, data_dir: Path, *, quiet: bool = False) -> dict[str, obje
         if executor is not None:
             executor.stop()
         authz.stop()
+        app.stop()
     verify = subprocess.run(
         [sys.executable, "-m", "handrail", "ledger", "verify", "--data-dir", str(data_dir)],
         capture_output=True,

@@ -148,7 +148,7 @@ def _plain(f: FieldDescriptor, hints: Callable[[str], list[Any]]) -> st.SearchSt
 _FORCE = {
     "OpenSessionRequest": {"target", "start_url"},
     "ObserveRequest": {"session_id"},
-    "ActRequest": {"session_id", "observation_id", "kind", "idempotency_key"},
+    "ActRequest": {"session_id", "observation_id", "kind", "idempotency_key", "ref"},
     "ActBatchRequest": {"session_id", "actions"},
     "ReconcileRequest": {"session_id", "action_id", "verdict", "evidence"},
     "CloseSessionRequest": {"session_id"},
@@ -315,6 +315,7 @@ class World:
     # (principal, target or target pattern) -> the verbs granted. Revocations are not
     # tracked: an OK that rests on a revoked grant is let pass (lenient, never a false alarm).
     granted: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    start_urls: list[str] = field(default_factory=lambda: ["about:blank"])
 
     def grants(self, principal: str, target: str) -> set[str]:
         """The verbs ever granted to ``principal`` on ``target``."""
@@ -337,12 +338,12 @@ class World:
             "name": [*self.victims, "nobody"],
             "grant_id": self.grant_ids,
             "session_id": [s for ids in self.sessions.values() for s in ids],
-            "observation_id": self.observations[-4:],
+            "observation_id": self.observations[-2:],
             "decision_id": self.decisions[-4:],
-            "start_url": ["about:blank", ""],
-            "ref": ["e1", "e2"],
+            "start_url": self.start_urls,
+            "ref": ["e2", "e3", "e5"],
             "idempotency_key": [secrets.token_hex(4) for _ in range(4)],
-            "kind": [executor_pb2.ACTION_CLICK, executor_pb2.ACTION_FILL, executor_pb2.ACTION_PRESS],
+            "kind": [executor_pb2.ACTION_CLICK, executor_pb2.ACTION_FILL, executor_pb2.ACTION_HOVER],
             "verb": [authz_pb2.VERB_SUBMIT, authz_pb2.VERB_INPUT, authz_pb2.VERB_DELETE],
             "verbs": [authz_pb2.VERB_SUBMIT, authz_pb2.VERB_READ],
             "verdict": [executor_pb2.HAPPENED, executor_pb2.DID_NOT_HAPPEN],
@@ -407,6 +408,9 @@ def call_strategy(world: World) -> st.SearchStrategy[Call]:
         services.append(("executor", executor_pb2.DESCRIPTOR.services_by_name["Executor"]))
     options = []
     for name, service in services:
+        # The executor serves agents only: its calls go out as one more often, so that
+        # they reach past authentication into sessions, observations and actions.
+        identities = IDENTITIES if name == "authz" else (*IDENTITIES, "agent", "agent", "agent", "other_agent")
         for method in service.methods:
             plausible = message_strategy(method.input_type, world.hints, hostile=False)
             body = st.one_of(
@@ -416,7 +420,7 @@ def call_strategy(world: World) -> st.SearchStrategy[Call]:
                 st.sampled_from(_RAW_BODIES),
                 plausible,
             )
-            options.append(st.builds(Call, st.just(name), st.just(method), st.sampled_from(IDENTITIES), body))
+            options.append(st.builds(Call, st.just(name), st.just(method), st.sampled_from(identities), body))
     return st.one_of(*options)
 
 
@@ -520,6 +524,11 @@ class Fuzzer:
         if call.service == "executor" and rpc == "OpenSession" and response is not None:
             owned = self.world.sessions[call.identity]
             owned.append(response.session_id)
+            # Observe it at once: its observation id lets later Act calls reach the guard.
+            observe = executor_pb2.DESCRIPTOR.services_by_name["Executor"].methods_by_name["Observe"]
+            self.send(
+                Call("executor", observe, call.identity, executor_pb2.ObserveRequest(session_id=response.session_id))
+            )
             while len(owned) > 2:
                 self._close_session(call.identity, owned[0])  # its answer removes it
         elif call.service == "executor" and rpc in ("CloseSession", "Attach"):
