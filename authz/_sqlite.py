@@ -122,6 +122,7 @@ class SqliteStore:
         if not self.db.closed:
             self._decisions.close()
         self.db.close()
+        self._principals.close()
 
     def __enter__(self) -> SqliteStore:
         return self

@@ -2,17 +2,25 @@
 sha256 only.
 
 Lookups are remembered, by token digest and by name, and forgotten as soon as any process
-changes a principal: every change bumps ``principals_version`` in the same transaction,
-and each lookup reads that one row first. So a revocation or a rotation made through the
-sidecar, or by ``handrail authz principal`` on the file while the sidecar runs, acts on the
-very next call.
+changes a principal: every change bumps ``principals_version`` in the same transaction, and
+a stamp file beside the database (``<db>.principals``, 8 bytes, memory-mapped: reading it
+is a memory read, no system call) before and after it; each lookup reads the stamp first
+and the version row only when the stamp moved. So a revocation or a rotation made through
+the sidecar, or by ``handrail authz principal`` on the file while the sidecar runs, acts on
+the very next call, and an unchanged principal costs a dictionary lookup.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hmac
+import mmap
+import os
 import secrets
 import sqlite3
+import struct
+from collections.abc import Iterator
+from pathlib import Path
 
 from handrail.authz._core import check_role, check_text
 from handrail.authz._errors import AlreadyExistsError, InvalidArgumentError, NotFoundError
@@ -38,6 +46,34 @@ def new_token() -> str:
     return "hr_" + secrets.token_urlsafe(24)
 
 
+class Stamp:
+    """A counter in an 8-byte file, shared by every process that opens it (memory-mapped).
+
+    Args:
+        path: the file (created when missing).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        if os.fstat(self._fd).st_size < 8:
+            os.pwrite(self._fd, b"\0" * 8, 0)
+        self._map = mmap.mmap(self._fd, 8)
+
+    def read(self) -> int:
+        """The counter now (as any process last wrote it)."""
+        return int(struct.unpack_from("<Q", self._map)[0])
+
+    def bump(self) -> None:
+        """Move the counter (callers serialize: they hold a write transaction)."""
+        struct.pack_into("<Q", self._map, 0, (self.read() + 1) % 2**64)
+
+    def close(self) -> None:
+        with contextlib.suppress(BufferError, ValueError):
+            self._map.close()
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+
+
 class SqlitePrincipals:
     """The ``principals`` table, and the lookups already made.
 
@@ -47,6 +83,11 @@ class SqlitePrincipals:
 
     def __init__(self, db: SqliteDatabase) -> None:
         self._db = db
+        try:
+            self._stamp: Stamp | None = Stamp(db.path.with_name(db.path.name + ".principals"))
+        except OSError:  # a read-only directory: read the version row on every lookup
+            self._stamp = None
+        self._seen: tuple[int, int] = (-1, -1)  # (stamp, version) last read
         # Replaced, never mutated: token digest / name -> (the version it was read at, the
         # principal). An entry read at an older version is never used.
         self._by_digest: dict[str, tuple[int, PrincipalInfo]] = {}
@@ -69,7 +110,7 @@ class SqlitePrincipals:
         if expires_at_ms < 0:
             raise InvalidArgumentError("expires_at_ms", "must not be negative")
         try:
-            with self._db.atomic() as conn:
+            with self._changing() as conn:
                 conn.execute(
                     "INSERT INTO principals (name, role, token_sha256, created_at_ms, expires_at_ms)"
                     " VALUES (?, ?, ?, ?, ?)",
@@ -87,7 +128,7 @@ class SqlitePrincipals:
             NotFoundError: no such principal.
         """
         check_text("name", name, required=True)
-        with self._db.atomic() as conn:
+        with self._changing() as conn:
             cur = conn.execute(
                 "UPDATE principals SET revoked_at_ms = ? WHERE name = ? AND revoked_at_ms = 0",
                 (self._db.now_ms(), name),
@@ -113,7 +154,7 @@ class SqlitePrincipals:
             raise InvalidArgumentError("expires_at_ms", "must be in the future, or 0 for never")
         token = token or new_token()
         try:
-            with self._db.atomic() as conn:
+            with self._changing() as conn:
                 cur = conn.execute(
                     "UPDATE principals SET token_sha256 = ?, expires_at_ms = ? WHERE name = ?",
                     (hash_token(token), expires_at_ms, name),
@@ -128,10 +169,36 @@ class SqlitePrincipals:
 
     # -- lookups -------------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def _changing(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction that changes principals: the stamp moves before and after."""
+        if self._stamp is not None:
+            self._stamp.bump()
+        try:
+            with self._db.atomic() as conn:
+                yield conn
+        finally:
+            if self._stamp is not None:
+                self._stamp.bump()
+
     def _fresh(self) -> tuple[sqlite3.Connection, int]:
-        """This thread's reader and the principals' version (read before any row)."""
+        """This thread's reader and the principals' version (read before any row); the
+        version row is read only when the stamp moved."""
         conn = self._db.reader()
-        return conn, int(conn.execute("SELECT v FROM principals_version").fetchone()[0])
+        if self._stamp is not None:
+            stamp = self._stamp.read()
+            seen_stamp, seen_version = self._seen
+            if stamp == seen_stamp:
+                return conn, seen_version
+        version = int(conn.execute("SELECT v FROM principals_version").fetchone()[0])
+        if self._stamp is not None:
+            self._seen = (stamp, version)
+        return conn, version
+
+    def close(self) -> None:
+        """Unmap the stamp."""
+        if self._stamp is not None:
+            self._stamp.close()
 
     def all(self) -> list[tuple[str, str, int]]:
         """Every principal as ``(name, role, created_at_ms)``, by name."""
