@@ -14,12 +14,14 @@ from handrail.executor._backend import ObserveOptions
 from handrail.executor._errors import InvalidArgumentError
 from handrail.executor._models import (
     BROWSER_KINDS,
+    BROWSER_POINT_KINDS,
     BROWSER_REF_KINDS,
     DESKTOP_KINDS,
     ActionKind,
     ActionSpec,
     BackendKind,
     DesktopTarget,
+    PointSpace,
     Verdict,
     WaitFor,
 )
@@ -161,6 +163,10 @@ def _action_spec(req: pb.ActRequest) -> ActionSpec:
     if req.url and not needs_url:
         raise InvalidArgumentError("url", f"a {kind.value} action takes no url")
     _int_range("timeout_ms", req.timeout_ms, 0, MAX_TIMEOUT_MS)
+    if req.point_space not in _wire.POINT_SPACES:
+        raise InvalidArgumentError("point_space", f"unknown point space {req.point_space}")
+    if req.point_space and req.ref:
+        raise InvalidArgumentError("ref", "an action at a point (point_space) cites no ref")
     for name in ("x", "y", "to_x", "to_y", "delta_x", "delta_y"):
         _int_range(name, getattr(req, name), -MAX_COORD, MAX_COORD)
     if req.button not in _BUTTONS:
@@ -199,7 +205,13 @@ def _action_spec(req: pb.ActRequest) -> ActionSpec:
 def check_for_backend(backend: str, spec: ActionSpec, field: str = "") -> None:
     """The action's fields against what the session's backend can do."""
     prefix = f"{field}." if field else ""
-    if backend == BackendKind.BROWSER:
+    if backend == BackendKind.BROWSER and spec.at_point:
+        if spec.kind not in BROWSER_POINT_KINDS:
+            kinds = ", ".join(sorted(k.value for k in BROWSER_POINT_KINDS))
+            raise InvalidArgumentError(
+                prefix + "point_space", f"a {spec.kind.value} action takes no point ({kinds} do)"
+            )
+    elif backend == BackendKind.BROWSER:
         if spec.kind not in BROWSER_KINDS:
             raise InvalidArgumentError(prefix + "kind", f"{spec.kind.value} is not a browser action")
         if spec.kind in BROWSER_REF_KINDS and not spec.ref:
@@ -215,6 +227,8 @@ def check_for_backend(backend: str, spec: ActionSpec, field: str = "") -> None:
             raise InvalidArgumentError(prefix + "kind", f"{spec.kind.value} is not a desktop action")
         if spec.ref:
             raise InvalidArgumentError(prefix + "ref", "desktop actions use x, y, not refs")
+        if spec.point_space is PointSpace.CSS:
+            raise InvalidArgumentError(prefix + "point_space", "a desktop point is in screenshot pixels, not CSS")
 
 
 def reconcile_args(req: pb.ReconcileRequest) -> tuple[str, Verdict, str]:

@@ -43,6 +43,7 @@ from handrail.executor._models import (
 from handrail.executor._snapshot import RefInfo, document_of
 from handrail.executor.browser._aria import main_document
 from handrail.executor.browser._pagescript import CHECK_ELEMENT, CHECK_PICKED
+from handrail.executor.browser._pixels import at_point
 from handrail.executor.browser._pointer import (
     ARMED_KINDS,
     POINTER_KINDS,
@@ -152,7 +153,9 @@ class BrowserSurface:
             png = b""
             scale = options.screenshot_scale or 1.0
             if options.screenshot and not tab.dialogs:
-                png = await page.screenshot(type="png", scale="css")
+                # caret="initial": Playwright hides the caret by setting a style attribute on
+                # the focused field, which the checks would see as a change to it.
+                png = await page.screenshot(type="png", scale="css", caret="initial")
                 if scale < 1.0:
                     png = _scale_png(png, scale)
         except PlaywrightError as exc:
@@ -215,18 +218,32 @@ class BrowserSurface:
         if tab.dialogs_opened != self._seen_dialogs or tab.dialogs:
             kind = tab.dialogs[-1].type if tab.dialogs else "a"
             return Refusal(Reason.STALE_OBSERVATION, f"a {kind} dialog opened; observe and handle it first")
+        point = spec.bound_point
+        if point is not None and point.to_ref:  # a drag's drop target: still the one under its end
+            end = RefInfo(point.to_ref, "drop target", "", self._main_document)
+            refusal = await self._check_element(tab.page, end, (point.to_x, point.to_y), f"({spec.to_x}, {spec.to_y})")
+            if refusal is not None:
+                return refusal
         if target is None:
             return None
-        return await self._check_element(tab.page, target)
+        if point is None:
+            return await self._check_element(tab.page, target)
+        return await self._check_element(tab.page, target, (point.x, point.y), f"({spec.x}, {spec.y})")
 
-    async def _check_element(self, page: Page, info: RefInfo) -> Refusal | None:
+    async def _check_element(
+        self, page: Page, info: RefInfo, at: tuple[float, float] | None = None, where: str = ""
+    ) -> Refusal | None:
         # The ref still resolves (a lookup in the snapshot's ref map: the very element
         # object the observation named — the count pre-check), and the page script finds
         # it attached, unchanged since the observation — nor its ancestors, its labels or
         # its content, so its role and accessible name are the ones observed — visible,
         # enabled and not covered.
         count, facts = 1, None
-        if info.frame == self._main_document:
+        if at is not None and info.frame == self._main_document:  # a point: the top document's only
+            count, facts = await on_picked(page, info.ref, CHECK_PICKED, self._seen_clock, list(at))
+            if count == 1 and facts is None:
+                return Refusal(Reason.STALE_REF, f"ref {info.ref} could not be checked at the point")
+        elif info.frame == self._main_document:
             count, facts = await on_picked(page, info.ref, CHECK_PICKED, self._seen_clock)
         if count == 1 and facts is None:  # a child frame's element, or one not handed over
             try:
@@ -235,6 +252,8 @@ class BrowserSurface:
                 return Refusal(Reason.STALE_REF, f"ref {info.ref} could not be checked: {_first_line(exc)}")
         if count != 1 or facts is None:
             return Refusal(Reason.STALE_REF, f"ref {info.ref} no longer resolves ({info.role} {info.name!r} is gone)")
+        if facts.get("problem") and facts.get("target"):
+            return Refusal(Reason.TARGET_CHANGED, f"at {where} the observation had {_named(info)}; {facts['problem']}")
         if facts.get("problem"):
             return Refusal(Reason.STALE_REF, f"{_named(info)}: {facts['problem']}")
         self._last_facts = facts
@@ -329,6 +348,9 @@ class BrowserSurface:
         page = tab.page
         kind = spec.kind
         locator = page.locator(f"aria-ref={spec.ref}") if spec.ref else None
+        if spec.bound_point is not None:
+            await at_point(page, tab, spec, self._seen_clock, timeout_ms)
+            return "point"
         if kind is ActionKind.NAVIGATE:
             await page.goto(spec.url, wait_until="domcontentloaded", timeout=timeout_ms)
         elif kind is ActionKind.BACK:
