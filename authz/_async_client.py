@@ -85,6 +85,7 @@ class AsyncAuthzClient:
         window_title: str = "",
         fingerprint: str = "",
         observation_id: str = "",
+        approval_asked: str = "",
     ) -> Decision:
         """See :meth:`AuthzClient.check`."""
         return await self._send(
@@ -102,6 +103,7 @@ class AsyncAuthzClient:
                 window_title=window_title,
                 fingerprint=fingerprint,
                 observation_id=observation_id,
+                approval_asked=approval_asked,
             )
         )
 

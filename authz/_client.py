@@ -124,6 +124,7 @@ class AuthzClient:
         window_title: str = "",
         fingerprint: str = "",
         observation_id: str = "",
+        approval_asked: str = "",
     ) -> Decision:
         """Ask whether ``principal`` may do ``verb`` on ``target`` under ``lease_epoch``.
 
@@ -145,6 +146,7 @@ class AuthzClient:
                 window_title=window_title,
                 fingerprint=fingerprint,
                 observation_id=observation_id,
+                approval_asked=approval_asked,
             )
         )
 

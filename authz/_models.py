@@ -124,6 +124,7 @@ class CheckInput:
     action_id: str = ""
     fingerprint: str = ""
     observation_id: str = ""
+    approval_asked: str = ""  # why the caller asks for an approval no grant or policy asks for
 
 
 @dataclass(frozen=True)

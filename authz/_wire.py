@@ -209,6 +209,7 @@ def check_request_to_pb(request: CheckInput) -> pb.CheckRequest:
         action_id=request.action_id,
         fingerprint=request.fingerprint,
         observation_id=request.observation_id,
+        approval_asked=request.approval_asked,
     )
 
 
@@ -229,6 +230,7 @@ def check_request_from_pb(msg: pb.CheckRequest) -> CheckInput:
         action_id=msg.action_id,
         fingerprint=msg.fingerprint,
         observation_id=msg.observation_id,
+        approval_asked=msg.approval_asked,
     )
 
 

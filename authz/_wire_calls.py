@@ -75,6 +75,7 @@ def check(
     window_title: str = "",
     fingerprint: str = "",
     observation_id: str = "",
+    approval_asked: str = "",
 ) -> Call[Decision]:
     """``Check``: may ``principal`` do ``verb`` on ``target`` under ``lease_epoch``?"""
     request = CheckInput(
@@ -91,6 +92,7 @@ def check(
         action_id=action_id,
         fingerprint=fingerprint,
         observation_id=observation_id,
+        approval_asked=approval_asked,
     )
     return Call("Check", check_request_to_pb(request), decision_from_pb)
 

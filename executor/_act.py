@@ -344,6 +344,7 @@ class ActPath:
             action_id=action_id,
             fingerprint=approval_fp,
             observation_id=obs.observation_id,
+            approval_asked=spec.approval_asked,
         )
 
     async def _await_approval(self, approval_id: str, wait_ms: int) -> str:

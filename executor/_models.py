@@ -260,6 +260,7 @@ class ActionSpec:
     approval_wait_ms: int = 0
     skip_reobserve: bool = False
     point_space: PointSpace = PointSpace.NONE
+    approval_asked: str = ""  # why an operator's approval is asked for (a vendor's safety check)
     # Set by the loop once a browser point is bound (``ref`` is then the bound element's).
     bound_point: PointTarget | None = None
 
@@ -293,6 +294,8 @@ class ActionSpec:
         }
         if self.point_space:
             doc["point_space"] = self.point_space.value
+        if self.approval_asked:
+            doc["approval_asked"] = self.approval_asked
         raw = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(raw.encode()).hexdigest()
 
@@ -321,6 +324,7 @@ class ActionSpec:
             "key_delay_ms": self.key_delay_ms,
             "tab_id": self.tab_id,
             "point_space": self.point_space.value,
+            "approval_asked": self.approval_asked,
         }
         params.update({k: v for k, v in extras.items() if v})
         if self.files:

@@ -38,6 +38,8 @@ MAX_BATCH = 50
 MAX_COORD = 100_000
 
 _BUTTONS = ("", "left", "middle", "right")
+# The keys a click or drag at a point may hold down (ActRequest.keys).
+MODIFIERS = ("Shift", "Control", "Alt", "Meta")
 
 
 def _bounded(field: str, value: str, limit: int, *, required: bool = True) -> str:
@@ -174,6 +176,7 @@ def _action_spec(req: pb.ActRequest) -> ActionSpec:
     _int_range("click_count", req.click_count, 0, 3)
     _int_range("key_delay_ms", req.key_delay_ms, 0, 1000)
     _int_range("approval_wait_ms", req.approval_wait_ms, 0, 10 * 60_000)
+    _bounded("approval_asked", req.approval_asked, 1024, required=False)
     if kind is ActionKind.UPLOAD and not req.files:
         raise InvalidArgumentError("files", "upload needs at least one file")
     for i, name in enumerate(req.files):
@@ -211,6 +214,11 @@ def check_for_backend(backend: str, spec: ActionSpec, field: str = "") -> None:
             raise InvalidArgumentError(
                 prefix + "point_space", f"a {spec.kind.value} action takes no point ({kinds} do)"
             )
+        for i, key in enumerate(spec.keys):
+            if key not in MODIFIERS:
+                raise InvalidArgumentError(
+                    f"{prefix}keys[{i}]", f"{key!r}: a point action holds only modifiers ({', '.join(MODIFIERS)})"
+                )
     elif backend == BackendKind.BROWSER:
         if spec.kind not in BROWSER_KINDS:
             raise InvalidArgumentError(prefix + "kind", f"{spec.kind.value} is not a browser action")

@@ -227,6 +227,7 @@ def action_spec_from_pb(req: pb.ActRequest, kind: ActionKind) -> ActionSpec:
         approval_wait_ms=req.approval_wait_ms,
         skip_reobserve=req.skip_reobserve,
         point_space=POINT_SPACES.get(req.point_space, PointSpace.NONE),
+        approval_asked=req.approval_asked,
     )
 
 
@@ -366,6 +367,7 @@ def act_request_pb(session_id: str, spec: ActionSpec) -> pb.ActRequest:
         approval_wait_ms=spec.approval_wait_ms,
         skip_reobserve=spec.skip_reobserve,
         point_space=POINT_SPACE_TO_PB[spec.point_space],
+        approval_asked=spec.approval_asked,
     )
 
 

@@ -124,6 +124,18 @@ async def at_point(page: Page, tab: NavigationWatch, spec: ActionSpec, since: fl
 
 
 async def _send(page: Page, spec: ActionSpec, point: PointTarget) -> None:
+    # ``keys`` of a click or drag at a point: the modifiers held while it goes out.
+    held = list(spec.keys) if spec.kind is not ActionKind.TYPE else []
+    for key in held:
+        await page.keyboard.down(key)
+    try:
+        await _mouse(page, spec, point)
+    finally:
+        for key in reversed(held):
+            await page.keyboard.up(key)
+
+
+async def _mouse(page: Page, spec: ActionSpec, point: PointTarget) -> None:
     mouse = page.mouse
     button: Any = spec.button or "left"
     if spec.kind is ActionKind.DOUBLE_CLICK:
