@@ -109,6 +109,7 @@ def bind_point(obs: Observation, elements: Sequence[Element], spec: ActionSpec) 
             screenshot point of an observation that has no screenshot.
         NotFoundError: no element was under the point (field ``x``), for an action that
             needs one.
+        InvalidArgumentError: the point is over a child frame (``x`` or ``to_x``).
     """
     at = _css(obs, spec.point_space, spec.x, spec.y, ("x", "y"))
     element = element_at(elements, at)
@@ -123,5 +124,10 @@ def bind_point(obs: Observation, elements: Sequence[Element], spec: ActionSpec) 
             f"(CSS {at.x:g}, {at.y:g}); a {spec.kind.value} needs one",
         )
     target = PointTarget(at.x, at.y, *((to.x, to.y) if to else (0.0, 0.0)), to_element.ref if to_element else "")
+    for name, bound_to in (("x", element), ("to_x", to_element)):
+        if bound_to is not None and bound_to.role == "iframe":
+            # Input there lands in the frame's document, out of reach of the top document's
+            # guard: the frame's elements are acted on by ref.
+            raise InvalidArgumentError(name, f"the point is over a child frame ({bound_to.ref}): act there by ref")
     bound = dataclasses.replace(spec, ref=element.ref if element else "", bound_point=target)
     return PointBinding(bound, at, element, to, to_element)

@@ -116,3 +116,10 @@ def test_a_point_action_goes_through_the_wire_and_back() -> None:
     assert (spec.kind, spec.point_space, spec.at_point) == (ActionKind.MOVE, PointSpace.SCREENSHOT, True)
     _validate.check_for_backend("browser", spec)  # a browser move at a point is allowed
     _validate.check_for_backend("desktop", spec)
+
+
+def test_a_point_over_a_child_frame_is_refused() -> None:
+    frame = _el("e9", Box(0, 300, 600, 200), role="iframe")
+    with pytest.raises(InvalidArgumentError) as bad:
+        bind_point(OBS, [ROW, frame], _spec(ActionKind.CLICK, 10, 200))
+    assert bad.value.field == "x" and "child frame" in str(bad.value)
