@@ -10,6 +10,7 @@ In one run:
   model's point;
 - the guard's own checks, measured alone: the authz ``Check`` round trip on loopback (as the
   executor asks it) and the ledger's durable intent and result (a ``Ledger`` in a temp dir);
+- for scale, the executor's guarded click of the same button by ref (``skip_reobserve``);
 - guarded: the executor's gRPC ``Act`` of a click at the same point of a screenshot
   observation (``click_at``: the point bound to the element under it, every check, the
   sidecar's ``Check``, the intent, the click with the input guard armed at the point, the
@@ -20,7 +21,7 @@ Target: guarded p50 <= 1.2 x raw p50 + the checks' p50 (Check + intent + result)
 Wrong targets: the plans fixture app re-paints its rows by index on a timer (16 and 50 ms)
 and on the first pointer event over a button. Each attempt loads the page, takes a
 screenshot observation and clicks at the centre of the chosen plan's "Cancel" as the
-observation placed it: through ``click_at``, and raw (``page.mouse.click`` at the same point
+observation placed it: through ``click_at`` (refused: observe and retry, twice at most), and raw (``page.mouse.click`` at the same point
 after a screenshot). A wrong target is a plan cancelled that was not the one asked for.
 Target: 0 for Handrail.
 
@@ -101,11 +102,16 @@ def handrail_wrong(session: Session, app: PlansApp, attempts: int, rng: random.R
             nav = session.navigate(f"{app.url}/?{mode}")
             assert nav.result.outcome is Outcome.DONE, nav.result
             plan = rng.choice(PLAN_IDS)
-            session.observe(screenshot=True)
-            r = session.click_at(*_centre(session, "button", "Cancel", f"Plan {plan}"), timeout_ms=1500,
-                                 skip_reobserve=True)  # fmt: skip
-            done += r.result.outcome is Outcome.DONE
-            wrong += _judge(app, plan, r.result.outcome is Outcome.DONE)
+            ok = False
+            for _ in range(3):  # refused: look again and retry, twice at most
+                session.observe(screenshot=True)
+                point = _centre(session, "button", "Cancel", f"Plan {plan}")
+                r = session.click_at(*point, timeout_ms=1500, skip_reobserve=True)
+                ok = r.result.outcome is Outcome.DONE
+                if ok or r.result.execution_started:
+                    break
+            done += ok
+            wrong += _judge(app, plan, ok)
     return done, wrong, attempts * len(MODES)
 
 
@@ -178,6 +184,14 @@ def main() -> None:
                     if i >= 10:
                         guarded.append(time.perf_counter() - t)
                     assert r.result.outcome is Outcome.DONE, r.result
+                ref_clicks = []
+                for i in range(n + 10):
+                    ref = session.find("button", "Tap")
+                    t = time.perf_counter()
+                    r = session.click(ref, skip_reobserve=True)
+                    if i >= 10:
+                        ref_clicks.append(time.perf_counter() - t)
+                    assert r.result.outcome is Outcome.DONE, r.result
                 done, h_wrong, h_attempts = handrail_wrong(session, plans, args.attempts, random.Random(7))
                 session.close()
             r_wrong, r_attempts = asyncio.run(raw_wrong(plans, args.attempts, 7))
@@ -190,6 +204,7 @@ def main() -> None:
         **summary("check", check),
         **summary("ledger_pair", ledger),
         **summary("guarded_pixel_click", guarded),
+        **summary("guarded_ref_click", ref_clicks),
         "handrail_wrong": h_wrong,
         "handrail_done": done,
         "handrail_attempts": h_attempts,
@@ -202,7 +217,10 @@ def main() -> None:
     print(f"authz Check              p50 {figures['check_p50_ms']:.2f} ms")
     print(f"ledger intent + result   p50 {figures['ledger_pair_p50_ms']:.2f} ms")
     print(f"guarded click_at (Act)   p50 {figures['guarded_pixel_click_p50_ms']:.2f} ms  (bound {bound:.2f} ms)")
-    print(f"wrong targets: Handrail {h_wrong}/{h_attempts} ({done} done), raw mouse.click {r_wrong}/{r_attempts}")
+    print(f"guarded ref click (Act)  p50 {figures['guarded_ref_click_p50_ms']:.2f} ms  (the same checks, by ref)")
+    print(
+        f"wrong targets: Handrail {h_wrong}/{h_attempts} ({done} done within 3 tries), raw mouse.click {r_wrong}/{r_attempts}"
+    )
     targets = {"guarded_pixel_click_p50_ms_max": round(bound, 3), "handrail_wrong": 0}
     met = figures["guarded_pixel_click_p50_ms"] <= bound and h_wrong == 0
     emit("pixel", figures, targets, met)
