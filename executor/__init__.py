@@ -45,6 +45,8 @@ from handrail.executor._errors import (
     StaleObservationError,
     StaleRefError,
     TargetChangedError,
+    TargetGoneError,
+    TargetGoneRefusedError,
     UnauthenticatedError,
 )
 from handrail.executor._models import (
@@ -115,6 +117,8 @@ __all__ = [
     "StaleObservationError",
     "StaleRefError",
     "TargetChangedError",
+    "TargetGoneError",
+    "TargetGoneRefusedError",
     "UnauthenticatedError",
     "Verdict",
     "WaitFor",

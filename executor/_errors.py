@@ -9,10 +9,12 @@
         ├── UnauthenticatedError   no or a bad bearer token
         ├── SessionClosedError     the session was closed
         ├── BackendError           the browser or desktop could not be started or used
+        ├── TargetGoneError        the session's target no longer exists (its window was destroyed)
         ├── ExecutorRpcError       (SDK) the executor answered a call with an error status
         │   └── ExecutorUnavailableError   (SDK) unreachable, or no answer by the deadline
         └── ActionError            (SDK, raise_for_outcome) an action that did not end DONE
-            ├── ActionRefusedError     REFUSED; one subclass per ``Reason`` (REFUSAL_ERRORS)
+            ├── ActionRefusedError     REFUSED; one subclass per ``Reason`` (REFUSAL_ERRORS);
+            │                          TargetGoneRefusedError is also a TargetGoneError
             ├── ActionFailedError      FAILED
             └── OutcomeUnknownError    UNKNOWN
 
@@ -68,6 +70,18 @@ class BackendError(ExecutorError):
     """The browser or desktop could not be started or used."""
 
     reason = "BACKEND"
+
+
+class TargetGoneError(ExecutorError):
+    """The session's target no longer exists: its desktop window was destroyed.
+
+    Nothing more can be observed or done in that session, and observing again will not
+    help: close it and open a new session on the window that is there now. The executor
+    raises it (gRPC ``FAILED_PRECONDITION``); the SDK raises it for such a call, then also
+    an ``ExecutorRpcError``, and ``TargetGoneRefusedError`` for an action refused for it.
+    """
+
+    reason = "TARGET_GONE"
 
 
 class ExecutorRpcError(ExecutorError):
@@ -153,6 +167,13 @@ AuthzUnavailableRefusalError = _refusal(
     "AuthzUnavailableRefusalError", Reason.AUTHZ_UNAVAILABLE, "The authz sidecar did not answer."
 )
 
+
+class TargetGoneRefusedError(ActionRefusedError, TargetGoneError):
+    """The session's target window was destroyed: no retry will work, open a new session."""
+
+    reason = Reason.TARGET_GONE
+
+
 #: The refusal error of each reason an action can be refused for (keys are ``Reason``s,
 #: which are strings: a reason read off the wire as text finds its class too).
 REFUSAL_ERRORS: dict[Reason, type[ActionRefusedError]] = {
@@ -176,6 +197,7 @@ REFUSAL_ERRORS: dict[Reason, type[ActionRefusedError]] = {
         ApprovalDeniedError,
         ApprovalExpiredError,
         AuthzUnavailableRefusalError,
+        TargetGoneRefusedError,
     )
 }
 

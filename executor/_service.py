@@ -22,6 +22,7 @@ from handrail.executor._errors import (
     InvalidArgumentError,
     NotFoundError,
     SessionClosedError,
+    TargetGoneError,
     UnauthenticatedError,
 )
 from handrail.executor._faults import Fault
@@ -45,6 +46,7 @@ _STATUS = {
     NotFoundError: grpc.StatusCode.NOT_FOUND,
     UnauthenticatedError: grpc.StatusCode.UNAUTHENTICATED,
     SessionClosedError: grpc.StatusCode.FAILED_PRECONDITION,
+    TargetGoneError: grpc.StatusCode.FAILED_PRECONDITION,  # for good: observing again will not help
     BackendError: grpc.StatusCode.UNAVAILABLE,
     AuthzUnavailableError: grpc.StatusCode.UNAVAILABLE,
 }
@@ -74,7 +76,8 @@ class ExecutorServicer(pb_grpc.ExecutorServicer):
             await context.abort(code, str(exc))
         except HandrailError as exc:
             code = _STATUS.get(type(exc), grpc.StatusCode.FAILED_PRECONDITION)
-            await context.abort(code, str(exc))
+            # The reason code rides along, so that the SDK can raise the same error (TARGET_GONE).
+            await context.abort(code, str(exc), trailing_metadata=((_wire.REASON_METADATA, exc.reason),))
         raise AssertionError("unreachable")  # context.abort raises
 
     def _session(self, session_id: str, context: Context) -> Session:

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import grpc
 
-from handrail.executor._errors import ExecutorRpcError, ExecutorUnavailableError
+from handrail.executor._errors import ExecutorRpcError, ExecutorUnavailableError, TargetGoneError
 from handrail.executor._models import (
     ActionKind,
     ActionResult,
@@ -148,7 +148,25 @@ class _CompatUnavailableError(ExecutorUnavailableError, _CompatRpcError):
     """``ExecutorUnavailableError``, also a ``grpc.RpcError`` for one release."""
 
 
+class _CompatTargetGoneError(TargetGoneError, _CompatRpcError):
+    """``TargetGoneError`` for an SDK call, also an ``ExecutorRpcError`` (``FAILED_PRECONDITION``)."""
+
+    def __init__(self, status: grpc.StatusCode, details: str) -> None:
+        super().__init__(status, details)
+        self.reason = TargetGoneError.reason
+
+
 _UNAVAILABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+#: The trailing metadata key with the reason code of an executor error (``TARGET_GONE``).
+REASON_METADATA = "handrail-reason"
+
+
+def _reason(exc: grpc.RpcError) -> str:
+    trailing = getattr(exc, "trailing_metadata", None)
+    for key, value in (trailing() if callable(trailing) else None) or ():
+        if key == REASON_METADATA:
+            return str(value)
+    return ""
 
 
 def rpc_error(exc: grpc.RpcError) -> ExecutorRpcError:
@@ -157,6 +175,8 @@ def rpc_error(exc: grpc.RpcError) -> ExecutorRpcError:
     details: str = exc.details() or ""
     if code in _UNAVAILABLE:
         return _CompatUnavailableError(code, details)
+    if code == grpc.StatusCode.FAILED_PRECONDITION and _reason(exc) == TargetGoneError.reason:
+        return _CompatTargetGoneError(code, details)
     return _CompatRpcError(code, details)
 
 
