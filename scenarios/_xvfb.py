@@ -4,14 +4,15 @@ The desktop backend's focus check reads ``_NET_ACTIVE_WINDOW``, which only an EW
 manager maintains, so a bare Xvfb is not enough: ``VirtualDisplay`` starts Xvfb on the
 first free display number from 90 up, waits until it accepts connections, starts openbox
 on it, waits until openbox has announced itself (``_NET_SUPPORTING_WM_CHECK``), and stops
-both on exit.
+both on exit. Used by desktop scenarios, the desktop tests, ``handrail demo --desktop``
+and the benchmarks.
 
 openbox runs with its shipped configuration less the mouse bindings of its ``Client``
 context ("Focus, Raise" on a press in a window): openbox takes those presses with a
 synchronous passive grab and replays them after the executor's server grab has ended,
 where any other client could have mapped a window at the point first. The desktop backend
 refuses clicks a passive grab would take (``docs/desktop.md``), so it could not click at
-all under the stock configuration. Used by desktop scenarios, the desktop tests, ``handrail demo --desktop`` and the benchmark.
+all under the stock configuration.
 
     with VirtualDisplay() as vd:
         subprocess.run(["xmessage", "hi"], env={**os.environ, **vd.env()})
