@@ -126,10 +126,10 @@ class Binding:
                 self.gone = f"the target window 0x{self.window_id:x} was destroyed at {stamp}"
                 log.info("%s: the session's binding has ended", self.gone)
             return
-        if kind == X.ClientMessage and e.client_type == self._x.atom("_NET_WM_PING"):
+        if kind == X.ClientMessage and e.client_type == self._x.atom("WM_PROTOCOLS"):
             _, data = e.data
-            if int(data[2]) == self.window_id:
-                self._pongs.add(int(data[1]))
+            if int(data[0]) == self._x.atom("_NET_WM_PING") and int(data[2]) == self.window_id:
+                self._pongs.add(int(data[1]))  # the application's answer, sent to the root
             return
         if kind == X.CreateNotify and int(e.parent.id) == int(self._x.root.id):
             self._new(int(e.window.id), "was created")

@@ -5,12 +5,13 @@ authz round trip) and once inside the server grab that the input is sent under, 
 what it verified is what the server routes the input by (see ``_input``). In order:
 
 1. a person used the desk since the observation: ``HELD_BY_HUMAN``;
-2. the bound window was destroyed (the binding has ended): ``TARGET_GONE``;
-3. the target's own client opened another top-level window since the observation (a
-   dialog may take the keys before the X focus moves): ``FOCUS_MISMATCH``;
-4. the active window is the target (not for ``activate``); a target no longer mapped is
-   ``TARGET_CHANGED``, another active window ``FOCUS_MISMATCH``;
-5. keys: the X focus is the target or inside it *and belongs to the target's client*;
+2. the bound window was destroyed (the binding has ended for good): ``TARGET_GONE``;
+3. the target is on screen — else it was iconified, withdrawn or replaced: ``TARGET_CHANGED``;
+4. (not for ``activate``) the target's own client opened no other top-level window since
+   the observation — a dialog can take the keys before the X focus moves — and the target
+   is the active window: else ``FOCUS_MISMATCH``;
+5. keys: the X focus is the target or inside it *and belongs to the target's client*
+   (another client's window inside the target holding the focus is ``TARGET_CHANGED``);
 6. the client area and the screen size are the observed ones: ``TARGET_CHANGED``;
 7. the pointer is where the executor left it (else a person moved it): ``HELD_BY_HUMAN``;
 8. pointer: the point lies in the client area; the windows at the point, from the root
@@ -129,7 +130,7 @@ class Checker:
         x = self._x
         try:
             focus = x.input_focus()  # a round trip first: every event sent before it is read now
-            refusal = self.gone()
+            refusal = self.gone() or self._viewable()
             if refusal is None and spec.kind is not ActionKind.ACTIVATE:
                 refusal = self.new_window() or self._active()
             if refusal is None and spec.kind in KEY_KINDS:
@@ -152,7 +153,7 @@ class Checker:
                 self._on_foreign_pointer(f"moved the pointer to ({pointer[0]}, {pointer[1]})")
                 return self._human()
             if spec.kind in POINTER_KINDS:
-                return self._pointer(rect, planned, pointer)
+                return self._pointer(rect, planned, pointer, buttons=spec.kind is not ActionKind.MOVE)
             if spec.kind in KEY_KINDS:
                 return self._keys(focus, pointer, planned)
         except WindowGoneError:
@@ -166,17 +167,22 @@ class Checker:
 
     # -- the window manager's view and the focus ------------------------------------------
 
+    def _viewable(self) -> Refusal | None:
+        """TARGET_CHANGED when the target is not on screen (iconified, withdrawn, unmapped)."""
+        x = self._x
+        if x.window(self.window_id).get_attributes().map_state == X.IsViewable:
+            return None
+        return Refusal(
+            Reason.TARGET_CHANGED,
+            f"the target window 0x{self.window_id:x} is not on screen (iconified, withdrawn or unmapped); "
+            f"the active window is {x.describe(x.active_window())}",
+        )
+
     def _active(self) -> Refusal | None:
         x = self._x
         active = x.active_window()
         if active == self.window_id:
             return None
-        if x.window(self.window_id).get_attributes().map_state != X.IsViewable:
-            return Refusal(
-                Reason.TARGET_CHANGED,
-                f"the target window 0x{self.window_id:x} is not on screen (iconified, withdrawn or unmapped); "
-                f"the active window is {x.describe(active)}",
-            )
         return Refusal(
             Reason.FOCUS_MISMATCH, f"the active window is {x.describe(active)}, not the target 0x{self.window_id:x}"
         )
@@ -215,7 +221,7 @@ class Checker:
                 return wid
         return 0
 
-    def _pointer(self, rect: Rect, planned: Planned, pointer: tuple[int, int]) -> Refusal | None:
+    def _pointer(self, rect: Rect, planned: Planned, pointer: tuple[int, int], *, buttons: bool) -> Refusal | None:
         x = self._x
         origin = (rect.x, rect.y)
         for rx, ry in planned.points:
@@ -244,7 +250,7 @@ class Checker:
                 refusal = self._passive(chain, f"button {button}", partial(_grab_button, button=button, state=state))
                 if refusal is not None:
                     return refusal
-        return self._active_grab("pointer", x.chain_at(*pointer)[-1]) if planned.buttons else None
+        return self._active_grab("pointer", x.chain_at(*pointer)[-1]) if buttons else None
 
     def _keys(self, focus: int, pointer: tuple[int, int], planned: Planned) -> Refusal | None:
         x = self._x

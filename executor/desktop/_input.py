@@ -47,6 +47,8 @@ _RESTORE_KEYMAP_AFTER_S = 0.3  # let the client read the last borrowed key befor
 _PING_TIMEOUT_S = 1.0  # an application that answers no ping within this is not typed into further
 _SETTLE_S = 0.003  # without _NET_WM_PING: the time an application is given to handle one key
 _BUTTONS = {"": 1, "left": 1, "middle": 2, "right": 3}
+_NEW_WINDOW = "the application may have given it to that new window"
+_NO_PONG = "the application never said it had handled it"
 
 
 def root_point(cited: Observation, x: int, y: int) -> tuple[int, int]:
@@ -202,12 +204,14 @@ class DesktopInput:
                     if stop is not None:
                         # A new window of the target's application puts the character before in doubt.
                         doubt = text[sent - 1] if sent and self._binding.new_windows else ""
-                        return self._stopped(text, sent - bool(doubt), stop.reason, stop.message, doubt=doubt)
+                        return self._stopped(
+                            text, sent - bool(doubt), stop.reason, stop.message, doubt=doubt, why=_NEW_WINDOW
+                        )
                     sent += 1
                     if sent < len(text):
                         late = await self._handled(delay_ms)
                         if late:
-                            return self._stopped(text, sent - 1, Reason.FOCUS_MISMATCH, late, doubt=ch)
+                            return self._stopped(text, sent - 1, Reason.FOCUS_MISMATCH, late, doubt=ch, why=_NO_PONG)
         finally:
             self._schedule_restore()
         return DispatchResult(DispatchStatus.DONE, f"{label} {sent} characters", typed_chars=sent)
@@ -249,13 +253,14 @@ class DesktopInput:
         return parts
 
     @staticmethod
-    def _stopped(text: str, typed: int, reason: Reason | None, why: str, *, doubt: str = "") -> DispatchResult:
+    def _stopped(
+        text: str, typed: int, reason: Reason | None, stop: str, *, doubt: str = "", why: str = ""
+    ) -> DispatchResult:
         """Typing stopped by a check (``reason``) or by its timeout (None)."""
-        message = f"typing stopped after {typed} of {len(text)} characters: {why}"
+        message = f"typing stopped after {typed} of {len(text)} characters: {stop}"
         if doubt:
             message += (
-                f"; the character after them ({doubt!r}) was sent while the check held, but the application "
-                "may have given it to the new window: it is not counted"
+                f"; the character after them ({doubt!r}) was sent while the check held, but {why}: it is not counted"
             )
         if not typed and not doubt:
             return DispatchResult(DispatchStatus.NOT_STARTED, message, reason=reason)

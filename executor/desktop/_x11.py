@@ -237,7 +237,7 @@ class X11:
 
     def describe(self, wid: int) -> str:
         """A window for a message: its id, class, title and pid, as far as they can be read."""
-        if wid in (0, 1):
+        if wid in (0, 1) or wid == int(self.root.id):
             return "no window" if wid == 0 else "the root window"
         try:
             info = self.info(wid)
