@@ -11,7 +11,8 @@ JSON line — ``{"keys": n, "buttons": n, "text": "...", ...}`` — and exits. K
 - ``child --parent WID --geometry X,Y,W,H [--input-only] [--focus]``: a window of its own
   *inside another client's window*; input-only windows are invisible and take clicks (and
   keys when the pointer is over them); ``--focus`` gives it the keyboard focus;
-- ``blink --geometry X,Y,W,H``: an override-redirect overlay mapped and unmapped in a loop;
+- ``blink --geometry X,Y,W,H [--period-ms P]``: an override-redirect overlay mapped and
+  unmapped in a loop, hidden a fifth of each period;
 - ``reuse --window WID --title T``: waits until the server hands it the id range of WID's
   (dead) client, creates a window with that very id, titled T, and has it activated;
 - ``impostor --title T``: a new window titled T that has itself activated;
@@ -221,7 +222,9 @@ class _Blink(_Client):  # pragma: no cover
             self.extra["blinks"] += 1
         self.shown = not self.shown
         self.d.flush()
-        return self.args.period_ms / 2000
+        # Shown most of the time, hidden only briefly: a check that passes in a gap is
+        # followed by the overlay within a fraction of a millisecond.
+        return self.args.period_ms * (0.8 if self.shown else 0.2) / 1000
 
 
 class _Reuse(_Client):  # pragma: no cover
