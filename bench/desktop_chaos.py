@@ -26,17 +26,22 @@ application opens by itself — no client can stop an application from giving it
 dialog a key it already received; there the target is that each such key was reported
 in doubt (never counted as typed); every refusal decided within 10 ms; the guarded
 desktop click (the executor's gRPC ``Act``, as ``bench/desktop.py`` measures it) at a p50
-within 1.5x today's: 5.44 ms, measured by ``bench/desktop.py`` at b64a713 before this
-change (a second run gave 6.06 ms; the lower is used).
+within 1.5x today's. Today's is measured in the same run: ``bench/desktop.py`` of the
+commit before this change (``--baseline-commit``, default b64a713, unpacked with
+``git archive`` and run against its own code), because this machine's load moves a
+click's p50 by 2x from one minute to the next. On a quiet machine before the change it
+gave 5.44 ms (and 6.06 ms in a second run).
 
-    flock /tmp/handrail-bench.lock python bench/desktop_chaos.py [--rounds 10]
+    flock /tmp/handrail-bench.lock python bench/desktop_chaos.py [--rounds 10] [--baseline-commit REV]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -58,7 +63,8 @@ from handrail.scenarios import VirtualDisplay, start_authz, start_executor
 from handrail.scenarios._tkapps import NOTES_LAYOUT, TkApp
 from tests.desktop.attackers import Attacker
 
-BASELINE_CLICK_P50_MS = 5.44  # bench/desktop.py at b64a713, before the check-and-send grab
+QUIET_BASELINE_CLICK_P50_MS = 5.44  # bench/desktop.py at b64a713 on a quiet machine, before this change
+ROOT = Path(__file__).resolve().parent.parent
 PAD = NOTES_LAYOUT["pad"]
 TEXT = "quarterly figures attached"
 _titles = iter(range(1, 10_000))
@@ -92,8 +98,12 @@ class Guard:
         self.gen += 1
         return Observation(f"c:{self.gen}", "c", self.gen, 1, "", raw.title, raw.snapshot, "", 0, desktop=raw.desktop)
 
-    async def act(self, kind: ActionKind, **kw: Any) -> DispatchResult | None:
-        """Observe, check, dispatch; None when refused (its decision time is recorded)."""
+    async def act(self, kind: ActionKind, armed: Callable[[], None] | None = None, **kw: Any) -> DispatchResult | None:
+        """Observe, check, dispatch; None when refused (its decision time is recorded).
+
+        ``armed`` runs once the early check passed, just before dispatch (an attack that
+        must start mid-action).
+        """
         t = time.perf_counter()
         try:
             obs = await self.observe()
@@ -105,6 +115,8 @@ class Guard:
         if await self.surface.check_fresh(obs, spec, None) is not None:
             self.refusal_ms.append((time.perf_counter() - t) * 1000)
             return None
+        if armed is not None:
+            armed()
         t = time.perf_counter()
         result = await self.surface.dispatch(spec, 20_000)
         if result.status is DispatchStatus.NOT_STARTED:
@@ -158,19 +170,18 @@ class Bench:
         pyautogui.PAUSE = 0
         pyautogui.FAILSAFE = False
         self.rows: list[Row] = []
-        self.refusal_ms: list[float] = []
+        self.refusal_ms: dict[str, list[float]] = {}
 
     def pad_root(self, wid: int, dx: int = 0, dy: int = 0) -> tuple[int, int]:
         x, y, _, _ = rect(self.display, wid)
         return x + PAD[0] + PAD[2] // 2 + dx, y + PAD[1] + PAD[3] // 2 + dy
 
-    async def guarded(self, wid: int, body: Callable[[Guard], Awaitable[None]]) -> None:
+    async def guarded(self, attack: str, wid: int, body: Callable[[Guard], Awaitable[None]]) -> None:
         guard = await bind(wid, self.display)
         try:
             await body(guard)
         finally:
-            self.refusal_ms += guard.refusal_ms
-            await guard.surface.close()
+            await self.release(attack, guard)
 
     # -- one attacker against both agents -------------------------------------------------------
 
@@ -183,38 +194,39 @@ class Bench:
         *,
         count: str = "keys",
     ) -> Row:
-        """A Tk notes app as the target; the attacker started once per side."""
+        """A Tk notes app as the target, bound first; then the attacker, started once per side."""
         row = Row(name)
+        x, y = PAD[0] + PAD[2] // 2, PAD[1] + PAD[3] // 2
         for side in ("handrail", "raw"):
             with TkApp("notes", self.display, title=title("Notes")) as app:
                 wid = app.window_id()
                 activate(self.display, wid)
-                with Attacker(kind, self.display, *options(app)) as attacker:
-                    time.sleep(0.2)
-                    if side == "handrail":
-
-                        async def body(guard: Guard) -> None:
-                            for _ in range(self.rounds):
-                                if action == "type":
-                                    result = await guard.act(ActionKind.TYPE, text=TEXT)
-                                else:
-                                    x, y = PAD[0] + PAD[2] // 2, PAD[1] + PAD[3] // 2
-                                    result = await guard.act(ActionKind.CLICK, x=x, y=y)
-                                row.done += result is not None
-                                row.refused += result is None
-
-                        await self.guarded(wid, body)
-                    else:
-                        point = self.pad_root(wid)
+                self.gui.moveTo(*self.pad_root(wid))  # the pointer rests over the target
+                guard = await bind(wid, self.display) if side == "handrail" else None
+                try:
+                    with Attacker(kind, self.display, *options(app)) as attacker:
+                        time.sleep(0.2)
                         for _ in range(self.rounds):
+                            if guard is None:
+                                self.gui.write(TEXT) if action == "type" else self.gui.click(*self.pad_root(wid))
+                                continue
                             if action == "type":
-                                self.gui.write(TEXT)
+                                result = await guard.act(ActionKind.TYPE, text=TEXT)
                             else:
-                                self.gui.click(*point)
-                    time.sleep(0.2)
-                    setattr(row, side, int(attacker.stop()[count]))
+                                result = await guard.act(ActionKind.CLICK, x=x, y=y)
+                            row.done += result is not None
+                            row.refused += result is None
+                        time.sleep(0.2)
+                        setattr(row, side, int(attacker.stop()[count]))
+                finally:
+                    if guard is not None:
+                        await self.release(name, guard)
         self.rows.append(row)
         return row
+
+    async def release(self, attack: str, guard: Guard) -> None:
+        self.refusal_ms.setdefault(attack, []).extend(guard.refusal_ms)
+        await guard.surface.close()
 
     async def grabs_and_children(self) -> None:
         await self.against_both("keyboard grab", "grab-keyboard", lambda app: (), "type")
@@ -272,8 +284,7 @@ class Bench:
                     setattr(row, side, int(impostor.stop()["keys"]))
             finally:
                 if guard is not None:
-                    self.refusal_ms += guard.refusal_ms
-                    await guard.surface.close()
+                    await self.release(row.attack, guard)
         self.rows.append(row)
 
     async def races(self) -> None:
@@ -308,7 +319,7 @@ class Bench:
                                     if row.done >= wanted:
                                         break
 
-                            await self.guarded(wid, body)
+                            await self.guarded(name, wid, body)
                         else:
                             for _ in range(wanted):
                                 self.gui.click(x + point[0], y + point[1])  # where it saw the target
@@ -332,18 +343,18 @@ class Bench:
                     options = ("--title", title("App"), *extra) + (("--trigger", "!") if how == "trigger" else ())
                     with Attacker("dialog-app", self.display, *options) as app:
                         activate(self.display, app.window)
-                        if how == "spontaneous":
-                            app.command("dialog-in 60")
+                        # The dialog opens by itself while the text is being typed.
+                        arm = (lambda a=app: a.command("dialog-in 40")) if how == "spontaneous" else None
                         if side == "handrail":
 
-                            async def body(guard: Guard, row: Row = row) -> None:
-                                result = await guard.act(ActionKind.TYPE, text=text, key_delay_ms=2)
+                            async def body(guard: Guard, row: Row = row, arm: Any = arm) -> None:
+                                result = await guard.act(ActionKind.TYPE, text=text, key_delay_ms=2, armed=arm)
                                 row.done += result is not None
                                 row.refused += result is None
                                 if result is not None and "it is not counted" in result.message:
                                     row.in_doubt += 1
 
-                            await self.guarded(app.window, body)
+                            await self.guarded(name, app.window, body)
                         else:
                             self.gui.write(text, interval=0.002)
                         time.sleep(0.3)
@@ -365,16 +376,20 @@ class Bench:
                 ):
                     thief.window_id()
                     activate(self.display, notes.window_id())
-                    thief.command("steal-in 120")
+
+                    def arm(thief: TkApp = thief) -> None:
+                        thief.command("steal-in 60")  # while the text is being typed
+
                     if side == "handrail":
 
-                        async def body(guard: Guard, row: Row = row) -> None:
-                            result = await guard.act(ActionKind.TYPE, text=text, key_delay_ms=2)
+                        async def body(guard: Guard, row: Row = row, arm: Any = arm) -> None:
+                            result = await guard.act(ActionKind.TYPE, text=text, key_delay_ms=2, armed=arm)
                             row.done += result is not None
                             row.refused += result is None
 
-                        await self.guarded(notes.window_id(), body)
+                        await self.guarded(row.attack, notes.window_id(), body)
                     else:
+                        arm()
                         self.gui.write(text, interval=0.002)
                     stolen = len(thief.settled_state()["text"])
                 setattr(row, side, getattr(row, side) + stolen)
@@ -401,11 +416,49 @@ def guarded_clicks(display: str, n: int) -> list[float]:
     return clicks
 
 
+_SITECUSTOMIZE = """import sys
+# Run the code of this tree, not the editable install of the current worktree.
+sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]
+sys.path_hooks[:] = [h for h in sys.path_hooks if "__editable__" not in getattr(h, "__module__", "")]
+sys.path_importer_cache.clear()
+"""
+
+
+def todays_click(commit: str, n: int) -> float:
+    """The guarded click p50 of ``commit``'s own code and ``bench/desktop.py``, run now."""
+    with tempfile.TemporaryDirectory(prefix="handrail-baseline-") as tmp:
+        src, tree = Path(tmp) / "src", Path(tmp) / "tree"
+        src.mkdir()
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit], check=True, capture_output=True)
+        subprocess.run(["tar", "-x", "-C", str(src)], input=archive.stdout, check=True)
+        package = tree / "handrail"
+        package.mkdir(parents=True)
+        for item in (src / "handrail").iterdir():
+            (package / item.name).symlink_to(item)
+        for name in ("executor", "authz", "recorder", "proto", "scenarios"):
+            (package / name).symlink_to(src / name)
+        (tree / "sitecustomize.py").write_text(_SITECUSTOMIZE)
+        env = {**os.environ, "PYTHONPATH": str(tree)}
+        env.pop("DISPLAY", None)
+        run = subprocess.run(
+            [sys.executable, str(src / "bench" / "desktop.py"), "--n", str(n)],
+            cwd=tmp,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        figures = json.loads(run.stdout.strip().splitlines()[-1])
+        return float(figures["guarded_click_p50_ms"])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=10, help="actions per attack and side")
     ap.add_argument("--n", type=int, default=150, help="guarded clicks for the p50")
+    ap.add_argument("--baseline-commit", default="b64a713", help="the code before this change")
     args = ap.parse_args()
+    today = todays_click(args.baseline_commit, args.n)
     with VirtualDisplay() as vd:
         os.environ["DISPLAY"] = vd.display  # pyautogui, the attackers and the executor process
         bench = Bench(vd.display, args.rounds)
@@ -417,12 +470,16 @@ def main() -> None:
         asyncio.run(bench.focus_steal())
         attacks_s = time.perf_counter() - started
         clicks = guarded_clicks(vd.display, args.n)
+    today_after = todays_click(args.baseline_commit, args.n)  # before and after: the load moves
+    today = (today + today_after) / 2
 
     width = max(len(r.attack) for r in bench.rows)
     print(f"{'attack':<{width}}  handrail  raw  (handrail: done / refused / in doubt)")
     for r in bench.rows:
         extra = f"  {r.note}" if r.note else ""
         print(f"{r.attack:<{width}}  {r.handrail:>8}  {r.raw:>3}  ({r.done} / {r.refused} / {r.in_doubt}){extra}")
+    every_refusal = [ms for samples in bench.refusal_ms.values() for ms in samples]
+    slowest = {attack: round(max(samples), 3) for attack, samples in bench.refusal_ms.items() if samples}
     spontaneous = [r for r in bench.rows if "by itself" in r.attack]
     guarded_rows = [r for r in bench.rows if r not in spontaneous]
     figures: dict[str, Any] = {
@@ -434,29 +491,32 @@ def main() -> None:
         "raw_received_by_attack": {r.attack: r.raw for r in bench.rows},
         "spontaneous_dialog_received": sum(r.handrail for r in spontaneous),
         "spontaneous_dialog_in_doubt": sum(r.in_doubt for r in spontaneous),
-        "refusals": len(bench.refusal_ms),
-        "refusal_p50_ms": round(pct(bench.refusal_ms, 50), 3) if bench.refusal_ms else 0.0,
-        "refusal_max_ms": round(max(bench.refusal_ms), 3) if bench.refusal_ms else 0.0,
-        "baseline_click_p50_ms": BASELINE_CLICK_P50_MS,
+        "refusals": len(every_refusal),
+        "refusal_p50_ms": round(pct(every_refusal, 50), 3),
+        "refusal_p99_ms": round(pct(every_refusal, 99), 3),
+        "refusal_max_ms": round(max(every_refusal), 3),
+        "refusal_max_ms_by_attack": slowest,
+        "today_click_p50_ms": round(today, 3),
+        "quiet_baseline_click_p50_ms": QUIET_BASELINE_CLICK_P50_MS,
         **summary("guarded_click", clicks),
     }
     targets = {
         "handrail_received": 0,
         "spontaneous_dialog_received": "<= spontaneous_dialog_in_doubt",
         "refusal_max_ms": 10.0,
-        "guarded_click_p50_ms": f"<= 1.5 x {BASELINE_CLICK_P50_MS}",
+        "guarded_click_p50_ms": "<= 1.5 x today_click_p50_ms",
     }
     met = (
         figures["handrail_received"] == 0
         and figures["spontaneous_dialog_received"] <= figures["spontaneous_dialog_in_doubt"]
         and figures["refusal_max_ms"] <= 10.0
-        and figures["guarded_click_p50_ms"] <= 1.5 * BASELINE_CLICK_P50_MS
+        and figures["guarded_click_p50_ms"] <= 1.5 * today
     )
     print(
         f"received outside the bound window: Handrail {figures['handrail_received']}, "
         f"raw pyautogui {figures['raw_received']}; refusals {figures['refusals']}, "
         f"p50 {figures['refusal_p50_ms']} ms, max {figures['refusal_max_ms']} ms; guarded click p50 "
-        f"{figures['guarded_click_p50_ms']} ms (today's {BASELINE_CLICK_P50_MS} ms)"
+        f"{figures['guarded_click_p50_ms']} ms (today's code, same run: {figures['today_click_p50_ms']} ms)"
     )
     emit("desktop_chaos", figures, targets, met)
 
