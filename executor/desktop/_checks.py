@@ -339,13 +339,19 @@ class Checker:
         return None
 
     def _describe_top(self, chain: list[int]) -> str:
+        """The window on top at a point, for a message: the managed window in that frame."""
+        x = self._x
         top = chain[1] if len(chain) > 1 else 0
-        for client in self._x.stacking():
-            try:
-                if self._x.toplevel(client) == top:
-                    return self._x.describe(client)
-            except WindowGoneError:
-                continue
+        managed = set(x.stacking())
+        if top in managed:
+            return x.describe(top)
+        try:
+            inside = [int(c.id) for c in x.window(top).query_tree().children]
+        except xerror.BadWindow:
+            inside = []
+        client = next((w for w in inside if w in managed), 0)
+        if client:
+            return x.describe(client)
         return f"an unmanaged window 0x{top:x} (a menu, tooltip or notification)"
 
 

@@ -166,7 +166,12 @@ class Keyboard:
                 continue
             for level in (1, 0):  # the unshifted level wins when both have the keysym
                 if level < len(syms) and syms[level]:
-                    self._codes[int(syms[level])] = (code, level == 1)
+                    keysym, shifted = int(syms[level]), level == 1
+                    known = self._codes.get(keysym)
+                    # The first keycode with a keysym is its own (Xvfb also puts Alt_L on a
+                    # keycode that sets no modifier); an unshifted one beats a shifted one.
+                    if known is None or (known[1] and not shifted):
+                        self._codes[keysym] = (code, shifted)
         self._modifiers = {}
         for bit, codes in enumerate(self._x.display.get_modifier_mapping()):
             for code in codes:

@@ -297,7 +297,9 @@ def test_a_moving_target_never_sends_a_click_outside_it(notes: TkApp, xdisplay: 
 # -- 5. focus moves inside the application first ----------------------------------------------
 
 
-async def _type_into_app(xdisplay: str, app: Attacker, text: str, **kw: object) -> DispatchResult:
+async def _type_into_app(xdisplay: str, app: Attacker, text: str, arm: str = "", **kw: object) -> DispatchResult:
+    """Bind the application's window, observe, type ``text``; ``arm`` goes to the app once the
+    early check passed (an attack that must start while the text is being typed)."""
     s = await open_desktop(DesktopTarget(display=xdisplay, window_id=app.window))
     try:
         s._x.request_activate(s.window_id)
@@ -306,8 +308,11 @@ async def _type_into_app(xdisplay: str, app: Attacker, text: str, **kw: object) 
                 break
             await asyncio.sleep(0.01)
         obs = await observe(s)
-        refusal, result = await act(s, obs, ActionKind.TYPE, text=text, **kw)
-        assert refusal is None and result is not None, refusal
+        typing = spec(obs, ActionKind.TYPE, text=text, **kw)
+        assert await s.check_fresh(obs, typing, None) is None
+        if arm:
+            app.command(arm)
+        result = await s.dispatch(typing, 20_000)
         await asyncio.sleep(0.3)
         return result
     finally:
@@ -341,8 +346,8 @@ def test_a_dialog_the_application_opens_on_a_key_stops_typing_and_is_not_counted
 def test_a_dialog_the_application_opens_by_itself_gets_at_most_the_one_key_in_doubt(xdisplay: str) -> None:
     text = "the quick brown fox jumps over the lazy dog " * 4
     with Attacker("dialog-app", xdisplay, "--title", unique_title("Dialog app")) as app:
-        app.command("dialog-in 120")  # an "update available" prompt of the application itself
-        result = asyncio.run(_type_into_app(xdisplay, app, text, key_delay_ms=2))
+        # An "update available" prompt of the application itself, while the text is typed.
+        result = asyncio.run(_type_into_app(xdisplay, app, text, arm="dialog-in 60", key_delay_ms=2))
         log = app.stop()
     main, dialog = str(log["main"]), str(log["dialog"])
     assert log["dialog_opened"] and result.status is DispatchStatus.PARTIAL, (result, log)
@@ -357,10 +362,10 @@ def test_a_tk_dialog_that_opens_mid_typing_stops_typing_at_once(notes: TkApp) ->
     async def body() -> DispatchResult:
         async with surface(notes) as s:
             obs = await observe(s)
-            notes.command("steal-in 150")  # the notes application opens its own prompt
-            refusal, result = await act(s, obs, ActionKind.TYPE, text=text, key_delay_ms=2)
-            assert refusal is None and result is not None
-            return result
+            typing = spec(obs, ActionKind.TYPE, text=text, key_delay_ms=2)
+            assert await s.check_fresh(obs, typing, None) is None
+            notes.command("steal-in 100")  # the notes application opens its own prompt
+            return await s.dispatch(typing, 20_000)
 
     result = asyncio.run(body())
     state = notes.settled_state()
@@ -369,3 +374,16 @@ def test_a_tk_dialog_that_opens_mid_typing_stops_typing_at_once(notes: TkApp) ->
     assert "opened" in result.message and result.reason == "FOCUS_MISMATCH", result.message
     assert got + popup == text[: len(got) + len(popup)]
     assert len(got) + len(popup) == _sent(result)  # nothing after the check that saw it
+
+
+def test_a_window_manager_shortcut_is_refused_not_sent(notes: TkApp) -> None:
+    """openbox binds alt+F4 on the root (a passive grab): the chord would close the window."""
+
+    async def body() -> tuple[Refusal | None, DispatchResult | None]:
+        async with surface(notes) as s:
+            obs = await observe(s)
+            return await act(s, obs, ActionKind.HOTKEY, keys=("alt", "f4"))
+
+    reason, message = refused(asyncio.run(body()))
+    assert reason == "FOCUS_MISMATCH" and "passive grab" in message and "the root window" in message, message
+    assert notes.proc is not None and notes.proc.poll() is None  # the window is still there
