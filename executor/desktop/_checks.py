@@ -119,8 +119,13 @@ class Checker:
             "(a dialog can take the keys before the X focus moves)",
         )
 
-    def check(self, cited: Observation, spec: ActionSpec, planned: Planned) -> Refusal | None:
-        """Every check of the module docstring, in order; None when the write may go out."""
+    def check(
+        self, cited: Observation, spec: ActionSpec, planned: Planned, pointer: tuple[int, int] | None = None
+    ) -> Refusal | None:
+        """Every check of the module docstring, in order; None when the write may go out.
+
+        ``pointer``: where the pointer is, when the caller has just asked (one round trip less).
+        """
         human = self._human()
         if human is not None:
             return human
@@ -147,7 +152,7 @@ class Checker:
                     Reason.TARGET_CHANGED,
                     f"the screen is {screen[0]}x{screen[1]}, not {seen.screen_width}x{seen.screen_height} as observed",
                 )
-            pointer = x.pointer()
+            pointer = pointer or x.pointer()
             left = pointer_left.get(x.name)
             if left is not None and pointer != left:
                 self._on_foreign_pointer(f"moved the pointer to ({pointer[0]}, {pointer[1]})")
@@ -223,6 +228,7 @@ class Checker:
 
     def _pointer(self, rect: Rect, planned: Planned, pointer: tuple[int, int], *, buttons: bool) -> Refusal | None:
         x = self._x
+        deepest = 0
         origin = (rect.x, rect.y)
         for rx, ry in planned.points:
             if not rect.contains(rx, ry):
@@ -246,11 +252,16 @@ class Checker:
                 )
             if (rx, ry) != planned.points[0]:
                 continue  # buttons are pressed at the first point only (a drag releases at the last)
+            deepest = chain[-1]
             for button, state in planned.buttons:
                 refusal = self._passive(chain, f"button {button}", partial(_grab_button, button=button, state=state))
                 if refusal is not None:
                     return refusal
-        return self._active_grab("pointer", x.chain_at(*pointer)[-1]) if buttons else None
+        if not buttons:
+            return None
+        # The attempt on the window the click goes to: where the pointer usually is already
+        # (else the target sees a Leave/Enter pair with mode NotifyGrab/NotifyUngrab).
+        return self._active_grab("pointer", deepest or x.chain_at(*pointer)[-1])
 
     def _keys(self, focus: int, pointer: tuple[int, int], planned: Planned) -> Refusal | None:
         x = self._x

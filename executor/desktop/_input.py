@@ -80,16 +80,15 @@ class DesktopInput:
         self._loop = asyncio.get_running_loop()
         self._restore: asyncio.TimerHandle | None = None
 
-    def _modifiers(self) -> int:
-        """The modifier state now (locks such as NumLock included): what passive grabs match."""
-        return int(self._x.root.query_pointer().mask) & 0xFF
-
     def _send_checked(self, cited: Observation, spec: ActionSpec, plan: Callable[[int], Planned]) -> Refusal | None:
         """Grab the server, check, send ``plan``'s events if the check held, let go."""
         x = self._x
         with x.server_grabbed():
-            planned = plan(self._modifiers())
-            refusal = self._checker.check(cited, spec, planned)
+            # Where the pointer is, and the modifier state (locks such as NumLock included),
+            # which passive grabs match against.
+            now = x.root.query_pointer()
+            planned = plan(int(now.mask) & 0xFF)
+            refusal = self._checker.check(cited, spec, planned, (int(now.root_x), int(now.root_y)))
             if refusal is not None:
                 return refusal
             d = x.display

@@ -28,6 +28,7 @@ JSON line — ``{"keys": n, "buttons": n, "text": "...", ...}`` — and exits. K
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import queue
@@ -285,22 +286,21 @@ class _Mover(_Client):  # pragma: no cover
         decoy.map()
         decoy.configure(stack_mode=X.Below)
         self.target = self.d.create_resource_object("window", int(self.args.window, 0))
+        origin = self.target.translate_coords(self.root, 0, 0)
+        self.home = (-origin.x, -origin.y)  # the client area's root position at the start
+        self.size = self.target.get_geometry()
         self.step = 0
         self.extra["moves"] = 0
         return int(decoy.id)
 
     def tick(self) -> float:
-        geo = self.target.get_geometry()
-        origin = self.target.translate_coords(self.root, 0, 0)
-        left = -origin.x  # the client area's root x
-        top = -origin.y
-        dx = self.args.dx if self.step % 2 == 0 else -self.args.dx
+        dx = self.args.dx if self.step % 2 == 0 else 0
         self.step += 1
-        flags = (1 << 8) | (1 << 9) | (2 << 12)  # x and y given, from a pager; gravity: the client area
+        flags = (1 << 8) | (1 << 9) | (2 << 12) | 10  # x and y given, from a pager, static gravity
         message = event.ClientMessage(
             window=self.target,
             client_type=self.atom("_NET_MOVERESIZE_WINDOW"),
-            data=(32, [flags | 10, left + dx, top, geo.width, geo.height]),
+            data=(32, [flags, self.home[0] + dx, self.home[1], self.size.width, self.size.height]),
         )
         self.root.send_event(message, event_mask=X.SubstructureRedirectMask | X.SubstructureNotifyMask)
         self.d.flush()
@@ -466,24 +466,30 @@ class Attacker:
         """End the attacker and return its log: keys, buttons, text, and its kind's extras."""
         if self.proc is None:
             return self.summary
+        failure = ""
         try:
             assert self.proc.stdin is not None
             self.proc.stdin.write("quit\n")
             self.proc.stdin.flush()
             self.summary = json.loads(self._expect("{", timeout))
-        except (OSError, RuntimeError, json.JSONDecodeError):
-            self.summary = {}
+        except (OSError, RuntimeError, json.JSONDecodeError) as exc:
+            failure = str(exc)
         finally:
             try:
                 self.proc.wait(5)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
-            if self.proc.stdout is not None:
-                self.proc.stdout.close()
-            if self.proc.stdin is not None:
-                self.proc.stdin.close()
+            for pipe in (self.proc.stdin, self.proc.stdout):
+                with contextlib.suppress(OSError):
+                    if pipe is not None:
+                        pipe.close()
             self.proc = None
+        if failure:
+            said = []
+            while not self._lines.empty():
+                said.append(self._lines.get())
+            raise RuntimeError(f"attacker {self.kind} ended badly ({failure}); it said {said}")
         return self.summary
 
     def kill(self) -> None:
