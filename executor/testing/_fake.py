@@ -109,6 +109,7 @@ class FakeBackend:
         closed: whether the loop closed the surface.
         on_dispatch: awaited with each action as it reaches ``dispatch``, before the
             scripted answer (to look at the world at that moment).
+        observe_error: raised by every observation while set (a target gone for good).
     """
 
     def __init__(
@@ -129,6 +130,7 @@ class FakeBackend:
         self.calls: list[str] = []
         self.closed = False
         self.on_dispatch: Callable[[ActionSpec], Awaitable[None]] | None = None
+        self.observe_error: BaseException | None = None
         self._refusals: deque[Refusal | None] = deque()
         self._dispatches: deque[Dispatch] = deque()
         self._expectations: deque[tuple[bool, str]] = deque()
@@ -159,6 +161,8 @@ class FakeBackend:
 
     async def observe(self, options: ObserveOptions) -> RawObservation:
         self.calls.append("observe")
+        if self.observe_error is not None:
+            raise self.observe_error
         self.observations += 1
         desktop = None
         if self.kind == "desktop":
