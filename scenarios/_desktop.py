@@ -127,7 +127,7 @@ class DesktopApps:
 def display_unavailable() -> str | None:
     """Why desktop scenarios cannot run here (no Xvfb, openbox, Tk ...), or None."""
     missing = [tool for tool in ("Xvfb", "openbox") if shutil.which(tool) is None]
-    missing += [mod for mod in ("tkinter", "Xlib", "pyautogui", "mss") if importlib.util.find_spec(mod) is None]
+    missing += [mod for mod in ("tkinter", "Xlib", "mss") if importlib.util.find_spec(mod) is None]
     if missing:
         return f"missing {', '.join(missing)} (see docs/desktop.md: apt-get install -y xvfb openbox python3-tk)"
     return None

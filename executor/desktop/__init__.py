@@ -1,7 +1,7 @@
 """The X11 desktop backend: a session bound to one window of a display.
 
-This sub-package is the only part of Handrail that imports ``pyautogui``, ``mss`` and
-``Xlib`` (it uses the last two):
+This sub-package is the only part of Handrail that imports ``mss`` and ``Xlib`` (and the
+only one allowed ``pyautogui``, which it no longer needs):
 
 - ``_open``: binding a session to exactly one managed window (``open_desktop``);
 - ``_binding``: that window's identity — its client, its destruction (which ends the
