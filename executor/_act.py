@@ -26,7 +26,7 @@ import time
 from handrail._vocabulary import Evidence, Outcome, Reason
 from handrail.authz import ApprovalStatus, AsyncAuthzClient, AuthzError, Decision
 from handrail.executor._backend import DispatchResult, DispatchStatus
-from handrail.executor._errors import NotFoundError, SessionClosedError
+from handrail.executor._errors import NotFoundError, SessionClosedError, TargetGoneError
 from handrail.executor._faults import FaultPoint
 from handrail.executor._lease import LeaseKeeper
 from handrail.executor._models import ActionResult, ActionSpec, ActResponse, BatchResult, Observation
@@ -164,10 +164,15 @@ class ActPath:
 
         # 5. Re-observe, and what proves it.
         new_obs: Observation | None = None
+        gone = ""
         if not batch and not spec.skip_reobserve:
             await session.backend.settle(SETTLE_TIMEOUT_MS)
-            new_obs = await self._observer.observe(session)
+            try:
+                new_obs = await self._observer.observe(session)
+            except TargetGoneError as exc:  # the action closed its own target: it still happened
+                gone = f"; {exc}"
         evidence, message = await self._evidence(session, spec, new_obs is not None)
+        message += gone
         response = self._outcomes.finish(
             session,
             spec,
