@@ -159,7 +159,7 @@ def test_activate_brings_the_target_back(desktop_agent: DesktopAgent, notes: TkA
 
 def test_a_destroyed_target_ends_the_session_for_good(desktop_agent: DesktopAgent, xdisplay: str) -> None:
     """Closed and replaced by a look-alike with a new id: TARGET_GONE, observe says so, no retry."""
-    from handrail.executor import ExecutorError, ExecutorRpcError, ExecutorUnavailableError
+    from handrail.executor import ExecutorError, ExecutorRpcError, ExecutorUnavailableError, TargetGoneError
 
     title = unique_title("Doomed")
     app = TkApp("notes", xdisplay, title=title).start()
@@ -184,7 +184,7 @@ def test_a_destroyed_target_ends_the_session_for_good(desktop_agent: DesktopAgen
     error = raised.value
     assert error.reason == "TARGET_GONE" and not isinstance(error, ExecutorUnavailableError), repr(error)
     assert isinstance(error, ExecutorRpcError) and error.code_name == "FAILED_PRECONDITION"
-    assert type(error).__mro__[1].__name__ == "TargetGoneError"
+    assert isinstance(error, TargetGoneError), repr(error)
     with pytest.raises(ExecutorError) as refused:
         session.strict = True
         session.type("again")
