@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
+from handrail._patterns import PatternError, glob_matcher
 from handrail._vocabulary import VERBS, Reason
 from handrail.authz._errors import (
     InvalidArgumentError,
@@ -246,6 +247,12 @@ def validate_grant(grant: GrantInfo, now_ms: int) -> GrantInfo:
         patterns[name] = tuple(
             dict.fromkeys(check_text(f"grant.{name}[{i}]", v, required=True) for i, v in enumerate(values))
         )
+    for name, values in patterns.items():
+        for i, glob in enumerate(values):
+            try:
+                glob_matcher(glob)
+            except PatternError as exc:
+                raise InvalidArgumentError(f"grant.{name}[{i}]", str(exc)) from None
     for i, glob in enumerate(patterns["path_globs"]):
         if not glob.startswith(("/", "*")):
             raise InvalidArgumentError(f"grant.path_globs[{i}]", f"{glob!r} must start with / or *")

@@ -22,11 +22,11 @@ The order of judgement, each refusal with its own reason:
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from handrail._patterns import glob_matcher
 from handrail._vocabulary import Reason
 from handrail.authz._models import (
     DEFAULT_APPROVAL_TIMEOUT_MS,
@@ -76,15 +76,14 @@ def url_path(url: str) -> str:
 
 
 def _any(value: str, patterns: tuple[str, ...], *, fold: bool = True) -> bool:
-    if fold:
-        value = value.lower()
-        return any(fnmatch.fnmatchcase(value, p.lower()) for p in patterns)
-    return any(fnmatch.fnmatchcase(value, p) for p in patterns)
+    # Globs run in RE2 (linear time), compiled once per pattern: a grant's pattern cannot
+    # stall the sidecar however it is written (see handrail._patterns).
+    return any(glob_matcher(p, ignore_case=fold)(value) for p in patterns)
 
 
 def target_matches(grant_target: str, target: str) -> bool:
     """Whether a grant's target (one target or an fnmatch pattern) covers ``target``."""
-    return grant_target == target or fnmatch.fnmatchcase(target, grant_target)
+    return grant_target == target or glob_matcher(grant_target)(target)
 
 
 def grant_mismatch(grant: GrantInfo, request: CheckInput, origin: str, path: str) -> str | None:

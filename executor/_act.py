@@ -22,6 +22,8 @@ import hashlib
 import logging
 import secrets
 import time
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 from handrail._vocabulary import Evidence, Outcome, Reason
 from handrail.authz import ApprovalStatus, AsyncAuthzClient, AuthzError, Decision
@@ -36,6 +38,7 @@ from handrail.executor._session import Session
 from handrail.executor._snapshot import RefInfo
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 DEFAULT_ACTION_TIMEOUT_MS = 5_000
 SETTLE_TIMEOUT_MS = 3_000
@@ -65,9 +68,39 @@ class ActPath:
         self._outcomes = outcomes
         self._observer = observer
         self._fault = fault
+        # Acts that run on after their caller went away, until they have written their result.
+        self._running: set[asyncio.Future[object]] = set()
+
+    async def _shielded(self, work: Awaitable[_T]) -> _T:
+        """Run ``work`` to its end whatever its caller does (invariant 14).
+
+        gRPC cancels a handler whose client went away or whose deadline passed; an action
+        that has begun must still end with a result in the ledger (UNKNOWN blocking as
+        usual), so the work runs in a task of its own and the caller only waits for it.
+        """
+        task: asyncio.Future[_T] = asyncio.ensure_future(work)
+        self._running.add(task)  # type: ignore[arg-type]
+        task.add_done_callback(self._ended)
+        return await asyncio.shield(task)
+
+    def _ended(self, task: asyncio.Future[Any]) -> None:
+        self._running.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.debug("an act ended with %r", task.exception())
+
+    async def drain(self, timeout_s: float = 10.0) -> None:
+        """Wait (boundedly) for the acts whose callers went away to write their results."""
+        if self._running:
+            await asyncio.wait(list(self._running), timeout=timeout_s)
 
     async def act(self, session: Session, spec: ActionSpec) -> ActResponse:
-        """One action, then (unless ``skip_reobserve``) the re-observation."""
+        """One action, then (unless ``skip_reobserve``) the re-observation.
+
+        Shielded from the caller's cancellation: once called, the action runs to its result.
+        """
+        return await self._shielded(self._act_locked(session, spec))
+
+    async def _act_locked(self, session: Session, spec: ActionSpec) -> ActResponse:
         async with session.write_lock:
             return await self._act(session, spec, batch=False)
 
@@ -76,8 +109,12 @@ class ActPath:
 
         Every action cites the same observation; between actions nothing is re-observed,
         so any navigation, dialog or change to the next target since that observation
-        refuses the next action and ends the batch.
+        refuses the next action and ends the batch. Shielded from the caller's cancellation
+        as :meth:`act` is.
         """
+        return await self._shielded(self._batch_locked(session, specs))
+
+    async def _batch_locked(self, session: Session, specs: list[ActionSpec]) -> BatchResult:
         async with session.write_lock:
             results: list[ActionResult] = []
             stop_reason = ""
@@ -168,6 +205,8 @@ class ActPath:
             await session.backend.settle(SETTLE_TIMEOUT_MS)
             new_obs = await self._observer.observe(session)
         evidence, message = await self._evidence(session, spec, new_obs is not None)
+        if dispatched.message:
+            message = f"{message}; {dispatched.message}"
         response = self._outcomes.finish(
             session,
             spec,

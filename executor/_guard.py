@@ -106,6 +106,7 @@ class GuardedExecutor:
         self._leases.start()
 
     async def close(self) -> None:
+        await self._acts.drain()  # an act whose caller went away still writes its result
         await self._leases.close()
         for session in self.sessions.all():
             await self.close_session(session)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import re
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from playwright.async_api import BrowserContext, ElementHandle, Page
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
+from handrail._patterns import url_predicate
 from handrail.executor._backend import (
     AuthzResource,
     DispatchResult,
@@ -82,6 +82,7 @@ class BrowserSurface:
         self._seen_clock = 0.0
         self._last_facts: dict[str, Any] = {}
         self._pending: set[asyncio.Future[None]] = set()
+        self._note = ""
         # The ref prefix of the main frame's document in the latest snapshot ("" for the
         # first document, "f2" … after a navigation; a child frame's refs have another).
         self._main_document = ""
@@ -101,11 +102,29 @@ class BrowserSurface:
 
         def closed(_: Page) -> None:
             self._tabs.pop(tab.tab_id, None)
+            if self._active == tab.tab_id:  # the page closed itself, or the agent closed it
+                self._active = next(reversed(self._tabs), "")
 
         page.on("close", closed)
         if activate or not self._active:
             self._active = tab.tab_id
         return tab
+
+    async def _ensure_tab(self) -> str:
+        """Open a blank tab when the session has none left; answer what was done.
+
+        A session whose last tab closed (the agent's TAB_CLOSE, or the page's own
+        ``window.close()``) stays usable: it gets a fresh blank tab, which the next
+        observation shows as its only, active tab.
+        """
+        if self._tabs and self._active in self._tabs:
+            return ""
+        if self._tabs:
+            self._active = next(reversed(self._tabs))
+            return f"tab {self._active} is active now"
+        page = await self._context.new_page()
+        tab = self.adopt(page, activate=True)
+        return f"no tab was left open: a blank tab {tab.tab_id} was opened"
 
     @property
     def active(self) -> Tab:
@@ -117,6 +136,7 @@ class BrowserSurface:
     # -- observe ----------------------------------------------------------------------
 
     async def observe(self, options: ObserveOptions) -> RawObservation:
+        await self._ensure_tab()
         # A navigation can land while observing (a late redirect, an error page): the
         # page's context is then gone mid-read. Read again once it has loaded.
         for attempt in range(4):
@@ -287,6 +307,7 @@ class BrowserSurface:
     # -- act --------------------------------------------------------------------------
 
     async def dispatch(self, spec: ActionSpec, timeout_ms: int) -> DispatchResult:
+        self._note = ""  # what the action did besides its input, for the result's message
         tab = self.active
         page = tab.page
         seen = list(tab.failed_requests)
@@ -305,6 +326,8 @@ class BrowserSurface:
         except PlaywrightTimeoutError as exc:
             return DispatchResult(_status_after_error(exc, spec.kind), _first_line(exc))
         except PlaywrightError as exc:
+            if _refused_before_input(exc):  # Playwright refused the element: nothing was sent
+                return DispatchResult(DispatchStatus.NOT_STARTED, _first_line(exc))
             # A closed target or a crash mid-action: the page may have got the input.
             return DispatchResult(DispatchStatus.MAYBE_STARTED, _first_line(exc))
         failed = [r for r in tab.failed_requests if r not in seen]
@@ -316,7 +339,7 @@ class BrowserSurface:
                 else "the page ended on an error page"
             )
             return DispatchResult(DispatchStatus.MAYBE_STARTED, f"{what}: the server may have processed it", via=via)
-        return DispatchResult(DispatchStatus.DONE, via=via)
+        return DispatchResult(DispatchStatus.DONE, self._note, via=via)
 
     async def _dispatch(self, spec: ActionSpec, timeout_ms: int) -> str:
         """Send the action to the page; answer how a pointer action went out."""
@@ -340,8 +363,10 @@ class BrowserSurface:
         elif kind is ActionKind.TAB_CLOSE:
             closing = self._require_tab(spec.tab_id)
             await closing.page.close()
+            self._tabs.pop(spec.tab_id, None)
             if self._active == spec.tab_id:
-                self._active = next(reversed(self._tabs), "") if self._tabs else ""
+                self._active = next(reversed(self._tabs), "")
+            self._note = await self._ensure_tab()
         elif kind in (ActionKind.DIALOG_ACCEPT, ActionKind.DIALOG_DISMISS):
             dialog = tab.dialogs.pop(0)
             if kind is ActionKind.DIALOG_ACCEPT:
@@ -418,7 +443,7 @@ class BrowserSurface:
     async def _wait_for(self, page: Page, wait: WaitFor, timeout_ms: int) -> None:
         state: Any = "hidden" if wait.gone else "visible"
         if wait.url_matches:
-            await page.wait_for_url(re.compile(wait.url_matches), timeout=timeout_ms)
+            await page.wait_for_url(url_predicate(wait.url_matches), timeout=timeout_ms)
         if wait.text:
             await page.get_by_text(wait.text).first.wait_for(state=state, timeout=timeout_ms)
         if wait.role:
@@ -445,7 +470,7 @@ class BrowserSurface:
         if expect.url_matches:
             await wait(
                 f"URL {page.url} does not match {expect.url_matches!r}",
-                page.wait_for_url(re.compile(expect.url_matches), timeout=budget),
+                page.wait_for_url(url_predicate(expect.url_matches), timeout=budget),
             )
         if expect.text_visible:
             await wait(
@@ -491,6 +516,26 @@ def _scale_png(png: bytes, scale: float) -> bytes:
 
 def _first_line(exc: PlaywrightError) -> str:
     return exc.message.splitlines()[0] if exc.message else type(exc).__name__
+
+
+# Errors Playwright raises about the element or the arguments before it sends any input
+# (FILL on a button, CHECK on a link, an unknown key): the action is FAILED, not started.
+_BEFORE_INPUT = (
+    "Element is not an <input>",
+    "Element is not a <select>",
+    "Not a checkbox or radio button",
+    "Cannot type text into input",
+    'Input of type "file" cannot be filled',
+    "Node is not an HTMLInputElement",
+    "Non-multiple file input can only accept single file",
+    "Malformed value",
+    "Unknown key:",
+)
+
+
+def _refused_before_input(exc: PlaywrightError) -> bool:
+    first = _first_line(exc)
+    return "performing" not in (exc.message or "") and any(known in first for known in _BEFORE_INPUT)
 
 
 def _status_after_error(exc: PlaywrightError, kind: ActionKind) -> DispatchStatus:

@@ -17,7 +17,6 @@ the mapping in force when it was sent.
 from __future__ import annotations
 
 import gc
-import re
 import warnings
 from dataclasses import dataclass
 
@@ -28,6 +27,7 @@ from Xlib.ext import res, xtest
 from Xlib.protocol import event as xevent
 from Xlib.xobject.drawable import Window
 
+from handrail._patterns import compile_regex
 from handrail.executor._errors import BackendError
 from handrail.executor._models import WindowInfo
 
@@ -285,7 +285,7 @@ class X11:
 
     def find_windows(self, pattern: str) -> list[tuple[int, str]]:
         """Managed windows whose title ``re.search``-matches ``pattern``: (id, title)."""
-        regex = re.compile(pattern)
+        regex = compile_regex(pattern)  # RE2: linear time
         found = []
         for wid in self.stacking():
             try:
