@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from handrail._patterns import glob_matcher
 from handrail._vocabulary import Reason
+from handrail.authz import _urls
 from handrail.authz._models import (
     DEFAULT_APPROVAL_TIMEOUT_MS,
     ApprovalInfo,
@@ -71,8 +71,8 @@ class Verdict:
 
 
 def url_path(url: str) -> str:
-    """The path of ``url`` (``""`` for no URL)."""
-    return urlsplit(url).path or "/" if url else ""
+    """The path of ``url`` as a browser parses it (``""`` for no URL)."""
+    return _urls.url_path(url)
 
 
 def _any(value: str, patterns: tuple[str, ...], *, fold: bool = True) -> bool:
