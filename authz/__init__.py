@@ -11,6 +11,7 @@ The modules, bottom up (each imports only modules above it in this list)::
     _urls              URLs and origins as a browser parses them (WHATWG, ada-url)
     _core              the pure rules: validation, who may do what, lease transitions
     _decide            the decision function (lease, scope, Cedar, approvals)
+    _risk              the risk class of an element: destructive, from its name and context
     _policy_index      which Cedar policies can fire for a request
     _policies          the Cedar policy engine
     _explain           redaction of the log, and explaining a decision in words
@@ -59,6 +60,7 @@ from handrail.authz._models import (
     ApprovalStatus,
     Decision,
     DecisionRecord,
+    ElementContext,
     GrantInfo,
     GrantState,
     HolderKind,
@@ -87,6 +89,7 @@ __all__ = [
     "AuthzUnavailableError",
     "Decision",
     "DecisionRecord",
+    "ElementContext",
     "GrantInfo",
     "GrantState",
     "HolderKind",

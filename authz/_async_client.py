@@ -15,7 +15,15 @@ import grpc.aio
 from handrail.authz import _wire_calls as calls
 from handrail.authz._channel import channel_args, is_cancelled, map_grpc_errors, metadata
 from handrail.authz._errors import AuthzError
-from handrail.authz._models import ApprovalInfo, Decision, DecisionRecord, GrantInfo, LeaseInfo, WatchEventInfo
+from handrail.authz._models import (
+    ApprovalInfo,
+    Decision,
+    DecisionRecord,
+    ElementContext,
+    GrantInfo,
+    LeaseInfo,
+    WatchEventInfo,
+)
 from handrail.authz._wire import event_from_pb
 from handrail.proto.authz.v1 import authz_pb2_grpc
 
@@ -77,6 +85,8 @@ class AsyncAuthzClient:
         window_title: str = "",
         fingerprint: str = "",
         observation_id: str = "",
+        context: ElementContext | None = None,
+        document_load: bool = False,
     ) -> Decision:
         """See :meth:`AuthzClient.check`."""
         return await self._send(
@@ -94,6 +104,8 @@ class AsyncAuthzClient:
                 window_title=window_title,
                 fingerprint=fingerprint,
                 observation_id=observation_id,
+                context=context,
+                document_load=document_load,
             )
         )
 

@@ -228,6 +228,7 @@ def decide(
             grant_id=grant.grant_id,
             lease_epoch=epoch,
             grant_consumed=grant.single_use,
+            idempotency_header=grant.idempotency_header,
         )
         return Verdict(decision, grant, consume=grant.single_use, considered=considered)
 
@@ -277,6 +278,7 @@ def _approval_verdict(
             f"allowed by grant {grant.grant_id} with approval {existing.approval_id} by {existing.decided_by}",
             approval_id=existing.approval_id,
             grant_consumed=grant.single_use,
+            idempotency_header=grant.idempotency_header,
             **common,  # type: ignore[arg-type]
         )
         return Verdict(decision, grant, consume=grant.single_use, approval=APPROVAL_USE, considered=considered)
