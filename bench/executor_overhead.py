@@ -148,7 +148,7 @@ def main() -> None:
         executor = start_executor(data, authz.address, tokens["exec"])
         try:
             with AuthzClient(authz.address, tokens["ops"]) as ops:
-                ops.grant("bench-agent", "browser:bench", ["submit"], [base])
+                ops.grant("bench-agent", "browser:bench", ["submit", "navigate"], [base])
             for name in ("small", "large"):
                 url = f"{base}/{name}"
                 raw_clicks, raw_snaps, bare_clicks = asyncio.run(raw(url, n))

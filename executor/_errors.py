@@ -8,6 +8,7 @@
         ├── NotFoundError          an unknown session, observation or ref
         ├── UnauthenticatedError   no or a bad bearer token
         ├── SessionClosedError     the session was closed
+        ├── ScopeRefusedError      OpenSession's start_url is not granted (OUT_OF_SCOPE ...)
         ├── BackendError           the browser or desktop could not be started or used
         ├── ExecutorRpcError       (SDK) the executor answered a call with an error status
         │   └── ExecutorUnavailableError   (SDK) unreachable, or no answer by the deadline
@@ -62,6 +63,16 @@ class SessionClosedError(ExecutorError):
     """The session was closed."""
 
     reason = "FAILED_PRECONDITION"
+
+
+class ScopeRefusedError(ExecutorError):
+    """The sidecar refused a session's start page; ``decision_reason`` says why."""
+
+    reason = "PERMISSION_DENIED"
+
+    def __init__(self, decision_reason: str, message: str) -> None:
+        super().__init__(f"{decision_reason}: {message}")
+        self.decision_reason = decision_reason
 
 
 class BackendError(ExecutorError):

@@ -23,11 +23,11 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from handrail._vocabulary import Verdict
-from handrail.authz import AsyncAuthzClient
+from handrail._vocabulary import Verb, Verdict
+from handrail.authz import AsyncAuthzClient, AuthzError
 from handrail.executor._act import DEFAULT_ACTION_TIMEOUT_MS, SETTLE_TIMEOUT_MS, ActPath
 from handrail.executor._backend import Backend, ObserveOptions
-from handrail.executor._errors import InvalidArgumentError
+from handrail.executor._errors import BackendError, InvalidArgumentError, ScopeRefusedError
 from handrail.executor._faults import FaultPoint, NoFault
 from handrail.executor._lease import LEASE_TTL_MS, LeaseKeeper
 from handrail.executor._models import (
@@ -43,7 +43,8 @@ from handrail.executor._models import (
 from handrail.executor._observe import FULL, Observer
 from handrail.executor._outcomes import Outcomes, UnknownAction
 from handrail.executor._session import Session, Sessions, token_digest
-from handrail.recorder import Ledger, SessionOpenBody
+from handrail.executor._watch import SessionWatch
+from handrail.recorder import Ledger, NavigationBody, SessionOpenBody
 
 __all__ = [
     "DEFAULT_ACTION_TIMEOUT_MS",
@@ -56,6 +57,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+_START_TIMEOUT_MS = 15_000
 
 
 @dataclass(frozen=True)
@@ -98,7 +101,8 @@ class GuardedExecutor:
         self._leases = LeaseKeeper(authz, ledger, self.sessions, ttl_ms=lease_ttl_ms)
         self._outcomes = Outcomes(ledger)
         self._observer = Observer(self._leases)
-        self._acts = ActPath(authz, self._leases, self._outcomes, self._observer, fault or NoFault())
+        self._watches: dict[str, SessionWatch] = {}
+        self._acts = ActPath(authz, self._leases, self._outcomes, self._observer, fault or NoFault(), self._watches)
 
     async def start(self) -> None:
         """Recover the ledger (intents without results become UNKNOWN), then watch leases."""
@@ -130,6 +134,12 @@ class GuardedExecutor:
         return principal
 
     async def open_session(self, *, token: str, agent: str, target: str, spec: OpenSpec) -> SessionInfo:
+        """Open a session: its surface, its lease, and its start page if it names one.
+
+        The start page is a document load like any other: judged by the sidecar (a
+        navigate, on a granted origin) before it leaves the browser. Refused, the session
+        is closed again and ``ScopeRefusedError`` says why.
+        """
         principal = await self.authenticate(token)
         if agent and agent != principal:
             raise InvalidArgumentError("agent", f"the token belongs to {principal!r}, not {agent!r}")
@@ -152,11 +162,55 @@ class GuardedExecutor:
             body=SessionOpenBody(target=target, backend=spec.backend.value, start_url=spec.start_url),
         )
         self._leases.keep(session)
+        watch = SessionWatch(session, self._authz, self._outcomes, self._ledger)
+        self._watches[session.session_id] = watch
+        backend.listen(watch)
+        if spec.start_url:
+            await self._start(session, watch, spec.start_url)
         return SessionInfo(session.session_id, target, principal, session.fence.epoch)
+
+    async def _start(self, session: Session, watch: SessionWatch, url: str) -> None:
+        """Judge the start page, then load it; close the session if either fails."""
+        try:
+            decision = await self._authz.check(
+                session.agent, session.target, session.fence.epoch, Verb.NAVIGATE, url=url, document_load=True
+            )
+        except AuthzError as exc:
+            await self.close_session(session)
+            raise BackendError(f"could not ask the sidecar about the start page: {exc}") from exc
+        self._ledger.append(
+            NavigationBody.KIND,
+            session_id=session.session_id,
+            principal=session.agent,
+            epoch=session.fence.epoch,
+            body=NavigationBody(
+                url=url,
+                method="GET",
+                tab_id="",
+                cause="start",
+                verb=Verb.NAVIGATE.value,
+                allowed=decision.allow,
+                reason=decision.reason,
+                message=decision.message,
+                decision_id=decision.decision_id,
+            ),
+        )
+        if not decision.allow:
+            await self.close_session(session)
+            raise ScopeRefusedError(decision.reason, f"start_url {url}: {decision.message}")
+        start = watch.starting(url)
+        try:
+            await session.backend.start(url, _START_TIMEOUT_MS)
+        except BackendError:
+            await self.close_session(session)
+            raise
+        finally:
+            watch.abandon(start)
 
     async def close_session(self, session: Session) -> None:
         session.closed = True
         self.sessions.remove(session.session_id)
+        self._watches.pop(session.session_id, None)
         await self._leases.release(session, self.sessions.all())
         await session.backend.close()
         self._ledger.append("session_close", session_id=session.session_id, principal=session.agent)

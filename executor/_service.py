@@ -21,6 +21,7 @@ from handrail.executor._errors import (
     BackendError,
     InvalidArgumentError,
     NotFoundError,
+    ScopeRefusedError,
     SessionClosedError,
     UnauthenticatedError,
 )
@@ -45,6 +46,7 @@ _STATUS = {
     NotFoundError: grpc.StatusCode.NOT_FOUND,
     UnauthenticatedError: grpc.StatusCode.UNAUTHENTICATED,
     SessionClosedError: grpc.StatusCode.FAILED_PRECONDITION,
+    ScopeRefusedError: grpc.StatusCode.PERMISSION_DENIED,
     BackendError: grpc.StatusCode.UNAVAILABLE,
     AuthzUnavailableError: grpc.StatusCode.UNAVAILABLE,
 }
@@ -194,7 +196,7 @@ async def start_server(
                     log.warning("could not report human activity on %s: %s", target, exc)
 
             return await open_desktop(spec.desktop, on_human_activity=person_at_desk)
-        return await host.open_page(spec.start_url)
+        return await host.open_page()  # the loop judges and loads the start page
 
     core = GuardedExecutor(authz, ledger, open_backend, lease_ttl_ms=lease_ttl_ms, fault=fault)
     await core.start()

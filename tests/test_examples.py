@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.browser
 def test_example_agent_turns_off_the_renewal(stack: Stack, agent: AgentSetup, app: SubscriptionApp) -> None:
     with stack.operator_client() as ops:
-        ops.grant(agent.principal.name, agent.target, ["submit"], [app.url])
+        ops.grant(agent.principal.name, agent.target, ["submit", "navigate"], [app.url])
     out = subprocess.run(
         [
             sys.executable,

@@ -26,6 +26,7 @@ from handrail.executor._backend import (
     ObserveOptions,
     RawObservation,
     Refusal,
+    SurfaceListener,
 )
 from handrail.executor._errors import BackendError, InvalidArgumentError
 from handrail.executor._models import (
@@ -41,7 +42,14 @@ from handrail.executor._models import (
 )
 from handrail.executor._snapshot import RefInfo, document_of
 from handrail.executor.browser._aria import main_document, viewport_filter
-from handrail.executor.browser._pagescript import CHECK_ELEMENT, CHECK_PICKED, READ_CLOCK
+from handrail.executor.browser._context import (
+    CHECK_ELEMENT_CONTEXT,
+    CHECK_PICKED_CONTEXT,
+    READ_FOCUSED_CONTEXT,
+    effects_of,
+)
+from handrail.executor.browser._gate import NetworkGate
+from handrail.executor.browser._pagescript import READ_CLOCK
 from handrail.executor.browser._pointer import (
     POINTER_KINDS,
     MaybeStartedError,
@@ -52,6 +60,12 @@ from handrail.executor.browser._pointer import (
 from handrail.executor.browser._tab import Tab
 
 _SETTLE_MS = 3_000
+# The URL of the previous entry of the tab's history (same-origin entries only: the
+# Navigation API shows no other); "" when unknown, and the gate judges the load instead.
+_PREVIOUS_ENTRY = (
+    "() => { const n = window.navigation; if (!n || !n.currentEntry) return '';"
+    " const e = n.entries()[n.currentEntry.index - 1]; return e ? e.url : ''; }"
+)
 _TWO_FRAMES = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(0))))"
 _CHECK_TIMEOUT_MS = 1_000
 # Actions that start no request of the page's own.
@@ -86,10 +100,34 @@ class BrowserSurface:
         # The ref prefix of the main frame's document in the latest snapshot ("" for the
         # first document, "f2" … after a navigation; a child frame's refs have another).
         self._main_document = ""
+        self.gate = NetworkGate(context, self._tab_id_of)
         context.on("page", self._on_page)
 
+    def _tab_id_of(self, page: Page) -> str:
+        return next((t.tab_id for t in self._tabs.values() if t.page is page), "")
+
     def _on_page(self, page: Page) -> None:
-        self.adopt(page, activate=False)
+        # A pop-up whose first load the gate held back is loaded (or closed) by the gate.
+        popup = self.gate.adopt_popup(page)
+        tab = self.adopt(page, activate=False)
+        if not popup:
+            self._pending_gate(tab)
+
+    def _pending_gate(self, tab: Tab) -> None:
+        task = asyncio.ensure_future(self.gate.gate(tab.page))
+        self._pending.add(task)
+        task.add_done_callback(self._disposed)
+
+    def listen(self, listener: SurfaceListener) -> None:
+        self.gate.listener = listener
+
+    async def start(self, url: str, timeout_ms: int) -> None:
+        """Load the start page in the first tab, through the gate like any other load."""
+        tab = self.active
+        try:
+            await tab.page.goto(url, wait_until="domcontentloaded", timeout=timeout_ms)
+        except PlaywrightError as exc:
+            raise BackendError(f"could not open {url}: {_first_line(exc)}") from exc
 
     def adopt(self, page: Page, *, activate: bool) -> Tab:
         for tab in self._tabs.values():
@@ -99,6 +137,7 @@ class BrowserSurface:
                 return tab
         tab = Tab(f"t{next(self._ids)}", page)
         self._tabs[tab.tab_id] = tab
+        self.gate.watch(page)
 
         def closed(_: Page) -> None:
             self._tabs.pop(tab.tab_id, None)
@@ -124,6 +163,7 @@ class BrowserSurface:
             return f"tab {self._active} is active now"
         page = await self._context.new_page()
         tab = self.adopt(page, activate=True)
+        await self.gate.gate(page)
         return f"no tab was left open: a blank tab {tab.tab_id} was opened"
 
     @property
@@ -245,7 +285,7 @@ class BrowserSurface:
         # enabled and not covered.
         count, facts = 1, None
         if info.frame == self._main_document:
-            count, facts = await on_picked(page, info.ref, CHECK_PICKED, self._seen_clock)
+            count, facts = await on_picked(page, info.ref, CHECK_PICKED_CONTEXT, self._seen_clock)
         if count == 1 and facts is None:  # a child frame's element, or one not handed over
             try:
                 count, facts = await self._facts_by_handle(page, info)
@@ -274,7 +314,7 @@ class BrowserSurface:
                 return count, None
             handle = await handling
             try:
-                facts: dict[str, Any] = await handle.evaluate(CHECK_ELEMENT, self._seen_clock)
+                facts: dict[str, Any] = await handle.evaluate(CHECK_ELEMENT_CONTEXT, self._seen_clock)
             finally:
                 self._dispose_later(handle)
         except PlaywrightError:
@@ -294,14 +334,37 @@ class BrowserSurface:
             task.exception()  # a page that went away meanwhile: nothing to release
 
     async def describe(self, spec: ActionSpec, target: RefInfo | None) -> AuthzResource:
-        url = spec.url if spec.kind in (ActionKind.NAVIGATE, ActionKind.TAB_OPEN) else self.active.page.url
-        if spec.kind is ActionKind.TAB_SWITCH and spec.tab_id in self._tabs:
+        """The action as the sidecar judges it: by its effect, with its element's context."""
+        kind, page = spec.kind, self.active.page
+        facts: dict[str, Any] | None = self._last_facts.get("context") if target else None
+        if target is None and kind in (ActionKind.PRESS, ActionKind.HOTKEY):
+            with contextlib.suppress(PlaywrightError):  # the key goes to the focused element
+                facts = await page.evaluate(READ_FOCUSED_CONTEXT)
+        key = spec.key or (spec.keys[-1] if spec.keys else "")
+        verb, effects = effects_of(kind, facts, key=key, text=spec.text)
+        url, document_load = page.url, False
+        if kind in (ActionKind.NAVIGATE, ActionKind.TAB_OPEN):
+            url, document_load = spec.url, True
+        elif kind is ActionKind.BACK:
+            with contextlib.suppress(PlaywrightError):
+                previous = await page.evaluate(_PREVIOUS_ENTRY)
+                if previous:
+                    url, document_load = str(previous), True
+        elif kind is ActionKind.TAB_SWITCH and spec.tab_id in self._tabs:
             url = self._tabs[spec.tab_id].page.url
+        context = facts or {}
         return AuthzResource(
             url=url,
             element_role=target.role if target else "",
             element_name=target.name if target else "",
             password_field=bool(self._last_facts.get("password")),
+            verb=verb,
+            dialog_title=str(context.get("dialog", "")),
+            form_name=str(context.get("form", "")),
+            heading=str(context.get("heading", "")),
+            description=str(context.get("description", "")),
+            effects=effects,
+            document_load=document_load,
         )
 
     # -- act --------------------------------------------------------------------------
@@ -310,7 +373,6 @@ class BrowserSurface:
         self._note = ""  # what the action did besides its input, for the result's message
         tab = self.active
         page = tab.page
-        seen = list(tab.failed_requests)
         try:
             via = await self._dispatch(spec, timeout_ms)
             if spec.kind not in _NO_REQUESTS:
@@ -326,18 +388,18 @@ class BrowserSurface:
         except PlaywrightTimeoutError as exc:
             return DispatchResult(_status_after_error(exc, spec.kind), _first_line(exc))
         except PlaywrightError as exc:
+            if "ERR_BLOCKED_BY_CLIENT" in (exc.message or ""):
+                # The gate refused a load the action led to (a redirect out of scope):
+                # it never left the browser, the page stays where it was.
+                return DispatchResult(DispatchStatus.PARTIAL, f"the browser was stopped: {_first_line(exc)}")
             if _refused_before_input(exc):  # Playwright refused the element: nothing was sent
                 return DispatchResult(DispatchStatus.NOT_STARTED, _first_line(exc))
             # A closed target or a crash mid-action: the page may have got the input.
             return DispatchResult(DispatchStatus.MAYBE_STARTED, _first_line(exc))
-        failed = [r for r in tab.failed_requests if r not in seen]
-        lost = [r for r in failed if r.method != "GET" or r.resource_type == "document"]
-        if lost or page.url.startswith("chrome-error:"):
-            what = (
-                f"{lost[0].method} {lost[0].url} failed ({lost[0].failure})"
-                if lost
-                else "the page ended on an error page"
-            )
+        # Side-effecting requests the action started are the loop's to judge (it knows which
+        # action each belongs to); a document that failed to load is judged here.
+        if page.url.startswith("chrome-error:"):
+            what = "the page ended on an error page"
             return DispatchResult(DispatchStatus.MAYBE_STARTED, f"{what}: the server may have processed it", via=via)
         return DispatchResult(DispatchStatus.DONE, self._note, via=via)
 
@@ -355,6 +417,7 @@ class BrowserSurface:
         elif kind is ActionKind.TAB_OPEN:
             new = await self._context.new_page()
             self.adopt(new, activate=True)
+            await self.gate.gate(new)
             await new.goto(spec.url, wait_until="domcontentloaded", timeout=timeout_ms)
         elif kind is ActionKind.TAB_SWITCH:
             self._require_tab(spec.tab_id)
@@ -498,6 +561,7 @@ class BrowserSurface:
         return (not failures), "; ".join(failures)
 
     async def close(self) -> None:
+        await self.gate.close()
         with contextlib.suppress(PlaywrightError):  # already gone with the browser
             await self._context.close()
 

@@ -36,6 +36,7 @@ from handrail.executor._backend import (
     ObserveOptions,
     RawObservation,
     Refusal,
+    SurfaceListener,
 )
 from handrail.executor._faults import POINTS
 from handrail.executor._models import ActionSpec, DesktopState, Expectation, Observation, WindowInfo
@@ -109,6 +110,9 @@ class FakeBackend:
         closed: whether the loop closed the surface.
         on_dispatch: awaited with each action as it reaches ``dispatch``, before the
             scripted answer (to look at the world at that moment).
+        listener: the loop's listener (``listen``): a test plays the page's document
+            loads and side-effecting requests through it.
+        started: the start pages the loop loaded.
     """
 
     def __init__(
@@ -129,6 +133,8 @@ class FakeBackend:
         self.calls: list[str] = []
         self.closed = False
         self.on_dispatch: Callable[[ActionSpec], Awaitable[None]] | None = None
+        self.listener: SurfaceListener | None = None
+        self.started: list[str] = []
         self._refusals: deque[Refusal | None] = deque()
         self._dispatches: deque[Dispatch] = deque()
         self._expectations: deque[tuple[bool, str]] = deque()
@@ -208,6 +214,16 @@ class FakeBackend:
     async def expectation_holds(self, expect: Expectation, cited_refs: dict[str, RefInfo]) -> tuple[bool, str]:
         self.calls.append("expect")
         return self._expectations.popleft() if self._expectations else (True, "")
+
+    def listen(self, listener: SurfaceListener) -> None:
+        """Keep the loop's listener: a test plays the page's network through it
+        (``await backend.listener.judge_load(...)``, ``request_started``, ``request_ended``)."""
+        self.listener = listener
+
+    async def start(self, url: str, timeout_ms: int) -> None:
+        self.calls.append("start")
+        self.started.append(url)
+        self.url = url
 
     async def close(self) -> None:
         self.calls.append("close")
