@@ -77,7 +77,10 @@ class NetworkGate:
         self._gated: dict[Page, CDPSession] = {}
         self._gating: dict[Page, asyncio.Future[None]] = {}
         self._main_frames: dict[Page, str] = {}
-        self._chains: dict[str, str] = {}  # network id -> the method that started the chain
+        self._chains: dict[str, tuple[str, str]] = {}  # network id -> (method, URL) that started it
+        # URLs of requests answered by a redirect whose next hop the gate refused: their
+        # failure is the gate's doing, not a lost response.
+        self._redirected: set[str] = set()
         self._ids = itertools.count(1)
         self._requests: dict[Request, str] = {}
         self._tasks: set[asyncio.Future[Any]] = set()
@@ -146,15 +149,16 @@ class NetworkGate:
                 network_id = str(event.get("networkId", ""))
                 method = str(request.get("method", "GET")).upper()
                 redirect = bool(event.get("redirectedRequestId"))
-                chain = self._chains.get(network_id, method) if redirect else method
+                url = str(request["url"])
+                chain, first = self._chains.get(network_id, (method, url)) if redirect else (method, url)
                 if not redirect:
-                    self._chains[network_id] = method
+                    self._chains[network_id] = (method, url)
                     if len(self._chains) > 256:
                         self._chains.pop(next(iter(self._chains)))
-                load = DocumentLoad(
-                    str(request["url"]), method, self._tab_of(page), "redirect" if redirect else "page", chain
-                )
+                load = DocumentLoad(url, method, self._tab_of(page), "redirect" if redirect else "page", chain)
                 verdict = await self._judge(load)
+                if redirect and not verdict.allow:
+                    self._redirected.add(first)
         except Exception:  # a listener that failed: fail closed, never let the load out unjudged
             log.exception("judging a document load failed: refused")
             verdict = LoadVerdict(False, "AUTHZ_UNAVAILABLE", "the load could not be judged")
@@ -162,7 +166,9 @@ class NetworkGate:
             if verdict.allow:
                 await cdp.send("Fetch.continueRequest", {"requestId": request_id})
             else:
-                await cdp.send("Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"})
+                # Aborted, not failed: an aborted navigation commits no error page, so the
+                # tab stays on the document it showed.
+                await cdp.send("Fetch.failRequest", {"requestId": request_id, "errorReason": "Aborted"})
 
     async def _judge(self, load: DocumentLoad) -> LoadVerdict:
         if self.listener is None:
@@ -245,13 +251,36 @@ class NetworkGate:
     def watch(self, page: Page) -> None:
         """Report how the side-effecting requests of ``page`` end."""
         page.on("response", self._on_response)
+        page.on("requestfinished", self._on_finished)
         page.on("requestfailed", self._on_failed)
 
     def _on_response(self, response: Any) -> None:
         self._ended(response.request, int(response.status), "")
 
+    def _on_finished(self, request: Request) -> None:
+        if request in self._requests:  # answered (its response event may not come: a redirect)
+            self._spawn(self._finished(request))
+
+    async def _finished(self, request: Request) -> None:
+        response = await request.response()
+        self._ended(request, response.status if response is not None else 1, "")
+
     def _on_failed(self, request: Request) -> None:
-        self._ended(request, 0, request.failure or "failed")
+        failure = request.failure or "failed"
+        if request.url in self._redirected and request in self._requests:
+            self._redirected.discard(request.url)
+            self._ended(request, 300, "")  # answered by a redirect the gate did not follow
+            return
+        origin = request.redirected_from
+        if origin is not None and request not in self._requests:
+            # A hop of a redirect: the request that started it was answered (by the
+            # redirect), unless the hop itself was sent and lost.
+            while origin.redirected_from is not None and origin not in self._requests:
+                origin = origin.redirected_from
+            ours = "ERR_ABORTED" in failure or "ERR_BLOCKED_BY_CLIENT" in failure
+            self._ended(origin, 300 if ours else 0, "" if ours else failure)
+            return
+        self._ended(request, 0, failure)
 
     def _ended(self, request: Request, status: int, failure: str) -> None:
         request_id = self._requests.pop(request, None)

@@ -388,7 +388,7 @@ class BrowserSurface:
         except PlaywrightTimeoutError as exc:
             return DispatchResult(_status_after_error(exc, spec.kind), _first_line(exc))
         except PlaywrightError as exc:
-            if "ERR_BLOCKED_BY_CLIENT" in (exc.message or ""):
+            if "ERR_BLOCKED_BY_CLIENT" in (exc.message or "") or "ERR_ABORTED" in (exc.message or ""):
                 # The gate refused a load the action led to (a redirect out of scope):
                 # it never left the browser, the page stays where it was.
                 return DispatchResult(DispatchStatus.PARTIAL, f"the browser was stopped: {_first_line(exc)}")
