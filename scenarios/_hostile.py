@@ -25,6 +25,7 @@ import html
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -70,6 +71,7 @@ class HostileSite:
         self._lock = threading.Lock()
         self._origins = {"home": _Origin("home", "127.0.0.1"), "elsewhere": _Origin("elsewhere", "localhost")}
         self._drops: dict[str, int] = {}  # path -> how many more to drop (-1: every one)
+        self.slow_s = 2.0  # how long POST /api/slow takes to answer
 
     # -- control -------------------------------------------------------------------
 
@@ -147,6 +149,16 @@ class HostileSite:
                 "Script", f"<h1>Script</h1><script>setTimeout(() => {{ location = '{there}/landing'; }}, 50)</script>"
             ),
             "/ordered": _page("Ordered", "<h1>Thank you</h1>"),
+            "/slow": _page(
+                "Slow",
+                "<h1>Slow saves</h1><button onclick=\"fetch('/api/slow', {method: 'POST', body: 'x=1'})"
+                ".then(() => document.getElementById('said').textContent = 'saved')"
+                ".catch(() => document.getElementById('said').textContent = 'lost')\">Save slowly</button>"
+                "<button onclick=\"fetch('/api/order', {method: 'POST', body: 'x=1'})"
+                ".then(() => document.getElementById('said').textContent = 'ordered')"
+                ".catch(() => document.getElementById('said').textContent = 'lost')\">Order by fetch</button>"
+                '<p id="said" role="status">idle</p>',
+            ),
         }
         redirects = {
             "/redirect-out": f"{there}/landing",
@@ -166,6 +178,9 @@ class HostileSite:
                 return 307, "", {"Location": f"{self.elsewhere}/collect"}
             if path == "/order-then-home":
                 return 303, "", {"Location": "/ordered"}
+            if path == "/api/slow":
+                time.sleep(self.slow_s)
+                return 200, "saved", {}
             if path in ("/order", "/api/order"):
                 return 200, _page("Ordered", "<h1>Order received</h1>"), {}
         if origin == "elsewhere" and path == "/collect":
