@@ -270,9 +270,9 @@ def hostile_site() -> Iterator[HostileSite]:
 
 # -- a checkout that pays through fetch() ------------------------------------------------
 
-FETCHSHOP_INITIAL_STATE: Mapping[str, Any] = {"orders": [], "price_cents": 4200, "keys": []}
+FETCHSHOP_INITIAL_STATE: Mapping[str, Any] = {"orders": [], "price_cents": 4200, "keys": [], "coupons": []}
 """The state a fresh fetch shop starts in. ``orders``: ``{"id", "item", "key"}``;
-``keys``: the ``Idempotency-Key`` headers seen, in order."""
+``keys``: the ``Idempotency-Key`` headers seen, in order; ``coupons``: codes applied."""
 
 _PAY_SCRIPT = """
 <script>
@@ -298,9 +298,12 @@ document.getElementById("pay").addEventListener("click", async () => {
 class FetchShopApp(FixtureApp):
     """A checkout whose Pay button POSTs ``/api/pay`` with ``fetch()`` (see the module docstring).
 
-    Routes: ``GET /`` (the cart and its Pay button), ``GET /orders`` (the orders taken),
-    ``POST /api/pay`` (takes an order; JSON ``{"id": ...}``). Drop the answer of the next
-    payment with ``app.drop_next("/api/pay")``.
+    Routes: ``GET /`` (the cart and its Pay button, a coupon form, and ways to the
+    "partner" site: the same server under the host name ``localhost``, so another origin),
+    ``GET /orders`` (the orders taken), ``GET /partner`` (only linked through the other
+    origin: a request for it means the browser left), ``POST /api/pay`` (takes an order;
+    JSON ``{"id": ...}``), ``POST /coupon`` (applies a code, then 303 to ``/``). Drop the
+    answer of the next payment with ``app.drop_next("/api/pay")``.
     """
 
     name: ClassVar[str] = "fetchshop"
@@ -314,9 +317,16 @@ class FetchShopApp(FixtureApp):
                     "<h1>Your cart</h1><p>Trail shoes: "
                     f"${price // 100}.{price % 100:02d}</p>"
                     '<button id="pay">Pay now</button><p id="status" role="status">Ready</p>'
-                    '<p><a href="/orders">Your orders</a></p>' + _PAY_SCRIPT
+                    '<p><a href="/orders">Your orders</a></p>'
+                    f'<p><a href="{self._partner()}">Partner offers</a></p>'
+                    f"<button onclick=\"window.open('{self._partner()}')\">Get help</button>"
+                    '<form method="post" action="/coupon" aria-label="Coupon">'
+                    '<label>Coupon code <input name="code"></label><button>Apply</button></form>'
+                    f"<p>{len(self._state['coupons'])} coupon(s) applied</p>" + _PAY_SCRIPT
                 )
                 return Reply.page(_page("Checkout", body))
+            if path == "/partner":
+                return Reply.page(_page("Partner", "<h1>Partner offers</h1>"))
             if path == "/orders":
                 orders = self._state["orders"]
                 rows = "".join(f"<li>Order #{o['id']}: {html.escape(str(o['item']))}</li>" for o in orders)
@@ -324,7 +334,15 @@ class FetchShopApp(FixtureApp):
                 return Reply.page(_page("Your orders", body))
         return None
 
+    def _partner(self) -> str:
+        """The partner page, on this server under another host name: another origin."""
+        return self.url.replace("127.0.0.1", "localhost") + "/partner"
+
     def _post(self, path: str, form: Mapping[str, str]) -> Reply | None:
+        if path == "/coupon":
+            with self._lock:
+                self._state["coupons"].append(form.get("code", ""))
+            return Reply.redirect("/")
         if path != "/api/pay":
             return None
         key = self.request_header("Idempotency-Key")
