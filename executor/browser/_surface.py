@@ -18,7 +18,6 @@ from playwright.async_api import BrowserContext, ElementHandle, Page
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
-from handrail._patterns import url_predicate
 from handrail.executor._backend import (
     AuthzResource,
     DispatchResult,
@@ -38,7 +37,6 @@ from handrail.executor._models import (
     Observation,
     Reason,
     TabInfo,
-    WaitFor,
 )
 from handrail.executor._snapshot import RefInfo, document_of
 from handrail.executor.browser._aria import main_document, viewport_filter
@@ -48,6 +46,7 @@ from handrail.executor.browser._context import (
     READ_FOCUSED_CONTEXT,
     effects_of,
 )
+from handrail.executor.browser._expect import expectation_holds, wait_for
 from handrail.executor.browser._gate import NetworkGate
 from handrail.executor.browser._pagescript import READ_CLOCK
 from handrail.executor.browser._pointer import (
@@ -454,7 +453,7 @@ class BrowserSurface:
             # The wheel returns before the page has scrolled: let two frames pass.
             await page.evaluate(_TWO_FRAMES)
         elif kind is ActionKind.WAIT_FOR:
-            await self._wait_for(page, spec.wait_for, timeout_ms)
+            await wait_for(page, spec.wait_for, timeout_ms)
         else:
             assert locator is not None  # validated: these kinds need a ref
             if (
@@ -503,62 +502,13 @@ class BrowserSurface:
             paths.append(str(path))
         return paths
 
-    async def _wait_for(self, page: Page, wait: WaitFor, timeout_ms: int) -> None:
-        state: Any = "hidden" if wait.gone else "visible"
-        if wait.url_matches:
-            await page.wait_for_url(url_predicate(wait.url_matches), timeout=timeout_ms)
-        if wait.text:
-            await page.get_by_text(wait.text).first.wait_for(state=state, timeout=timeout_ms)
-        if wait.role:
-            loc = page.get_by_role(wait.role, name=wait.name or None, exact=True)  # type: ignore[arg-type]
-            await loc.first.wait_for(state=state, timeout=timeout_ms)
-
     async def settle(self, timeout_ms: int) -> None:
         # The re-observation reports what the page shows, settled or not.
         with contextlib.suppress(PlaywrightError, BackendError):
             await self.active.page.wait_for_load_state("domcontentloaded", timeout=timeout_ms)
 
     async def expectation_holds(self, expect: Expectation, cited_refs: dict[str, RefInfo]) -> tuple[bool, str]:
-        page = self.active.page
-        budget = expect.within_ms or _EXPECT_DEFAULT_MS
-        state: Any = "hidden" if expect.gone else "visible"
-        failures: list[str] = []
-
-        async def wait(what: str, coro: Any) -> None:
-            try:
-                await coro
-            except PlaywrightError:
-                failures.append(what)
-
-        if expect.url_matches:
-            await wait(
-                f"URL {page.url} does not match {expect.url_matches!r}",
-                page.wait_for_url(url_predicate(expect.url_matches), timeout=budget),
-            )
-        if expect.text_visible:
-            await wait(
-                f"text {expect.text_visible!r} is {'still' if expect.gone else 'not'} visible",
-                page.get_by_text(expect.text_visible).first.wait_for(state=state, timeout=budget),
-            )
-        if expect.role:
-            loc = page.get_by_role(expect.role, name=expect.name or None, exact=True)  # type: ignore[arg-type]
-            await wait(
-                f"{expect.role} {expect.name!r} is {'still' if expect.gone else 'not'} visible",
-                loc.first.wait_for(state=state, timeout=budget),
-            )
-        if expect.field_ref:
-            info = cited_refs.get(expect.field_ref)
-            if info is None:
-                failures.append(f"field {expect.field_ref} is not a ref of the cited observation")
-            else:
-                field = page.get_by_role(info.role, name=info.name, exact=True)  # type: ignore[arg-type]
-                try:
-                    value = await field.first.input_value(timeout=budget)
-                except PlaywrightError as exc:
-                    value = f"<unreadable: {_first_line(exc)}>"
-                if value != expect.field_value:
-                    failures.append(f"field {info.name!r} holds {value!r}, not {expect.field_value!r}")
-        return (not failures), "; ".join(failures)
+        return await expectation_holds(self.active.page, expect, cited_refs)
 
     async def close(self) -> None:
         await self.gate.close()
