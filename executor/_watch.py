@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from handrail._vocabulary import Outcome, Reason, Verb
 from handrail.authz import AsyncAuthzClient, AuthzError, InvalidArgumentError, parse_url
-from handrail.executor._backend import DocumentLoad, Effect, LoadVerdict, SideRequest
+from handrail.executor._backend import DocumentLoad, LoadVerdict, SideRequest
 from handrail.executor._outcomes import Outcomes
 from handrail.executor._session import Session
 from handrail.recorder import Ledger, NavigationBody, RequestBody
@@ -325,8 +325,3 @@ class SessionWatch:
                 f"{tracked.describe()} after the result was written: the outcome is unknown; observe and reconcile",
                 net.decision_id,
             )
-
-
-def effect_urls(effects: tuple[Effect, ...]) -> list[str]:
-    """The URLs of the document loads an action's effects allow."""
-    return [e.url for e in effects]

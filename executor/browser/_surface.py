@@ -410,7 +410,14 @@ class BrowserSurface:
         locator = page.locator(f"aria-ref={spec.ref}") if spec.ref else None
         button: Any = spec.button or "left"
         if kind is ActionKind.NAVIGATE:
-            await page.goto(spec.url, wait_until="domcontentloaded", timeout=timeout_ms)
+            try:
+                await page.goto(spec.url, wait_until="domcontentloaded", timeout=timeout_ms)
+            except PlaywrightError as exc:
+                if "interrupted by another navigation" not in (exc.message or ""):
+                    raise
+                # A load the page had started won (the error page of a post that lost its
+                # response commits late): a GET, so it is sent once more.
+                await page.goto(spec.url, wait_until="domcontentloaded", timeout=timeout_ms)
         elif kind is ActionKind.BACK:
             await page.go_back(wait_until="domcontentloaded", timeout=timeout_ms)
         elif kind is ActionKind.TAB_OPEN:

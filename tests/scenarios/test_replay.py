@@ -23,7 +23,7 @@ DIVERGING = """\
 name: diverging
 app: subscription
 grants:
-  - {id: cancel, verbs: [input, submit]}
+  - {id: cancel, verbs: [input, submit, navigate]}
 steps:
   - observe
   - act:
