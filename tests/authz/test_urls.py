@@ -139,6 +139,7 @@ def test_the_table_is_long_enough() -> None:
 
 
 @pytest.mark.browser
+@pytest.mark.slow  # a Chromium of its own, 53 loads
 @pytest.mark.parametrize(("url", "expected"), HOSTILE, ids=[repr(u)[1:-1][:40] for u, _ in HOSTILE])
 def test_the_sidecar_judges_the_origin_chromium_loads(chromium: dict[str, str], url: str, expected: str) -> None:
     assert (_sidecar(url), chromium[url]) == (expected, expected)

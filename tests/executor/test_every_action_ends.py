@@ -139,6 +139,7 @@ def test_a_hostile_pattern_does_not_hold_the_loop() -> None:
 
 
 @pytest.mark.browser
+@pytest.mark.slow  # a Chromium of its own
 def test_a_hostile_wait_in_the_browser_does_not_hold_the_loop(site: Site) -> None:
     """A real wait_for.url_matches of ``(a|a)*b`` on a page whose URL is long."""
 

@@ -125,6 +125,7 @@ def test_a_grant_may_ask_for_an_idempotency_key(stack: Stack, agent: AgentSetup,
     assert key.startswith(paid.result.action_id + ".")
 
 
+@pytest.mark.slow  # a Chromium of its own
 @pytest.mark.parametrize("how", ["form", "fetch"])
 def test_chromium_resends_an_unanswered_post_once(site: HostileSite, how: str) -> None:
     """What docs/browser.md says: a POST whose connection closes without a response is sent
