@@ -14,7 +14,7 @@ The modules, bottom up (each imports only modules above it in this list)::
     _risk              the risk class of an element: destructive, from its name and context
     _policy_index      which Cedar policies can fire for a request
     _policies          the Cedar policy engine
-    _explain           redaction of the log, and explaining a decision in words
+    _explain           redaction of the log, the approval a check asks for, explaining a decision
     _watch             the in-process event hub behind Watch
     _journal           the memory-mapped decision journal files
     _store             the storage seam: the AuthzStore protocol
@@ -25,6 +25,7 @@ The modules, bottom up (each imports only modules above it in this list)::
                        SQLite: one table each
     _sqlite_decisions  SQLite: the decision log, its journal and checkpointer thread
     _sqlite            SqliteStore: the parts above put together behind AuthzStore
+    _identity          who a caller is; whether a named principal is a live agent
     _authorizer        the sidecar's behaviour over an AuthzStore (no gRPC)
     _wire              protobuf messages to records and back, and the wire enums
     _wire_responses    the servicer's responses
@@ -65,6 +66,8 @@ from handrail.authz._models import (
     GrantState,
     HolderKind,
     LeaseInfo,
+    PrincipalInfo,
+    PrincipalState,
     Role,
     WatchEventInfo,
 )
@@ -101,6 +104,8 @@ __all__ = [
     "PermissionDeniedError",
     "PolicyEngine",
     "PolicyError",
+    "PrincipalInfo",
+    "PrincipalState",
     "Reason",
     "Role",
     "SqliteStore",

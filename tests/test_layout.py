@@ -30,6 +30,7 @@ LAYERS: dict[str, int] = {
     "handrail._errors": 0,
     "handrail._vocabulary": 0,
     "handrail._patterns": 0,
+    "handrail._rpc": 0,
     "handrail.proto": 1,
     "handrail.authz": 2,
     "handrail.recorder": 3,

@@ -49,13 +49,23 @@ def _navigations(stack: Stack, session: Session) -> list[dict[str, object]]:
 
 def test_the_start_page_is_judged(stack: Stack, agent: AgentSetup, site: HostileSite) -> None:
     before = site.hits("elsewhere")
+    # No grant, so no lease: the session opens on its blank tab and says why; nothing loads.
+    blank = agent.client.open_session(target=agent.target, start_url=site.elsewhere + "/landing")
+    assert blank.info.lease_epoch == 0 and blank.info.lease_reason == "OUT_OF_SCOPE"
+    assert blank.latest is not None and [tab.url for tab in blank.latest.tabs] == ["about:blank"]
+    (start,) = _navigations(stack, blank)
+    assert (start["cause"], start["allowed"]) == ("start", False)
+    blank.close()
+    _nothing_reached_elsewhere(site, before)
+    # Holding the lease on a grant for the home origin: another origin's start page is refused.
+    session = _open(stack, agent, site)
+    assert session.latest is not None and session.latest.url == site.home + "/links"
+    session.close()
     with pytest.raises(grpc.RpcError) as info:
         agent.client.open_session(target=agent.target, start_url=site.elsewhere + "/landing")
     assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED  # type: ignore[attr-defined]
     assert "OUT_OF_SCOPE" in info.value.details()  # type: ignore[attr-defined]
     _nothing_reached_elsewhere(site, before)
-    session = _open(stack, agent, site)
-    assert session.latest is not None and session.latest.url == site.home + "/links"
 
 
 def test_a_typed_url_goes_where_chromium_parses_it(stack: Stack, agent: AgentSetup, site: HostileSite) -> None:
