@@ -207,6 +207,9 @@ class ActPath:
         # 3. Intent, durable before anything reaches the surface; then the fence.
         await self._fault.hit("before-intent", spec.idempotency_key)
         params = spec.ledger_params(*((target.role, target.name) if target else ("", "")))
+        if target is not None and target.element is not None and target.element.contexts():
+            # Where the element sat, as observed: "the Cancel of Plan E's row".
+            params["context"] = {kind: f"{c.role} {c.name}" for kind, c in target.element.contexts()}
         params["fingerprint"] = fingerprint
         params["decision_id"] = decision.decision_id
         if resource.verb is not None and resource.verb is not spec.kind.verb:
@@ -383,7 +386,7 @@ class ActPath:
             raise NotFoundError("observation_id", f"no observation {spec.observation_id!r} in this session")
         if not spec.ref:
             return None
-        if int(gen) not in session.recent_snapshots:
+        if int(gen) not in session.recent_elements:
             return None  # too old to know its refs: refused as stale by _check_fresh
         info = session.ref_info(int(gen), spec.ref)
         if info is None:

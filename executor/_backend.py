@@ -20,6 +20,7 @@ from handrail.executor._models import (
     ActionSpec,
     DesktopState,
     DialogInfo,
+    Element,
     Expectation,
     FrameInfo,
     Observation,
@@ -53,6 +54,8 @@ class RawObservation:
     viewport_height: int = 0
     mutation_counter: int = 0
     desktop: DesktopState | None = None
+    # The structured element list (browser): the only source a cited ref is resolved from.
+    elements: tuple[Element, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from ._errors import DisplayError, RecordError, ScenarioError
 from ._hostile import FETCHSHOP_INITIAL_STATE, FetchShopApp, HostileSite, hostile_site
 from ._judge import check_state
 from ._loading import dump_scenario, load_scenario, parse_scenario
+from ._plans import PLAN_IDS, PLANS_INITIAL_STATE, POSING_REF, PlansApp
 from ._procs import ServerProcess, start_authz, start_executor, start_server
 from ._record import record_session, scenario_from_session
 from ._replay import RunResult, ScenarioReport, replay, run_once
@@ -62,6 +63,9 @@ __all__ = [
     "INITIAL_STATE",
     "NOTES_LAYOUT",
     "OUTCOMES",
+    "PLANS_INITIAL_STATE",
+    "PLAN_IDS",
+    "POSING_REF",
     "REASONS",
     "ActSpec",
     "ActStep",
@@ -80,6 +84,7 @@ __all__ = [
     "LedgerChecks",
     "LedgerCount",
     "ObserveStep",
+    "PlansApp",
     "ReconcileStep",
     "RecordError",
     "RunResult",

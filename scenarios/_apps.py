@@ -6,6 +6,7 @@ from ._admin import AdminApp
 from ._base import FixtureApp
 from ._checkout import CheckoutApp
 from ._hostile import FetchShopApp
+from ._plans import PlansApp
 from ._subscription import SubscriptionApp
 
 __all__ = ["FIXTURE_APPS"]
@@ -15,5 +16,6 @@ FIXTURE_APPS: dict[str, type[FixtureApp]] = {
     "checkout": CheckoutApp,
     "admin": AdminApp,
     "fetchshop": FetchShopApp,
+    "plans": PlansApp,
 }
 """Fixture apps by the name a scenario file uses."""

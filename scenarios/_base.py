@@ -396,6 +396,11 @@ class FixtureApp:
         """Answer a counted ``GET``; ``None`` for an unknown path (404)."""
         raise NotImplementedError
 
+    def _get_page_at(self, path: str, query: Mapping[str, str]) -> Reply | None:
+        """Answer a counted ``GET`` with its query string (the last value of each key);
+        by default :meth:`_get_page`, which sees the path only."""
+        return self._get_page(path)
+
     def _post(self, path: str, form: Mapping[str, str]) -> Reply | None:
         """Handle a counted form ``POST``; ``None`` for an unknown path (404)."""
         raise NotImplementedError
@@ -468,7 +473,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/state":
             self._send_json(HTTPStatus.OK, app.state())
         else:
-            self._reply(app._get_page(path))
+            query = {k: v[-1] for k, v in parse_qs(urlsplit(self.path).query).items()}
+            self._reply(app._get_page_at(path, query))
 
     def do_POST(self) -> None:
         app = self.server.app

@@ -11,7 +11,13 @@ from playwright.async_api import Error as PlaywrightError
 from handrail.executor._backend import SurfaceListener
 from handrail.executor._errors import BackendError
 from handrail.executor.browser._gate import OPEN_LISTENER
-from handrail.executor.browser._pagescript import INIT_SCRIPT, PICK_ENGINE, PICK_SELECTOR
+from handrail.executor.browser._pagescript import (
+    INIT_SCRIPT,
+    PICK_ENGINE,
+    PICK_SELECTOR,
+    SNAP_ENGINE,
+    SNAP_SELECTOR,
+)
 from handrail.executor.browser._surface import VIEWPORT, BrowserSurface
 
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
@@ -67,6 +73,7 @@ class BrowserHost:
         path = chromium_path(self._executable_path)
         self._playwright = await async_playwright().start()
         await self._playwright.selectors.register(PICK_SELECTOR, PICK_ENGINE, content_script=True)
+        await self._playwright.selectors.register(SNAP_SELECTOR, SNAP_ENGINE, content_script=True)
         try:
             self._browser = await self._playwright.chromium.launch(
                 executable_path=path, headless=True, args=CHROMIUM_ARGS

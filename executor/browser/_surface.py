@@ -14,7 +14,7 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-from playwright.async_api import BrowserContext, ElementHandle, Page
+from playwright.async_api import BrowserContext, ElementHandle, Locator, Page
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
@@ -32,6 +32,7 @@ from handrail.executor._models import (
     ActionKind,
     ActionSpec,
     DialogInfo,
+    Element,
     Expectation,
     FrameInfo,
     Observation,
@@ -39,7 +40,7 @@ from handrail.executor._models import (
     TabInfo,
 )
 from handrail.executor._snapshot import RefInfo, document_of
-from handrail.executor.browser._aria import main_document, viewport_filter
+from handrail.executor.browser._aria import main_document
 from handrail.executor.browser._context import (
     CHECK_ELEMENT_CONTEXT,
     CHECK_PICKED_CONTEXT,
@@ -48,14 +49,17 @@ from handrail.executor.browser._context import (
 )
 from handrail.executor.browser._expect import expectation_holds, wait_for
 from handrail.executor.browser._gate import NetworkGate
-from handrail.executor.browser._pagescript import READ_CLOCK
 from handrail.executor.browser._pointer import (
+    ARMED_KINDS,
     POINTER_KINDS,
     MaybeStartedError,
     NotStartedError,
+    PartlyTypedError,
+    armed,
     guarded_click,
     on_picked,
 )
+from handrail.executor.browser._reading import TabReader
 from handrail.executor.browser._tab import Tab
 
 _SETTLE_MS = 3_000
@@ -100,6 +104,7 @@ class BrowserSurface:
         # first document, "f2" … after a navigation; a child frame's refs have another).
         self._main_document = ""
         self.gate = NetworkGate(context, self._tab_id_of)
+        self._reader = TabReader()
         context.on("page", self._on_page)
 
     def _tab_id_of(self, page: Page) -> str:
@@ -192,21 +197,16 @@ class BrowserSurface:
         tab = self.active
         page = tab.page
         dialogs = tuple(DialogInfo(d.type, d.message) for d in tab.dialogs)
+        elements: tuple[Element, ...] = ()
         try:
             if tab.dialogs:
                 # A JS dialog blocks the page's scripts: no snapshot until it is handled.
                 snapshot, mutations, clock, title = "", 0, self._seen_clock, ""
             else:
-                # Both go out at once; the page runs them in order, so the clock is read
-                # before the snapshot is taken (a change in between counts as a change).
-                (mutations, clock, title), snapshot = await asyncio.gather(
-                    page.evaluate(READ_CLOCK),
-                    page.aria_snapshot(
-                        mode="ai", depth=options.depth or None, boxes=options.viewport_only or None, timeout=5_000
-                    ),
-                )
-                if options.viewport_only:
-                    snapshot = viewport_filter(snapshot, VIEWPORT["width"], VIEWPORT["height"])
+                viewport = (VIEWPORT["width"], VIEWPORT["height"]) if options.viewport_only else None
+                reading = await self._reader.read(page, tab.tab_id, depth=options.depth, viewport=viewport)
+                snapshot, elements = reading.snapshot, reading.elements
+                mutations, clock, title = reading.mutations, reading.clock, reading.title
             png = b""
             scale = options.screenshot_scale or 1.0
             if options.screenshot and not tab.dialogs:
@@ -220,7 +220,7 @@ class BrowserSurface:
         self._seen_navigations = tab.navigations
         self._seen_dialogs = tab.dialogs_opened
         self._seen_clock = float(clock)
-        document = main_document(snapshot)
+        document = main_document(elements)
         if document is not None:  # a dialog's empty snapshot says nothing about it
             self._main_document = document
         frames = tuple(
@@ -247,6 +247,7 @@ class BrowserSurface:
             viewport_width=VIEWPORT["width"],
             viewport_height=VIEWPORT["height"],
             mutation_counter=int(mutations),
+            elements=elements,
         )
 
     # -- checks -----------------------------------------------------------------------
@@ -293,7 +294,7 @@ class BrowserSurface:
         if count != 1 or facts is None:
             return Refusal(Reason.STALE_REF, f"ref {info.ref} no longer resolves ({info.role} {info.name!r} is gone)")
         if facts.get("problem"):
-            return Refusal(Reason.STALE_REF, f"{info.role} {info.name!r} ({info.ref}): {facts['problem']}")
+            return Refusal(Reason.STALE_REF, f"{_named(info)}: {facts['problem']}")
         self._last_facts = facts
         return None
 
@@ -382,6 +383,9 @@ class BrowserSurface:
             return DispatchResult(DispatchStatus.NOT_STARTED, str(exc))
         except NotStartedError as exc:
             return DispatchResult(DispatchStatus.NOT_STARTED, str(exc), reason=exc.reason)
+        except PartlyTypedError as exc:
+            partly = DispatchStatus.PARTIAL
+            return DispatchResult(partly, str(exc), typed_chars=exc.typed_chars, reason=Reason.STALE_REF)
         except MaybeStartedError as exc:
             return DispatchResult(DispatchStatus.MAYBE_STARTED, str(exc))
         except PlaywrightTimeoutError as exc:
@@ -408,7 +412,6 @@ class BrowserSurface:
         page = tab.page
         kind = spec.kind
         locator = page.locator(f"aria-ref={spec.ref}") if spec.ref else None
-        button: Any = spec.button or "left"
         if kind is ActionKind.NAVIGATE:
             try:
                 await page.goto(spec.url, wait_until="domcontentloaded", timeout=timeout_ms)
@@ -442,17 +445,10 @@ class BrowserSurface:
                 await dialog.accept(spec.text) if spec.text else await dialog.accept()
             else:
                 await dialog.dismiss()
-        elif kind is ActionKind.HOTKEY:
-            combo = "+".join(spec.keys)
-            if locator is not None:
-                await locator.press(combo, timeout=timeout_ms)
-            else:
-                await page.keyboard.press(combo)
-        elif kind is ActionKind.PRESS:
-            if locator is not None:
-                await locator.press(spec.key, timeout=timeout_ms)
-            else:
-                await page.keyboard.press(spec.key)
+        elif kind is ActionKind.HOTKEY and locator is None:
+            await page.keyboard.press("+".join(spec.keys))
+        elif kind is ActionKind.PRESS and locator is None:
+            await page.keyboard.press(spec.key)
         elif kind is ActionKind.SCROLL:
             if locator is not None:
                 await locator.hover(timeout=timeout_ms)
@@ -463,34 +459,50 @@ class BrowserSurface:
             await wait_for(page, spec.wait_for, timeout_ms)
         else:
             assert locator is not None  # validated: these kinds need a ref
+            main = document_of(spec.ref) == self._main_document  # a child frame's: Playwright's
             if (
                 kind in POINTER_KINDS
                 and self._pointer_clicks
-                and document_of(spec.ref) == self._main_document  # a child frame's: Playwright's
+                and main
                 and await guarded_click(tab.page, tab, spec, self._seen_clock, timeout_ms)
             ):
                 return "pointer"
-            if kind is ActionKind.CLICK:
-                await locator.click(timeout=timeout_ms, button=button, click_count=spec.click_count or 1)
-            elif kind is ActionKind.DOUBLE_CLICK:
-                await locator.dblclick(timeout=timeout_ms, button=button)
-            elif kind is ActionKind.HOVER:
-                await locator.hover(timeout=timeout_ms)
-            elif kind is ActionKind.FILL:
-                await locator.fill(spec.text, timeout=timeout_ms)
-            elif kind is ActionKind.TYPE:
-                await locator.press_sequentially(spec.text, delay=spec.key_delay_ms, timeout=timeout_ms)
-            elif kind is ActionKind.SELECT:
-                await locator.select_option(list(spec.values), timeout=timeout_ms)
-            elif kind is ActionKind.CHECK:
-                await locator.check(timeout=timeout_ms)
-            elif kind is ActionKind.UNCHECK:
-                await locator.uncheck(timeout=timeout_ms)
-            elif kind is ActionKind.UPLOAD:
-                await locator.set_input_files(self._upload_paths(spec.files), timeout=timeout_ms)
+            mode = ARMED_KINDS.get(kind)
+            if mode is not None:
+                async with armed(page, spec.ref, self._seen_clock, mode, timeout_ms, by_handle=not main):
+                    await self._by_playwright(locator, spec, timeout_ms)
             else:
-                raise InvalidArgumentError("kind", f"{kind.value} is not a browser action")
+                await self._by_playwright(locator, spec, timeout_ms)
         return "playwright" if kind in POINTER_KINDS else ""
+
+    async def _by_playwright(self, locator: Locator, spec: ActionSpec, timeout_ms: int) -> None:
+        """An action on a cited element, sent by Playwright (its actionability checks)."""
+        kind = spec.kind
+        button: Any = spec.button or "left"
+        if kind is ActionKind.CLICK:
+            await locator.click(timeout=timeout_ms, button=button, click_count=spec.click_count or 1)
+        elif kind is ActionKind.DOUBLE_CLICK:
+            await locator.dblclick(timeout=timeout_ms, button=button)
+        elif kind is ActionKind.HOVER:
+            await locator.hover(timeout=timeout_ms)
+        elif kind is ActionKind.FILL:
+            await locator.fill(spec.text, timeout=timeout_ms)
+        elif kind is ActionKind.TYPE:
+            await locator.press_sequentially(spec.text, delay=spec.key_delay_ms, timeout=timeout_ms)
+        elif kind is ActionKind.PRESS:
+            await locator.press(spec.key, timeout=timeout_ms)
+        elif kind is ActionKind.HOTKEY:
+            await locator.press("+".join(spec.keys), timeout=timeout_ms)
+        elif kind is ActionKind.SELECT:
+            await locator.select_option(list(spec.values), timeout=timeout_ms)
+        elif kind is ActionKind.CHECK:
+            await locator.check(timeout=timeout_ms)
+        elif kind is ActionKind.UNCHECK:
+            await locator.uncheck(timeout=timeout_ms)
+        elif kind is ActionKind.UPLOAD:
+            await locator.set_input_files(self._upload_paths(spec.files), timeout=timeout_ms)
+        else:
+            raise InvalidArgumentError("kind", f"{kind.value} is not a browser action")
 
     def _require_tab(self, tab_id: str) -> Tab:
         tab = self._tabs.get(tab_id)
@@ -533,6 +545,16 @@ def _scale_png(png: bytes, scale: float) -> bytes:
         out = io.BytesIO()
         img.resize(size, Image.Resampling.LANCZOS).save(out, format="PNG")
     return out.getvalue()
+
+
+def _named(info: RefInfo) -> str:
+    """``button 'Cancel' (e41, in row 'Plan E €25 / month Active Cancel')``: the element as observed."""
+    where = ""
+    element = info.element
+    if element is not None and element.contexts():
+        kind, context = element.contexts()[0]
+        where = f", {'under' if kind == 'heading' else 'in'} {context.role} {context.name[:70]!r} when observed"
+    return f"{info.role} {info.name!r} ({info.ref}{where})"
 
 
 def _first_line(exc: PlaywrightError) -> str:

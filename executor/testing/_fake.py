@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from handrail._vocabulary import ActionKind, Reason
+from handrail.executor._ariatree import parse_snapshot
 from handrail.executor._backend import (
     AuthzResource,
     Backend,
@@ -99,7 +100,9 @@ class FakeBackend:
         kind: ``"browser"`` or ``"desktop"`` (a desktop observation carries a window).
         url: the page's URL (what authz is told an action touches).
         title: the page's (or window's) title.
-        snapshot: the ARIA snapshot observations show; refs are read from it.
+        snapshot: the ARIA snapshot observations show (Playwright's ai-mode YAML); the
+            element list refs are resolved from is parsed from it, as the browser
+            backend parses its own.
 
     Attributes:
         url, title, snapshot: what the next observation shows; a test may change them.
@@ -172,12 +175,14 @@ class FakeBackend:
                 _WINDOW.window_id, _WINDOW.pid, _WINDOW.wm_class, self.title, 0, 0, _WINDOW.width, _WINDOW.height
             )
             desktop = DesktopState(1280, 800, window, window, (window,), screenshot_of_target=True)
+        browser = self.kind == "browser"
         return RawObservation(
-            url=self.url if self.kind == "browser" else "",
+            url=self.url if browser else "",
             title=self.title,
             snapshot=self.snapshot,
-            active_tab="t1" if self.kind == "browser" else "",
+            active_tab="t1" if browser else "",
             desktop=desktop,
+            elements=parse_snapshot(self.snapshot, tab="t1") if browser else (),
         )
 
     async def check_fresh(self, cited: Observation, spec: ActionSpec, target: RefInfo | None) -> Refusal | None:
