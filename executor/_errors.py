@@ -8,6 +8,7 @@
         ├── NotFoundError          an unknown session, observation or ref (or another agent's)
         ├── UnauthenticatedError   no or a bad bearer token
         ├── PermissionDeniedError  a token of another role than agent
+        │   └── ScopeRefusedError  OpenSession's start_url is not granted (OUT_OF_SCOPE ...)
         ├── SessionClosedError     the session was closed
         ├── LeaseHeldError         another agent holds the target's lease
         ├── BackendError           the browser or desktop could not be started or used
@@ -17,6 +18,9 @@
         │   │                      NotFoundError`` catches a remote NOT_FOUND), with the
         │   │                      ErrorInfo's ``reason`` and ``field``
         │   └── ExecutorUnavailableError   (SDK) unreachable, or no answer by the deadline
+        ├── ElementLookupError     (SDK, find) also a LookupError
+        │   ├── ElementNotFoundError   no element has that role and name (within ...)
+        │   └── AmbiguousElementError  more than one has; ``refs`` lists them
         └── ActionError            (SDK, raise_for_outcome) an action that did not end DONE
             ├── ActionRefusedError     REFUSED; one subclass per ``Reason`` (REFUSAL_ERRORS);
             │                          TargetGoneRefusedError is also a TargetGoneError
@@ -85,6 +89,15 @@ class LeaseHeldError(ExecutorError):
     """Another agent holds the lease of the target a session was asked for."""
 
     reason = "LEASE_HELD"
+
+
+class ScopeRefusedError(PermissionDeniedError):
+    """The sidecar refused a session's start page; ``decision_reason`` (also the
+    ``ErrorInfo`` reason: ``OUT_OF_SCOPE`` ...) says why."""
+
+    def __init__(self, decision_reason: str, message: str) -> None:
+        super().__init__(f"{decision_reason}: {message}", reason=decision_reason)
+        self.decision_reason = decision_reason
 
 
 class BackendError(ExecutorError):
@@ -184,6 +197,37 @@ def remote_error_class(code_name: str, reason: str) -> type[ExecutorRpcError]:
         "UNAUTHENTICATED": RemoteUnauthenticatedError,
         "PERMISSION_DENIED": RemotePermissionDeniedError,
     }.get(code_name, ExecutorRpcError)
+
+
+class ElementLookupError(ExecutorError, LookupError):
+    """``find`` could not name exactly one element (a ``LookupError`` too).
+
+    Attributes:
+        role, name: what was looked for.
+        within: the container it was looked for in, as ``(role, name)``, or None.
+    """
+
+    reason = "NOT_FOUND"
+
+    def __init__(self, message: str, role: str, name: str, within: tuple[str, str] | None) -> None:
+        super().__init__(message)
+        self.role, self.name, self.within = role, name, within
+
+
+class ElementNotFoundError(ElementLookupError):
+    """No element of the observation has that role and name (in that container)."""
+
+
+class AmbiguousElementError(ElementLookupError):
+    """More than one element has that role and name; ``refs`` are theirs, in page order."""
+
+    reason = "AMBIGUOUS"
+
+    def __init__(
+        self, message: str, role: str, name: str, within: tuple[str, str] | None, refs: tuple[str, ...]
+    ) -> None:
+        super().__init__(message, role, name, within)
+        self.refs = refs
 
 
 class ActionError(ExecutorError):

@@ -356,7 +356,7 @@ async def start_server(
                         log.warning("could not report human activity on %s: %s", target, exc)
 
                 return await open_desktop(spec.desktop, on_human_activity=person_at_desk)
-            return await host.open_page(spec.start_url)
+            return await host.open_page()  # the loop judges and loads the start page
 
         core = GuardedExecutor(authz, ledger, open_backend, lease_ttl_ms=lease_ttl_ms, fault=fault)
         await core.start()

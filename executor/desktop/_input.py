@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import time
 from collections.abc import Callable
 from functools import partial
@@ -30,6 +29,7 @@ from Xlib import X
 from Xlib import error as xerror
 from Xlib.ext import xtest
 
+from handrail._patterns import PatternError, compile_regex
 from handrail.executor._backend import DispatchResult, DispatchStatus, Refusal
 from handrail.executor._models import ActionKind, ActionSpec, Observation, Reason, WaitFor
 from handrail.executor.desktop._binding import Binding
@@ -301,8 +301,8 @@ class DesktopInput:
         if wait.text or wait.role or wait.url_matches or not wait.window_title:
             return DispatchResult(DispatchStatus.NOT_STARTED, "a desktop session waits only for a window_title")
         try:
-            re.compile(wait.window_title)
-        except re.error as exc:
+            compile_regex(wait.window_title)
+        except PatternError as exc:
             return DispatchResult(DispatchStatus.NOT_STARTED, f"window_title is not a regular expression: {exc}")
         deadline = time.monotonic() + timeout_ms / 1000
         while True:

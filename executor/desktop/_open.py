@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 
 from Xlib import error as xerror
 
+from handrail._patterns import PatternError, compile_regex
 from handrail.executor._backend import HumanActivityCallback
 from handrail.executor._errors import BackendError
 from handrail.executor._models import DesktopTarget
@@ -38,8 +38,8 @@ def bind_window(x: X11, target: DesktopTarget) -> int:
     if target.title_pattern:
         wanted.append(f"title /{target.title_pattern}/")
     try:
-        pattern = re.compile(target.title_pattern) if target.title_pattern else None
-    except re.error as exc:
+        pattern = compile_regex(target.title_pattern) if target.title_pattern else None
+    except PatternError as exc:
         raise BackendError(f"title_pattern is not a regular expression: {exc}") from exc
     matches = []
     for wid in candidates:

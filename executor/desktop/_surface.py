@@ -29,6 +29,7 @@ from handrail.executor._backend import (
     ObserveOptions,
     RawObservation,
     Refusal,
+    SurfaceListener,
 )
 from handrail.executor._errors import TargetGoneError
 from handrail.executor._models import (
@@ -312,6 +313,12 @@ class DesktopSurface:
                 verb = "still shows" if expect.gone else "does not show"
                 return False, f"the target's title {title!r} {verb} {expect.text_visible!r}"
             await asyncio.sleep(_POLL_S)
+
+    def listen(self, listener: SurfaceListener) -> None:
+        """A desktop has no network of its own to report."""
+
+    async def start(self, url: str, timeout_ms: int) -> None:
+        """A desktop session has no start page."""
 
     async def close(self) -> None:
         if self._closed:

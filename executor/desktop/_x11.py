@@ -21,7 +21,6 @@ move, focus or grab anything between a check and the XTest input sent after it.
 from __future__ import annotations
 
 import gc
-import re
 import time
 import warnings
 from collections.abc import Iterator
@@ -35,6 +34,7 @@ from Xlib.ext import res
 from Xlib.protocol import event as xevent
 from Xlib.xobject.drawable import Window
 
+from handrail._patterns import compile_regex
 from handrail.executor._errors import BackendError
 from handrail.executor._models import WindowInfo
 
@@ -341,7 +341,7 @@ class X11:
 
     def find_windows(self, pattern: str) -> list[tuple[int, str]]:
         """Managed windows whose title ``re.search``-matches ``pattern``: (id, title)."""
-        regex = re.compile(pattern)
+        regex = compile_regex(pattern)  # RE2: linear time
         found = []
         for wid in self.stacking():
             try:

@@ -388,11 +388,6 @@ def test_verified_only_with_an_expectation_that_holds(sidecar: Sidecar, tmp_path
 # -- 14. every action that was started ends with a result, whatever the client does ---------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="invariant 14 does not hold yet: a call cancelled mid-dispatch (the client gone, its deadline "
-    "passed) cancels the act, leaving its intent without a result and the target unblocked until a restart",
-)
 def test_a_started_action_ends_with_a_result_when_its_caller_goes_away(sidecar: Sidecar, tmp_path: Path) -> None:
     async def body() -> None:
         async with running(sidecar, tmp_path / "ledger.sqlite") as rig:
