@@ -441,8 +441,7 @@ def test_a_box_measured_during_a_transition_is_measured_again_after_it(
     before = session.find_element("button", "Place order").box
     assert before is not None
     site.run_js(
-        "document.querySelector('#box button').style.cssText ="
-        " 'transition: margin-left 2s linear; margin-left: 300px';"
+        "document.querySelector('#box button').style.cssText = 'transition: margin-left 2s linear; margin-left: 300px';"
     )
     session.observe()  # taken while the button slides (its box is somewhere on the way)
     time.sleep(2.5)  # the transition has ended; nothing else happens on the page
