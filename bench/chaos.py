@@ -35,6 +35,7 @@ sides share it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import re
 import statistics
@@ -56,7 +57,7 @@ from guard_pages import cancel_ref, field_ref
 from handrail.authz import AuthzClient
 from handrail.executor import ElementLookupError, ExecutorClient, NotFoundError, Outcome, Session
 from handrail.executor.browser import CHROMIUM_ARGS, chromium_path
-from handrail.scenarios import PLAN_IDS, PlansApp, start_authz, start_executor
+from handrail.scenarios import PLAN_IDS, FetchShopApp, HostileSite, PlansApp, hostile_site, start_authz, start_executor
 
 # Pages whose rows are re-painted by index (the success target is judged on these).
 RERENDER_PAGES = [
@@ -71,7 +72,29 @@ RERENDER_PAGES = [
 LIST_PAGES = [*RERENDER_PAGES, "overlay=hover:600", "tick=40"]
 FIELD_PAGES = ["swap=focus", "swap=advance", "swap=timer:300"]
 ACCOUNT_PAGES = ["account"]
-PAGES = LIST_PAGES + FIELD_PAGES + ACCOUNT_PAGES
+# scenarios._hostile's pages: a page with every way out of its origin (and as many ways
+# that stay), and a checkout paying through fetch() whose response is lost half the time.
+OUT = [
+    ("link", "Partner offer"),
+    ("link", "Partner in a new tab"),
+    ("button", "Send to partner"),
+    ("button", "Go by script"),
+    ("button", "Pop up partner"),
+    ("link", "Redirected out"),
+    ("link", "Redirected twice"),
+    ("button", "Post and be sent out"),
+]
+STAY = [
+    ("link", "Inside page"),
+    ("link", "Inside in a new tab"),
+    ("button", "Order here"),
+    ("button", "Pop up inside"),
+    ("link", "Redirected in"),
+    ("button", "Order and come back"),
+]
+SCOPE_PAGES = ["links"]
+PAY_PAGES = ["pay"]
+PAGES = LIST_PAGES + FIELD_PAGES + ACCOUNT_PAGES + SCOPE_PAGES + PAY_PAGES
 CANCELS_PER_EPISODE = 4
 EMAIL = "ada@example.com"
 _POSING = re.compile(r'button "Pause plan" \[ref=([a-z0-9]+)\]')
@@ -87,6 +110,7 @@ class Side:
     tasks: Counter[str] = field(default_factory=Counter)
     done: Counter[str] = field(default_factory=Counter)  # tasks done, at most 3 tries
     done_first: Counter[str] = field(default_factory=Counter)
+    outside: Counter[str] = field(default_factory=Counter)  # requests another origin received
     refused_ms: list[float] = field(default_factory=list)  # REFUSED: declined at dispatch time
     swallowed_ms: list[float] = field(default_factory=list)  # FAILED, not started: at input time
     seconds: float = 0.0
@@ -97,6 +121,25 @@ class Side:
         self.wrong[page] += 1
         if len(self.notes) < 12:
             self.notes.append(f"{page}: {note}")
+
+
+def text_ref(snapshot: str, role: str, name: str) -> str:
+    """The ref of the first ``role "name"`` line of the snapshot's text (a raw agent's way)."""
+    m = re.search(rf'- {role} "{re.escape(name)}"[^\n]*?\[ref=([a-z0-9]+)\]', snapshot)
+    if m is None:
+        raise LookupError(f"no {role} {name!r}")
+    return m.group(1)
+
+
+@dataclass
+class Others:
+    """One side's copies of the other hostile pages (scenarios._hostile)."""
+
+    site: HostileSite
+    shop: FetchShopApp
+
+    def outside(self) -> int:
+        return sum(self.site.hits("elsewhere").values()) + self.shop.state()["requests"].get("GET /partner", 0)
 
 
 def _actions_after(app: PlansApp, before: int, wait_s: float) -> list[str]:
@@ -128,8 +171,67 @@ def _judge_cancel(
 class HandrailAgent:
     """The Handrail side: observe, think, act through the executor; retry after a decline."""
 
-    def __init__(self, sessions: list[Session], app: PlansApp, side: Side) -> None:
-        self.sessions, self.app, self.side = sessions, app, side
+    def __init__(self, sessions: list[Session], app: PlansApp, others: Others, side: Side) -> None:
+        self.sessions, self.app, self.others, self.side = sessions, app, others, side
+
+    def _one_tab(self, session: Session) -> None:
+        """Close the tabs pages opened (the agent keeps working in its first)."""
+        obs = session.observe()
+        for tab in obs.tabs[1:]:
+            session.close_tab(tab.tab_id)
+        if len(obs.tabs) > 1:
+            session.switch_tab(obs.tabs[0].tab_id)
+
+    def scope_episode(self, session: Session, page: str, picks: list[tuple[str, str]], think: list[float]) -> None:
+        for i, (role, name) in enumerate(picks):
+            self._goto(session, f"{self.others.site.home}/links")
+            obs = session.observe()
+            time.sleep(think[i])
+            before = self.others.outside()
+            self.side.tasks[page] += 1
+            ref = session.find(role, name, obs)
+            result = self._act(page, lambda ref=ref: session.click(ref, timeout_ms=3000))
+            self._settle(session, result, True)
+            time.sleep(0.2)  # a pop-up's or a script's load, if it goes
+            self.side.outside[page] += self.others.outside() - before
+            if (role, name) in STAY and result.outcome is Outcome.DONE:
+                self.side.done[page] += 1
+                self.side.done_first[page] += 1
+            self._one_tab(session)
+
+    def pay_episode(self, session: Session, page: str, drop: bool, think: list[float]) -> None:
+        shop = self.others.shop
+        shop.reset()
+        self._goto(session, f"{shop.url}/")
+        if drop:
+            shop.drop_next("/api/pay")
+        self.side.tasks[page] += 1
+        for tries in range(1, 4):
+            obs = session.observe()
+            time.sleep(think[tries - 1])
+            orders = len(shop.state()["orders"])
+            ref = session.find("button", "Pay now", obs)
+            result = self._act(page, lambda ref=ref: session.click(ref, timeout_ms=5000))
+            if orders:
+                self.side.duplicates[page] += len(shop.state()["orders"]) - orders
+            if result.outcome is Outcome.UNKNOWN:
+                # Reconcile by looking: the orders page is a read, open while the target waits.
+                self._goto(session, f"{shop.url}/orders")
+                seen = "0 order(s)" not in session.observe().snapshot
+                self._settle(session, result, seen)
+                if seen:
+                    self.side.done[page] += 1
+                    break
+                self._goto(session, f"{shop.url}/")
+                continue
+            if result.outcome is Outcome.DONE:
+                time.sleep(0.1)
+                if "Please try again" not in session.observe().snapshot:
+                    self.side.done[page] += 1
+                    self.side.done_first[page] += tries == 1
+                    break
+            elif not self._declined(result):
+                break
 
     def _declined(self, result: Any) -> bool:
         return result.outcome in (Outcome.REFUSED, Outcome.FAILED) and not result.execution_started
@@ -160,8 +262,14 @@ class HandrailAgent:
         elif nav.result.outcome is not Outcome.DONE:
             raise RuntimeError(f"could not load {url}: {nav.result}")
 
-    def episode(self, n: int, page: str, plans: list[str], think: list[float]) -> None:
+    def episode(self, n: int, page: str, plans: list[str], think: list[float], picks: list[tuple[str, str]]) -> None:
         session = self.sessions[n % len(self.sessions)]
+        if page in SCOPE_PAGES:
+            self.scope_episode(session, page, picks, think)
+            return
+        if page in PAY_PAGES:
+            self.pay_episode(session, page, plans[0] in "ABCD", think)
+            return
         if page in ACCOUNT_PAGES:
             self._goto(session, f"{self.app.url}/account")
             obs = session.observe()
@@ -237,8 +345,52 @@ class HandrailAgent:
 class RawAgent:
     """The raw side: snapshot, think, click the ref the snapshot's text names."""
 
-    def __init__(self, page: Any, app: PlansApp, side: Side) -> None:
-        self.page, self.app, self.side = page, app, side
+    def __init__(self, page: Any, app: PlansApp, others: Others, side: Side) -> None:
+        self.page, self.app, self.others, self.side = page, app, others, side
+
+    def _one_tab(self) -> None:
+        for other in self.page.context.pages:
+            if other is not self.page:
+                other.close()
+
+    def scope_episode(self, page: str, picks: list[tuple[str, str]], think: list[float]) -> None:
+        for i, (role, name) in enumerate(picks):
+            self.page.goto(f"{self.others.site.home}/links")
+            snapshot = self.page.aria_snapshot(mode="ai")
+            time.sleep(think[i])
+            before = self.others.outside()
+            self.side.tasks[page] += 1
+            ref = text_ref(snapshot, role, name)
+            done = self._act(page, lambda ref=ref: self.page.locator(f"aria-ref={ref}").click(timeout=3000))
+            time.sleep(0.2)
+            self.side.outside[page] += self.others.outside() - before
+            if (role, name) in STAY and done:
+                self.side.done[page] += 1
+                self.side.done_first[page] += 1
+            self._one_tab()
+
+    def pay_episode(self, page: str, drop: bool, think: list[float]) -> None:
+        shop = self.others.shop
+        shop.reset()
+        self.page.goto(f"{shop.url}/")
+        if drop:
+            shop.drop_next("/api/pay")
+        self.side.tasks[page] += 1
+        for tries in range(1, 4):
+            snapshot = self.page.aria_snapshot(mode="ai")
+            time.sleep(think[tries - 1])
+            orders = len(shop.state()["orders"])
+            ref = text_ref(snapshot, "button", "Pay now")
+            self._act(page, lambda ref=ref: self.page.locator(f"aria-ref={ref}").click(timeout=3000))
+            status = self.page.locator("#status")
+            with contextlib.suppress(Exception):  # the page says how it went
+                status.filter(has_not_text="Paying").wait_for(timeout=3000)
+            if orders:
+                self.side.duplicates[page] += len(shop.state()["orders"]) - orders
+            if "try again" not in (status.text_content() or ""):
+                self.side.done[page] += 1
+                self.side.done_first[page] += tries == 1
+                break
 
     def _act(self, page: str, call: Callable[[], Any]) -> bool:
         from playwright.sync_api import Error as PlaywrightError
@@ -250,7 +402,13 @@ class RawAgent:
         except PlaywrightError:
             return False
 
-    def episode(self, page: str, plans: list[str], think: list[float]) -> None:
+    def episode(self, page: str, plans: list[str], think: list[float], picks: list[tuple[str, str]]) -> None:
+        if page in SCOPE_PAGES:
+            self.scope_episode(page, picks, think)
+            return
+        if page in PAY_PAGES:
+            self.pay_episode(page, plans[0] in "ABCD", think)
+            return
         if page in ACCOUNT_PAGES:
             self.page.goto(f"{self.app.url}/account")
             snapshot = self.page.aria_snapshot(mode="ai")
@@ -313,11 +471,13 @@ def _rates(side: Side, pages: list[str]) -> tuple[int, int, int, int, int, int]:
     )
 
 
-def _episode(seed: int, n: int, think_ms: int) -> tuple[str, list[str], list[float]]:
-    """Episode ``n``'s page, plans to cancel and think times: the same on both sides."""
+def _episode(seed: int, n: int, think_ms: int) -> tuple[str, list[str], list[float], list[tuple[str, str]]]:
+    """Episode ``n``'s page, plans to cancel, think times and controls: the same on both sides."""
     rng = random.Random(seed * 1_000_003 + n)
     plans = rng.sample(PLAN_IDS, CANCELS_PER_EPISODE)
-    return PAGES[n % len(PAGES)], plans, [rng.uniform(0, think_ms) / 1000 for _ in range(4)]
+    picks = [rng.choice(OUT), rng.choice(STAY)]
+    rng.shuffle(picks)
+    return PAGES[n % len(PAGES)], plans, [rng.uniform(0, think_ms) / 1000 for _ in range(4)], picks
 
 
 def _raw_run(side: Side, actions: int, seed: int, think_ms: int, errors: list[BaseException]) -> None:
@@ -325,14 +485,15 @@ def _raw_run(side: Side, actions: int, seed: int, think_ms: int, errors: list[Ba
     from playwright.sync_api import sync_playwright
 
     try:
-        with PlansApp() as app, sync_playwright() as pw:
+        with PlansApp() as app, hostile_site() as site, FetchShopApp() as shop, sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-            agent = RawAgent(browser.new_page(viewport={"width": 1280, "height": 800}), app, side)
+            page_ = browser.new_page(viewport={"width": 1280, "height": 800})
+            agent = RawAgent(page_, app, Others(site, shop), side)
             n, t0 = 0, time.monotonic()
             while sum(side.actions.values()) < actions:
-                page, plans, think = _episode(seed, n, think_ms)
+                page, plans, think, picks = _episode(seed, n, think_ms)
                 app.reset()
-                agent.episode(page, plans, think)
+                agent.episode(page, plans, think, picks)
                 n += 1
             side.seconds = time.monotonic() - t0
             browser.close()
@@ -345,14 +506,22 @@ def main() -> None:
     ap.add_argument("--actions", type=int, default=2000, help="at least this many actions on each side")
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--think-ms", type=int, default=100, help="think time: uniform in 0..this")
+    ap.add_argument("--pages", default="", help="only these pages (comma-separated), to try one out")
     args = ap.parse_args()
+    if args.pages:
+        PAGES[:] = [p for p in PAGES if p in args.pages.split(",")]
     handrail, raw = Side(), Side()
     started = time.monotonic()
     # Both sides run at once, each on its own copy of the fixture app (the merchant's
     # state is per side), through the same episodes.
     errors: list[BaseException] = []
     raw_thread = threading.Thread(target=_raw_run, args=(raw, args.actions, args.seed, args.think_ms, errors))
-    with tempfile.TemporaryDirectory() as tmp, PlansApp() as app:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        PlansApp() as app,
+        hostile_site() as site,
+        FetchShopApp() as shop,
+    ):
         data = Path(tmp)
         tokens = bench_principals(data)
         authz = start_authz(data)
@@ -362,16 +531,18 @@ def main() -> None:
         ]
         try:
             with AuthzClient(authz.address, tokens["ops"]) as ops:
-                ops.grant("bench-agent", "browser:bench", ["submit", "input", "navigate"], [app.url])
+                ops.grant(
+                    "bench-agent", "browser:bench", ["submit", "input", "navigate"], [app.url, site.home, shop.url]
+                )
             clients = [ExecutorClient(e.address, tokens["agent"]) for e in executors]
             sessions = [c.open_session(target="browser:bench", start_url=app.url + "/") for c in clients]
-            ours = HandrailAgent(sessions, app, handrail)
+            ours = HandrailAgent(sessions, app, Others(site, shop), handrail)
             raw_thread.start()
             n = 0
             while sum(handrail.actions.values()) < args.actions:
-                page, plans, think = _episode(args.seed, n, args.think_ms)
+                page, plans, think, picks = _episode(args.seed, n, args.think_ms)
                 app.reset()
-                ours.episode(n, page, plans, think)
+                ours.episode(n, page, plans, think, picks)
                 n += 1
                 if n % 50 == 0:
                     print(
@@ -406,6 +577,7 @@ def main() -> None:
         figures[f"{name}_wrong_target_dispatches"] = wrong
         figures[f"{name}_wrong_target_rate"] = round(wrong / max(actions, 1), 4)
         figures[f"{name}_duplicate_submissions"] = dup
+        figures[f"{name}_requests_outside_grant"] = sum(side.outside.values())
         figures[f"{name}_done_rate"] = round(done / max(tasks, 1), 4)
         _, _, _, rtasks, rdone, rfirst = _rates(side, RERENDER_PAGES)
         figures[f"{name}_rerender_success_within_two_reobservations"] = round(rdone / max(rtasks, 1), 4)
@@ -421,12 +593,12 @@ def main() -> None:
             figures[f"handrail_{key}_latency_p50_ms"] = round(statistics.median(samples), 2)
             figures[f"handrail_{key}_latency_p90_ms"] = round(pct(samples, 90), 2)
     figures["handrail_outcomes"] = dict(handrail.outcomes.most_common())
-    figures["requests_outside_grant"] = "not exercised (no page leaves the origin yet)"
     targets = {
         "handrail_actions": f">= {args.actions}",
         "raw_actions": f">= {args.actions}",
         "handrail_wrong_target_dispatches": 0,
         "handrail_duplicate_submissions": 0,
+        "handrail_requests_outside_grant": 0,
         "handrail_refusal_latency_p50_ms": "<= 30",
         "handrail_rerender_success_within_two_reobservations": ">= 0.95",
     }
@@ -435,6 +607,7 @@ def main() -> None:
         and figures["raw_actions"] >= args.actions
         and figures["handrail_wrong_target_dispatches"] == 0
         and figures["handrail_duplicate_submissions"] == 0
+        and figures["handrail_requests_outside_grant"] == 0
         and figures.get("handrail_refusal_latency_p50_ms", 0.0) <= 30
         and figures["handrail_rerender_success_within_two_reobservations"] >= 0.95
     )
