@@ -10,6 +10,9 @@ must go to it. The first that does not is swallowed before the page sees it, and
 later one: the action ends ``FAILED``, not started, with ``TARGET_CHANGED`` when the press
 landed on something else and ``STALE_REF`` when the element changed.
 
+Observation screenshots are taken with ``caret="initial"``: Playwright's caret hiding sets
+a style attribute on the focused field, which the checks would see as a change to it.
+
 There is no fall-back to Playwright's click here: the point is the agent's, not the
 element's centre, and an input that cannot be guarded does not go out.
 """
@@ -17,14 +20,19 @@ element's centre, and an input that cannot be guarded does not go out.
 from __future__ import annotations
 
 import asyncio
+import io
 import secrets
+from collections.abc import Callable
 from typing import Any
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 
 from handrail._vocabulary import Reason
+from handrail.executor._backend import Refusal
 from handrail.executor._models import ActionKind, ActionSpec, PointTarget
+from handrail.executor._snapshot import RefInfo
+from handrail.executor.browser._context import CHECK_PICKED_CONTEXT
 from handrail.executor.browser._pagescript import ARM_INPUT, DISARM
 from handrail.executor.browser._pointer import (
     MaybeStartedError,
@@ -35,7 +43,7 @@ from handrail.executor.browser._pointer import (
     stopped,
 )
 
-__all__ = ["at_point"]
+__all__ = ["at_point", "check_point", "scale_png"]
 
 _MODES = {
     ActionKind.CLICK: "point",
@@ -46,6 +54,50 @@ _MODES = {
 _GONE = {"blocked": "", "changed": "", "navigating": True, "gone": True}
 _TWO_FRAMES = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(0))))"
 _DRAG_STEPS = 8
+
+
+async def check_point(
+    page: Page, spec: ActionSpec, target: RefInfo | None, since: float, named: Callable[[RefInfo], str]
+) -> tuple[Refusal | None, dict[str, Any]]:
+    """The checks before dispatch of a bound point action: (the refusal or None, the facts).
+
+    The element bound to the point (and a drag's drop target, bound to its end) must be the
+    topmost thing under its point now (else ``TARGET_CHANGED``), and pass the element check
+    (unchanged since the observation, visible, enabled, not behind a modal: else
+    ``STALE_REF``). Only top-document elements are ever bound (``_points``).
+    """
+    point = spec.bound_point
+    assert point is not None
+    checks: list[tuple[RefInfo, list[float], str]] = []
+    if point.to_ref:
+        end = RefInfo(point.to_ref, "drop target", "", "")
+        checks.append((end, [point.to_x, point.to_y], f"({spec.to_x}, {spec.to_y})"))
+    if target is not None:
+        checks.append((target, [point.x, point.y], f"({spec.x}, {spec.y})"))
+    facts: dict[str, Any] = {}
+    for info, at, where in checks:
+        count, facts_or_none = await on_picked(page, info.ref, CHECK_PICKED_CONTEXT, since, at)
+        if count != 1 or facts_or_none is None:
+            return Refusal(Reason.STALE_REF, f"ref {info.ref} no longer resolves ({info.role} is gone)"), {}
+        facts = facts_or_none
+        if facts.get("problem") and facts.get("target"):
+            return Refusal(
+                Reason.TARGET_CHANGED, f"at {where} the observation had {named(info)}; {facts['problem']}"
+            ), {}
+        if facts.get("problem"):
+            return Refusal(Reason.STALE_REF, f"{named(info)}: {facts['problem']}"), {}
+    return None, facts
+
+
+def scale_png(png: bytes, scale: float) -> bytes:
+    """A screenshot scaled by ``scale`` (what a point of it is measured in)."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(png)) as img:
+        size = (max(1, round(img.width * scale)), max(1, round(img.height * scale)))
+        out = io.BytesIO()
+        img.resize(size, Image.Resampling.LANCZOS).save(out, format="PNG")
+    return out.getvalue()
 
 
 def _refusal(report: dict[str, Any], what: str) -> NotStartedError:
