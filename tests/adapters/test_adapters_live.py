@@ -26,7 +26,7 @@ def plans() -> Iterator[PlansApp]:
 
 def _computer(stack: Stack, agent: AgentSetup, app: PlansApp, path: str, **kw: int) -> GuardedComputer:
     with stack.operator_client() as ops:
-        ops.grant(agent.principal.name, agent.target, ["input", "submit"], [app.url])
+        ops.grant(agent.principal.name, agent.target, ["input", "submit", "navigate"], [app.url])
     return GuardedComputer(agent.client.open_session(target=agent.target, start_url=app.url + path), **kw)
 
 

@@ -33,6 +33,7 @@ def plans() -> Iterator[PlansApp]:
 
 def _open(stack: Stack, agent: AgentSetup, app: PlansApp, path: str, **scope: object) -> Session:
     with stack.operator_client() as ops:
+        ops.grant(agent.principal.name, agent.target, ["navigate"], [app.url])  # the start page
         ops.grant(agent.principal.name, agent.target, ["submit", "input"], [app.url], **scope)
     return agent.client.open_session(target=agent.target, start_url=app.url + path)
 
