@@ -12,7 +12,7 @@ The modules, bottom up (each imports only modules above it in this list)::
     _decide            the decision function (lease, scope, Cedar, approvals)
     _policy_index      which Cedar policies can fire for a request
     _policies          the Cedar policy engine
-    _explain           redaction of the log, and explaining a decision in words
+    _explain           redaction of the log, the approval a check asks for, explaining a decision
     _watch             the in-process event hub behind Watch
     _journal           the memory-mapped decision journal files
     _store             the storage seam: the AuthzStore protocol
@@ -23,6 +23,7 @@ The modules, bottom up (each imports only modules above it in this list)::
                        SQLite: one table each
     _sqlite_decisions  SQLite: the decision log, its journal and checkpointer thread
     _sqlite            SqliteStore: the parts above put together behind AuthzStore
+    _identity          who a caller is; whether a named principal is a live agent
     _authorizer        the sidecar's behaviour over an AuthzStore (no gRPC)
     _wire              protobuf messages to records and back, and the wire enums
     _wire_responses    the servicer's responses
@@ -62,6 +63,8 @@ from handrail.authz._models import (
     GrantState,
     HolderKind,
     LeaseInfo,
+    PrincipalInfo,
+    PrincipalState,
     Role,
     WatchEventInfo,
 )
@@ -95,6 +98,8 @@ __all__ = [
     "PermissionDeniedError",
     "PolicyEngine",
     "PolicyError",
+    "PrincipalInfo",
+    "PrincipalState",
     "Reason",
     "Role",
     "SqliteStore",
