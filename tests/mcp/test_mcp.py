@@ -1,0 +1,105 @@
+"""``handrail mcp`` driven by the official SDK's own client, over stdio and streamable HTTP,
+against the real stack (the session's sidecar and executor, a real Chromium) and the
+fixture apps."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from handrail.scenarios import POSING_REF, PlansApp, SubscriptionApp
+from tests.conftest import AgentSetup, Stack
+from tests.mcp.client import http_server, http_session, mcp_args, ref_of, stdio_session, text
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+READ_ONLY = {"browser_snapshot", "browser_take_screenshot", "browser_wait_for", "handrail_lease_status"}
+
+
+def _posts(app: Any) -> int:
+    state = app.state()
+    return sum(
+        n for path, n in state["requests"].items() if path.startswith("POST /") and not path.startswith("POST /__")
+    )
+
+
+def test_subscription_task_over_stdio_with_a_stale_ref_handled(
+    stack: Stack, agent: AgentSetup, app: SubscriptionApp
+) -> None:
+    base = app.url
+    with stack.operator_client() as ops:
+        ops.grant(agent.principal.name, agent.target, ["input", "submit"], [base])
+    args = mcp_args(stack.executor.address, agent.principal.token, agent.target, base + "/")
+
+    async def run() -> None:
+        async with stdio_session(args) as mcp:
+            tools = {t.name: t for t in (await mcp.list_tools()).tools}
+            assert {n for n, t in tools.items() if t.annotations and t.annotations.read_only_hint} == READ_ONLY
+            snap = text(await mcp.call_tool("browser_snapshot", {}))
+            ref = ref_of(snap, "button", "Turn off auto-renew")
+
+            # The page re-renders its buttons between the snapshot and the click.
+            app.push_rerender()
+            assert app.wait_rerendered(1, timeout=10)
+            stale = await mcp.call_tool("browser_click", {"element": "Turn off auto-renew button", "ref": ref})
+            assert stale.is_error, text(stale)
+            assert "STALE_REF" in text(stale) and "Next: take a new snapshot" in text(stale), text(stale)
+            assert _posts(app) == 0
+
+            # The refusal says what to do: observe again, then succeed.
+            snap = text(await mcp.call_tool("browser_snapshot", {}))
+            ref = ref_of(snap, "button", "Turn off auto-renew")
+            done = await mcp.call_tool("browser_click", {"element": "Turn off auto-renew button", "ref": ref})
+            assert not done.is_error, text(done)
+            ref = ref_of(text(done), "button", "No thanks, turn off renewal")
+            done = await mcp.call_tool("browser_click", {"element": "No thanks, turn off renewal", "ref": ref})
+            assert not done.is_error, text(done)
+            assert "Auto-renew is off" in text(done)
+
+            diff = text(await mcp.call_tool("browser_snapshot", {"diff": True}))
+            assert "no change since the previous snapshot" in diff, diff
+            status = text(await mcp.call_tool("handrail_lease_status", {}))
+            assert "- Lease: held, epoch" in status, status
+
+    asyncio.run(run())
+    assert app.state()["auto_renew"] is False
+
+
+def test_spoofed_ref_and_bad_arguments_over_http(stack: Stack, agent: AgentSetup) -> None:
+    plans = PlansApp()
+    base = plans.start()
+    try:
+        with stack.operator_client() as ops:
+            ops.grant(agent.principal.name, agent.target, ["submit"], [base])
+        args = mcp_args(stack.executor.address, agent.principal.token, agent.target, base + "/account")
+
+        async def run(url: str) -> None:
+            async with http_session(url) as mcp:
+                snap = text(await mcp.call_tool("browser_snapshot", {}))
+                assert f'button "Pause plan" [ref={POSING_REF}]' in snap  # the page's text says so
+                assert ref_of(snap, "button", "Delete account") == POSING_REF
+                spoofed = await mcp.call_tool("browser_click", {"element": "Pause plan button", "ref": POSING_REF})
+                assert spoofed.is_error
+                assert f"{POSING_REF} is button 'Delete account'" in text(spoofed), text(spoofed)
+
+                missing = await mcp.call_tool("browser_click", {"element": "Pause plan button"})
+                assert missing.is_error and "ref" in text(missing), text(missing)
+                deep = await mcp.call_tool("browser_snapshot", {"depth": -1})
+                assert deep.is_error and "depth" in text(deep), text(deep)
+                tabs = await mcp.call_tool("browser_tabs", {"action": "explode"})
+                assert tabs.is_error and "action" in text(tabs), text(tabs)
+
+                pause = ref_of(snap, "button", "Pause plan")
+                done = await mcp.call_tool("browser_click", {"element": "Pause plan", "ref": pause})
+                assert not done.is_error, text(done)
+                assert "Your plan is paused" in text(done)
+
+        with http_server(args) as url:
+            asyncio.run(run(url))
+        state = plans.state()
+        assert state["account_deleted"] is False and state["paused"] is True
+        assert state["requests"].get("POST /delete-account", 0) == 0
+    finally:
+        plans.stop()
