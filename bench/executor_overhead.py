@@ -219,7 +219,7 @@ def main() -> None:
         executor = start_executor(data, authz.address, tokens["exec"])
         try:
             with AuthzClient(authz.address, tokens["ops"]) as ops:
-                ops.grant("bench-agent", "browser:bench", ["submit"], [base])
+                ops.grant("bench-agent", "browser:bench", ["submit", "navigate"], [base])
             for name in ("small", "large"):
                 url = f"{base}/{name}"
                 g = measure(executor.address, tokens["agent"], url, n)

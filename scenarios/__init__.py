@@ -29,6 +29,7 @@ from ._checkout import CHECKOUT_INITIAL_STATE, CheckoutApp
 from ._checks import Checks, LedgerChecks, LedgerCount, StateCheck
 from ._desktop import DesktopApps, display_unavailable
 from ._errors import DisplayError, RecordError, ScenarioError
+from ._hostile import FETCHSHOP_INITIAL_STATE, FetchShopApp, HostileSite, hostile_site
 from ._judge import check_state
 from ._loading import dump_scenario, load_scenario, parse_scenario
 from ._plans import PLAN_IDS, PLANS_INITIAL_STATE, POSING_REF, PlansApp
@@ -57,6 +58,7 @@ __all__ = [
     "CHECKOUT_INITIAL_STATE",
     "COLOURS",
     "FAULT_KINDS",
+    "FETCHSHOP_INITIAL_STATE",
     "FIXTURE_APPS",
     "INITIAL_STATE",
     "NOTES_LAYOUT",
@@ -75,8 +77,10 @@ __all__ = [
     "DisplayError",
     "Expected",
     "FaultStep",
+    "FetchShopApp",
     "FixtureApp",
     "GrantSpec",
+    "HostileSite",
     "LedgerChecks",
     "LedgerCount",
     "ObserveStep",
@@ -98,6 +102,7 @@ __all__ = [
     "check_state",
     "display_unavailable",
     "dump_scenario",
+    "hostile_site",
     "load_scenario",
     "parse_scenario",
     "record_session",

@@ -196,6 +196,12 @@ class FixtureApp:
         self._event_log: list[str] = []
         self._acks: dict[str, int] = {}
         self._stopping = False
+        self._headers = threading.local()  # the headers of the request being handled
+
+    def request_header(self, name: str) -> str:
+        """A header of the POST being handled (for ``_post``), or ``""``."""
+        headers = getattr(self._headers, "value", None)
+        return str(headers.get(name, "")) if headers is not None else ""
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -489,6 +495,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.NO_CONTENT, b"", "text/plain")
             return
         form = {k: v[-1] for k, v in parse_qs(data.decode("utf-8", "replace")).items()}
+        app._headers.value = self.headers
         reply = app._post(path, form)
         if reply is not None and self._dropped(path):
             return

@@ -60,7 +60,8 @@ def client(request: pytest.FixtureRequest, agent: AgentSetup, stack: Stack) -> I
 
 def _open(stack: Stack, agent: AgentSetup, client: ExecutorClient, app: PlansApp, path: str) -> Session:
     with stack.operator_client() as ops:
-        ops.grant(agent.principal.name, agent.target, ["submit", "input"], [app.url])
+        # navigate: the start page is a document load, judged like any other
+        ops.grant(agent.principal.name, agent.target, ["submit", "input", "navigate"], [app.url])
     session = client.open_session(target=agent.target, start_url=app.url + path)
     session.observe()
     return session

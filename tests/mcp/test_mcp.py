@@ -30,7 +30,7 @@ def test_subscription_task_over_stdio_with_a_stale_ref_handled(
 ) -> None:
     base = app.url
     with stack.operator_client() as ops:
-        ops.grant(agent.principal.name, agent.target, ["input", "submit"], [base])
+        ops.grant(agent.principal.name, agent.target, ["navigate", "input", "submit"], [base])
     args = mcp_args(stack.executor.address, agent.principal.token, agent.target, base + "/")
 
     async def run() -> None:
@@ -72,7 +72,7 @@ def test_spoofed_ref_and_bad_arguments_over_http(stack: Stack, agent: AgentSetup
     base = plans.start()
     try:
         with stack.operator_client() as ops:
-            ops.grant(agent.principal.name, agent.target, ["submit"], [base])
+            ops.grant(agent.principal.name, agent.target, ["navigate", "submit"], [base])
         args = mcp_args(stack.executor.address, agent.principal.token, agent.target, base + "/account")
 
         async def run(url: str) -> None:
