@@ -201,7 +201,7 @@ class Bridge:
         result = response.result
         if result.outcome not in (Outcome.DONE, Outcome.RECONCILED):
             state.last_refusal = result.reason or result.outcome.value
-            text = refusal_text(tool, result)
+            text = refusal_text(result)
             if result.reason == Reason.APPROVAL_REQUIRED:
                 text = "Waiting for an operator: " + text
             raise ToolError(text)

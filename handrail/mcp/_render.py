@@ -56,12 +56,13 @@ def next_step(result: ActionResult) -> str:
     return NEXT_STEP.get(result.reason, _OBSERVE)
 
 
-def refusal_text(tool: str, result: ActionResult) -> str:
-    """A tool error's text: what happened, why, and the next step."""
+def refusal_text(result: ActionResult) -> str:
+    """A tool error's text: what happened, why, and the next step (the SDK puts the tool's
+    name in front: "Error executing tool browser_click: ...")."""
     reason = f" {result.reason}" if result.reason else ""
     started = "it may have started" if result.execution_started else "nothing was dispatched"
     lines = [
-        f"{tool}: {result.outcome.value}{reason} ({started}): {result.message or 'no detail'}",
+        f"{result.outcome.value}{reason} ({started}): {result.message or 'no detail'}",
         f"Next: {next_step(result)}.",
         f"- action_id: {result.action_id}",
     ]

@@ -8,6 +8,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from mcp.types import ElicitResult
 
 from handrail.scenarios import POSING_REF, PlansApp, SubscriptionApp
 from tests.conftest import AgentSetup, Stack
@@ -103,3 +104,52 @@ def test_spoofed_ref_and_bad_arguments_over_http(stack: Stack, agent: AgentSetup
         assert state["requests"].get("POST /delete-account", 0) == 0
     finally:
         plans.stop()
+
+
+def test_an_approval_waits_for_an_operator_or_is_elicited_at_the_console(
+    stack: Stack, agent: AgentSetup, app: SubscriptionApp
+) -> None:
+    base = app.url
+    with stack.operator_client() as ops:
+        ops.grant(
+            agent.principal.name,
+            agent.target,
+            ["navigate", "input", "submit"],
+            [base],
+            require_approval_verbs=["submit"],
+        )
+    console = "http://127.0.0.1:9/console"
+    args = mcp_args(stack.executor.address, agent.principal.token, agent.target, base + "/", "--console-url", console)
+    click = {"element": "Turn off auto-renew", "ref": ""}
+
+    async def without_elicitation() -> str:
+        async with stdio_session(args) as mcp:
+            click["ref"] = ref_of(text(await mcp.call_tool("browser_snapshot", {})), "button", "Turn off auto-renew")
+            waiting = await mcp.call_tool("browser_click", click)
+            assert waiting.is_error and "Waiting for an operator: REFUSED APPROVAL_REQUIRED" in text(waiting), text(waiting)
+            assert "APPROVAL_REQUIRED" in text(waiting) and "handrail approve" in text(waiting)
+            approval = text(waiting).split("- approval_id: ")[1].split()[0]
+            with stack.operator_client() as ops:
+                ops.approve(approval, note="ok")
+            done = await mcp.call_tool("browser_click", click)  # the same arguments again
+            assert not done.is_error, text(done)
+            return approval
+
+    elicited: list[str] = []
+
+    async def approve_at_console(context: Any, params: Any) -> ElicitResult:
+        assert params.mode == "url"
+        elicited.append(params.url)
+        with stack.operator_client() as ops:
+            ops.approve(params.url.rsplit("/", 1)[1], note="seen in the console")
+        return ElicitResult(action="accept")
+
+    async def with_elicitation() -> None:
+        async with stdio_session(args, elicitation_callback=approve_at_console) as mcp:
+            ref = ref_of(text(await mcp.call_tool("browser_snapshot", {})), "button", "Turn off auto-renew")
+            done = await mcp.call_tool("browser_click", {"element": "Turn off auto-renew", "ref": ref})
+            assert not done.is_error, text(done)
+
+    first = asyncio.run(without_elicitation())
+    asyncio.run(with_elicitation())
+    assert len(elicited) == 1 and elicited[0].startswith(console + "/approvals/") and not elicited[0].endswith(first)
