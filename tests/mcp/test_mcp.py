@@ -126,7 +126,9 @@ def test_an_approval_waits_for_an_operator_or_is_elicited_at_the_console(
         async with stdio_session(args) as mcp:
             click["ref"] = ref_of(text(await mcp.call_tool("browser_snapshot", {})), "button", "Turn off auto-renew")
             waiting = await mcp.call_tool("browser_click", click)
-            assert waiting.is_error and "Waiting for an operator: REFUSED APPROVAL_REQUIRED" in text(waiting), text(waiting)
+            assert waiting.is_error and "Waiting for an operator: REFUSED APPROVAL_REQUIRED" in text(waiting), text(
+                waiting
+            )
             assert "APPROVAL_REQUIRED" in text(waiting) and "handrail approve" in text(waiting)
             approval = text(waiting).split("- approval_id: ")[1].split()[0]
             with stack.operator_client() as ops:
