@@ -155,3 +155,48 @@ def test_an_approval_waits_for_an_operator_or_is_elicited_at_the_console(
     first = asyncio.run(without_elicitation())
     asyncio.run(with_elicitation())
     assert len(elicited) == 1 and elicited[0].startswith(console + "/approvals/") and not elicited[0].endswith(first)
+
+
+def _cancel_in_row(snapshot: str, plan: str) -> str:
+    """The ref of the "Cancel" button in the row of ``plan``, read from the snapshot's lines."""
+    in_row = False
+    for line in snapshot.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("- row "):
+            in_row = False
+        elif stripped.startswith(f'- cell "{plan}"'):
+            in_row = True
+        elif in_row and stripped.startswith('- button "Cancel" [ref='):
+            return stripped.split("[ref=")[1].split("]")[0]
+    raise AssertionError(f"no Cancel in the row of {plan}:\n{snapshot}")
+
+
+def test_a_ref_the_agent_has_not_seen_is_not_cited(stack: Stack, agent: AgentSetup) -> None:
+    """The rows re-render by index after the agent's snapshot, and a screenshot takes a newer
+    observation: the agent's ref of Plan E's "Cancel" now names Plan F's in the observation
+    actions cite, with the same name. The click is refused before it is sent."""
+    plans = PlansApp()
+    base = plans.start()
+    try:
+        with stack.operator_client() as ops:
+            ops.grant(agent.principal.name, agent.target, ["navigate", "submit"], [base])
+        args = mcp_args(stack.executor.address, agent.principal.token, agent.target, base + "/")
+
+        async def run() -> None:
+            async with stdio_session(args) as mcp:
+                ref = _cancel_in_row(text(await mcp.call_tool("browser_snapshot", {})), "Plan E")
+                plans.wait_rerendered(plans.push_rerender(), timeout=10)
+                shot = await mcp.call_tool("browser_take_screenshot", {"scale": 0.5})
+                assert not shot.is_error and shot.content[0].type == "image"
+                click = {"element": "Cancel button in the Plan E row", "ref": ref}
+                refused = await mcp.call_tool("browser_click", click)
+                assert refused.is_error and "the page changed since the snapshot you last saw" in text(refused)
+                assert plans.cancelled() == []
+                click["ref"] = _cancel_in_row(text(await mcp.call_tool("browser_snapshot", {})), "Plan E")
+                done = await mcp.call_tool("browser_click", click)
+                assert not done.is_error, text(done)
+
+        asyncio.run(run())
+        assert plans.cancelled() == ["E"]
+    finally:
+        plans.stop()
