@@ -193,10 +193,10 @@ class Bridge:
                 wait_ms = int(self.settings.approval_wait_s * 1000)
                 response = await state.session.act(kind, observation=cited, approval_wait_ms=wait_ms, **kw)
         except InvalidArgumentError as exc:
-            raise ToolError(f"{tool}: the executor refused the arguments: {exc}") from None
+            raise ToolError(f"the executor refused the arguments: {exc}") from None
         except ExecutorError as exc:
             raise ToolError(
-                f"{tool}: {exc}. Next: take a new snapshot (browser_snapshot); if it fails too, ask an operator."
+                f"{exc}. Next: take a new snapshot (browser_snapshot); if it fails too, ask an operator."
             ) from None
         result = response.result
         if result.outcome not in (Outcome.DONE, Outcome.RECONCILED):

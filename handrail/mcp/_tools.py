@@ -75,7 +75,7 @@ def build_server(settings: McpSettings) -> tuple[MCPServer, Bridge]:
             try:
                 obs = await state.session.observe(viewport_only=viewportOnly, depth=depth, diff=diff)
             except ExecutorError as exc:
-                raise ToolError(f"browser_snapshot: {exc}. Next: ask an operator if it persists.") from None
+                raise ToolError(f"{exc}. Next: ask an operator if it persists.") from None
             state.shown()
             return page_state(obs, obs.diff if obs.is_diff else state.session.snapshot, diff=obs.is_diff)
 
@@ -93,7 +93,7 @@ def build_server(settings: McpSettings) -> tuple[MCPServer, Bridge]:
             try:
                 obs = await state.session.observe(screenshot=True, screenshot_scale=scale)
             except ExecutorError as exc:
-                raise ToolError(f"browser_take_screenshot: {exc}") from None
+                raise ToolError(str(exc)) from None
             return Image(data=obs.screenshot_png, format="png")
 
     @server.tool(
@@ -108,7 +108,7 @@ def build_server(settings: McpSettings) -> tuple[MCPServer, Bridge]:
             try:
                 obs = await state.session.observe()
             except ExecutorError as exc:
-                raise ToolError(f"handrail_lease_status: {exc}") from None
+                raise ToolError(str(exc)) from None
             info = state.session.info
             held = (
                 f"held, epoch {obs.lease_epoch}"
@@ -208,7 +208,9 @@ def build_server(settings: McpSettings) -> tuple[MCPServer, Bridge]:
         ctx: Context,
         key: Annotated[str, Field(min_length=1, max_length=64, description="Name of the key, or a character")],
     ) -> str:
-        return await plain(ctx, "browser_press_key", ActionKind.PRESS, f"pressed {key}", key=key)
+        # The executor's PRESS needs a ref; a key (or chord) at the focused element is a HOTKEY.
+        keys = (key,) if key == "+" or "+" not in key else tuple(key.split("+"))
+        return await plain(ctx, "browser_press_key", ActionKind.HOTKEY, f"pressed {key}", keys=keys)
 
     @server.tool(title="Navigate to a URL", description="Navigate to a URL", annotations=WRITE)
     async def browser_navigate(
@@ -295,7 +297,7 @@ def build_server(settings: McpSettings) -> tuple[MCPServer, Bridge]:
             try:
                 result = await state.session.reconcile(action_id, Verdict(verdict), evidence)
             except ExecutorError as exc:
-                raise ToolError(f"handrail_reconcile: {exc}") from None
+                raise ToolError(str(exc)) from None
             outcome = f"action {result.action_id} is {result.outcome.value} ({verdict})"
             return f"handrail_reconcile: {outcome}. Take a snapshot before acting."
 

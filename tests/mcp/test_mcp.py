@@ -64,6 +64,20 @@ def test_subscription_task_over_stdio_with_a_stale_ref_handled(
             status = text(await mcp.call_tool("handrail_lease_status", {}))
             assert "- Lease: held, epoch" in status, status
 
+            # Tabs keep their ids; waits and keys go through the executor too.
+            opened = await mcp.call_tool("browser_tabs", {"action": "new", "url": base + "/"})
+            assert not opened.is_error, text(opened)
+            listed = text(await mcp.call_tool("browser_tabs", {"action": "list"}))
+            assert "- t1:" in listed and "- t2: [current]" in listed, listed
+            for call in ({"action": "select", "tabId": "t1"}, {"action": "close", "tabId": "t2"}):
+                assert not (await mcp.call_tool("browser_tabs", call)).is_error
+            left = text(await mcp.call_tool("browser_tabs", {"action": "list"}))
+            assert "- t1: [current]" in left and "t2" not in left, left
+            waited = await mcp.call_tool("browser_wait_for", {"text": "Auto-renew is off"})
+            assert not waited.is_error, text(waited)
+            pressed = await mcp.call_tool("browser_press_key", {"key": "Tab"})
+            assert not pressed.is_error, text(pressed)
+
     asyncio.run(run())
     assert app.state()["auto_renew"] is False
 
@@ -73,7 +87,7 @@ def test_spoofed_ref_and_bad_arguments_over_http(stack: Stack, agent: AgentSetup
     base = plans.start()
     try:
         with stack.operator_client() as ops:
-            ops.grant(agent.principal.name, agent.target, ["navigate", "submit"], [base])
+            ops.grant(agent.principal.name, agent.target, ["navigate", "input", "submit"], [base])
         args = mcp_args(stack.executor.address, agent.principal.token, agent.target, base + "/account")
 
         async def run(url: str) -> None:
@@ -96,6 +110,29 @@ def test_spoofed_ref_and_bad_arguments_over_http(stack: Stack, agent: AgentSetup
                 done = await mcp.call_tool("browser_click", {"element": "Pause plan", "ref": pause})
                 assert not done.is_error, text(done)
                 assert "Your plan is paused" in text(done)
+
+                profile = text(await mcp.call_tool("browser_navigate", {"url": base + "/profile"}))
+                fields = [
+                    {
+                        "name": "Email",
+                        "type": "textbox",
+                        "ref": ref_of(profile, "textbox", "Email"),
+                        "value": "a@example.org",
+                    },
+                    {
+                        "name": "Phone",
+                        "type": "textbox",
+                        "ref": ref_of(profile, "textbox", "Phone"),
+                        "value": "555 0100",
+                    },
+                ]
+                filled = await mcp.call_tool("browser_fill_form", {"fields": fields})
+                assert not filled.is_error, text(filled)
+                assert (
+                    'textbox "Email"' in text(filled) and "a@example.org" in text(filled) and "555 0100" in text(filled)
+                )
+                back = await mcp.call_tool("browser_navigate_back", {})
+                assert not back.is_error and "/account" in text(back), text(back)
 
         with http_server(args) as url:
             asyncio.run(run(url))
