@@ -53,7 +53,7 @@ def build_server(settings: McpSettings) -> tuple[MCPServer, Bridge]:
     bridge = Bridge(settings)
     server: MCPServer = MCPServer(name="handrail", instructions=INSTRUCTIONS)
 
-    async def locked(ctx: Context) -> SessionState:
+    async def state_of(ctx: Context) -> SessionState:
         return await bridge.state(ctx)
 
     # -- reading ------------------------------------------------------------------
@@ -70,7 +70,7 @@ def build_server(settings: McpSettings) -> tuple[MCPServer, Bridge]:
         depth: Annotated[int, Field(ge=0, le=1000, description="Limit the depth of the snapshot tree (0 = all)")] = 0,
         diff: Annotated[bool, Field(description="Return a diff against the previous snapshot")] = False,
     ) -> str:
-        state = await locked(ctx)
+        state = await state_of(ctx)
         async with state.lock:
             try:
                 obs = await state.session.observe(viewport_only=viewportOnly, depth=depth, diff=diff)
@@ -88,7 +88,7 @@ def build_server(settings: McpSettings) -> tuple[MCPServer, Bridge]:
         ctx: Context,
         scale: Annotated[float, Field(gt=0, le=1, description="Scale the image down (0.05 .. 1)")] = 1.0,
     ) -> Image:
-        state = await locked(ctx)
+        state = await state_of(ctx)
         async with state.lock:
             try:
                 obs = await state.session.observe(screenshot=True, screenshot_scale=scale)
@@ -103,7 +103,7 @@ def build_server(settings: McpSettings) -> tuple[MCPServer, Bridge]:
         annotations=READ_ONLY,
     )
     async def handrail_lease_status(ctx: Context) -> str:
-        state = await locked(ctx)
+        state = await state_of(ctx)
         async with state.lock:
             try:
                 obs = await state.session.observe()
@@ -128,7 +128,7 @@ def build_server(settings: McpSettings) -> tuple[MCPServer, Bridge]:
     # -- writes on a ref -----------------------------------------------------------------
 
     async def on_ref(ctx: Context, tool: str, kind: ActionKind, ref: str, element: str, **kw: object) -> str:
-        state = await locked(ctx)
+        state = await state_of(ctx)
         async with state.lock:
             found = bridge.element(state, "ref", ref, element)
             response = await bridge.act(ctx, state, tool, kind, ref=ref, **kw)
@@ -194,7 +194,7 @@ def build_server(settings: McpSettings) -> tuple[MCPServer, Bridge]:
     # -- writes without a ref -----------------------------------------------------------
 
     async def plain(ctx: Context, tool: str, kind: ActionKind, line: str, **kw: object) -> str:
-        state = await locked(ctx)
+        state = await state_of(ctx)
         async with state.lock:
             response = await bridge.act(ctx, state, tool, kind, **kw)
             return bridge.done(state, f"{tool}: {line}", response)
@@ -235,7 +235,7 @@ def build_server(settings: McpSettings) -> tuple[MCPServer, Bridge]:
         index: Annotated[int | None, Field(ge=0, description="Tab index, for close/select")] = None,
         url: Annotated[str, Field(max_length=8192, description="URL to open in the new tab, for new")] = "",
     ) -> str:
-        state = await locked(ctx)
+        state = await state_of(ctx)
         if action == "list":
             tabs = state.latest.tabs
             return "\n".join(f"- {t.tab_id}:{' [current]' if t.active else ''} {t.title} ({t.url})" for t in tabs)
@@ -292,7 +292,7 @@ def build_server(settings: McpSettings) -> tuple[MCPServer, Bridge]:
         verdict: Annotated[Literal["HAPPENED", "DID_NOT_HAPPEN"], Field(description="What the page shows")],
         evidence: Annotated[str, Field(min_length=1, max_length=4096, description="What you saw that shows it")],
     ) -> str:
-        state = await locked(ctx)
+        state = await state_of(ctx)
         async with state.lock:
             try:
                 result = await state.session.reconcile(action_id, Verdict(verdict), evidence)
