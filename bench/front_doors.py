@@ -10,9 +10,9 @@ over stdio for both servers:
 
 Figures:
 - tool-call latency of ``browser_snapshot`` and ``browser_click`` (p50, p99), on a page of
-  a counter and 60 other controls;
+  a counter and 60 other controls, the two servers' calls taken in turn (same load);
 - snapshot bytes of a page of 2,000 controls: full, and Handrail's diff against the
-  previous snapshot after one text changed (Playwright MCP has no diff mode: its full
+  previous snapshot after one text changed (the page's timer) (Playwright MCP has no diff mode: its full
   snapshot is the figure it offers);
 - the wrong-target rate on a page that re-renders its rows by index between the snapshot
   and the click (the same button node now says another plan): a click that lands on
@@ -72,8 +72,8 @@ BIG_PAGE = (
         f"<label><input type=checkbox name=c{i}> Check {i}</label><a href='#a{i}'>Link {i}</a></div>"
         for i in range(500)
     )
-    + "<script>let t=0;function tick(){document.getElementById('tick').textContent='Tick '+(++t)}</script>"
-    + "<button onclick='tick()' style='position:fixed;top:0;right:0'>Tick</button></main>"
+    + "<script>let t=0;setInterval(()=>{document.getElementById('tick').textContent='Tick '+(++t)},300)</script>"
+    + "</main>"
 )
 # Rows re-rendered by index: the same <button> nodes, labels shifted, when /gen moves.
 RERENDER_PAGE = (
@@ -202,6 +202,18 @@ class Front:
             raise RuntimeError(f"{self.name} {tool}: {text(result)}")
         return text(result)
 
+    async def patient(self, tool: str, args: dict[str, Any], tries: int = 3) -> str:
+        """``ok`` that tries again (said on stderr): a snapshot of 2,000 controls can pass
+        the executor's 5 s bound for reading the page on a loaded machine."""
+        for attempt in range(1, tries + 1):
+            try:
+                return await self.ok(tool, args)
+            except RuntimeError as exc:
+                if attempt == tries:
+                    raise
+                print(f"  {self.name} {tool}: try {attempt} failed: {str(exc)[:200]}", file=sys.stderr)
+        raise AssertionError("unreachable")
+
     async def snapshot(self) -> str:
         return await self.ok("browser_snapshot", {})
 
@@ -209,36 +221,44 @@ class Front:
         return {"element": element, self.ref_arg: ref}
 
 
-async def measure(front: Front, site: Site, n: int, trials: int) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    # Latency: snapshot and click on the counter page.
-    await front.ok("browser_navigate", {"url": site.base + "/counter"})
-    snaps, clicks = [], []
+async def latency(fronts: list[Front], site: Site, n: int) -> dict[str, dict[str, Any]]:
+    """Snapshot and click latency on the counter page, the fronts' samples taken in turn
+    (one call each, alternately) so that both see the same load."""
+    refs = {}
+    for front in fronts:
+        await front.ok("browser_navigate", {"url": site.base + "/counter"})
+        refs[front.name] = ref_of(await front.snapshot(), "button", "Add one")
+    snaps: dict[str, list[float]] = {f.name: [] for f in fronts}
+    clicks: dict[str, list[float]] = {f.name: [] for f in fronts}
     for i in range(n + 5):
-        took, result = await front.call("browser_snapshot", {})
-        assert not result.is_error, text(result)
-        if i >= 5:
-            snaps.append(took)
-    ref = ref_of(await front.snapshot(), "button", "Add one")
+        for front in fronts if i % 2 else reversed(fronts):
+            took, result = await front.call("browser_snapshot", {})
+            assert not result.is_error, text(result)
+            if i >= 5:
+                snaps[front.name].append(took)
     for i in range(n + 5):
-        took, result = await front.call("browser_click", front.click_args("Add one button", ref))
-        assert not result.is_error, text(result)
-        if i >= 5:
-            clicks.append(took)
-    out.update(summary("snapshot", snaps), **summary("click", clicks))
+        for front in fronts if i % 2 else reversed(fronts):
+            took, result = await front.call("browser_click", front.click_args("Add one button", refs[front.name]))
+            assert not result.is_error, text(result)
+            if i >= 5:
+                clicks[front.name].append(took)
+    return {f.name: {**summary("snapshot", snaps[f.name]), **summary("click", clicks[f.name])} for f in fronts}
 
+
+async def measure(front: Front, site: Site, trials: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     # Snapshot bytes of 2,000 controls, full and (Handrail) diff after one text changed.
-    await front.ok("browser_navigate", {"url": site.base + "/big"})
-    full = await front.snapshot()
+    await front.patient("browser_navigate", {"url": site.base + "/big"})
+    full = await front.patient("browser_snapshot", {})
     out["big_controls"] = len(REF.findall(full))
     out["snapshot_full_bytes"] = len(full.encode())
     if front.name == "handrail":
-        await front.ok("browser_snapshot", {})
-        tick = ref_of(full, "button", "Tick")
-        await front.ok("browser_click", front.click_args("Tick button", tick))
-        await front.ok("browser_snapshot", {})  # the click's own response was the full page
-        await front.ok("browser_click", front.click_args("Tick button", tick))
-        diff = await front.ok("browser_snapshot", {"diff": True})
+        # The page's own timer changes one text every 300 ms: the diff against the full
+        # snapshot just taken holds that change.
+        await asyncio.sleep(0.4)
+        diff = await front.patient("browser_snapshot", {"diff": True})
+        if "Tick" not in diff.split("```diff", 1)[-1]:
+            raise RuntimeError(f"the diff shows no change of the ticking text:\n{diff}")
         out["snapshot_diff_bytes"] = len(diff.encode())
     else:
         out["snapshot_diff_bytes"] = None
@@ -289,7 +309,6 @@ async def run_fronts(
     pw_args += ["--output-dir", out_dir]  # where it writes the snapshots its action results link to
     hr_args = ["-m", "handrail", "mcp", "--executor", executor, "--token", token, "--target", TARGET]
     hr_args += ["--start-url", site.base + "/counter"]
-    results: dict[str, dict[str, Any]] = {}
     async with connect("node", pw_args) as pw, connect(sys.executable, hr_args) as hr:
         tools = {t.name: t for t in (await pw.list_tools()).tools}
         click_props = tools["browser_click"].input_schema.get("properties", {})
@@ -298,8 +317,9 @@ async def run_fronts(
         for front in fronts:  # warm both up before either is timed
             await front.ok("browser_navigate", {"url": site.base + "/counter"})
             await front.snapshot()
+        results = await latency(fronts, site, n)
         for front in fronts:
-            results[front.name] = await measure(front, site, n, trials)
+            results[front.name].update(await measure(front, site, trials))
     return results
 
 
