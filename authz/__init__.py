@@ -13,6 +13,8 @@ The modules, bottom up (each imports only modules above it in this list)::
     _policy_index      which Cedar policies can fire for a request
     _policies          the Cedar policy engine
     _explain           redaction of the log, and explaining a decision in words
+    _lease_changes     lease changes as values (acquire, renew, takeover ...), callable as
+                       the transitions of _core
     _watch             the in-process event hub behind Watch
     _journal           the memory-mapped decision journal files
     _store             the storage seam: the AuthzStore protocol
@@ -23,6 +25,14 @@ The modules, bottom up (each imports only modules above it in this list)::
                        SQLite: one table each
     _sqlite_decisions  SQLite: the decision log, its journal and checkpointer thread
     _sqlite            SqliteStore: the parts above put together behind AuthzStore
+    _pg_db             PostgreSQL: the connection pool, the database's clock, psycopg's
+                       errors, recorded migrations
+    _pg_schema         PostgreSQL: the versioned schema
+    _pg_leases         PostgreSQL: one compare-and-set statement per lease change
+    _pg_grants         PostgreSQL: principals and grants, and a check's one-statement snapshot
+    _pg_approvals      PostgreSQL: approvals under row locks, and the decision log
+    _pg_watch          PostgreSQL: the change log, LISTEN/NOTIFY and the hub of each replica
+    _pg                PgStore: the PostgreSQL parts put together behind AuthzStore
     _authorizer        the sidecar's behaviour over an AuthzStore (no gRPC)
     _wire              protobuf messages to records and back, and the wire enums
     _wire_responses    the servicer's responses
@@ -51,6 +61,7 @@ from handrail.authz._errors import (
     NotFoundError,
     PermissionDeniedError,
     PolicyError,
+    StoreUnavailableError,
     UnauthenticatedError,
 )
 from handrail.authz._models import (
@@ -65,6 +76,7 @@ from handrail.authz._models import (
     Role,
     WatchEventInfo,
 )
+from handrail.authz._pg import PgStore
 from handrail.authz._policies import PolicyEngine
 from handrail.authz._service import AuthzServer, serve
 from handrail.authz._sqlite import SqliteStore, Store
@@ -93,12 +105,14 @@ __all__ = [
     "LeaseInfo",
     "NotFoundError",
     "PermissionDeniedError",
+    "PgStore",
     "PolicyEngine",
     "PolicyError",
     "Reason",
     "Role",
     "SqliteStore",
     "Store",
+    "StoreUnavailableError",
     "UnauthenticatedError",
     "Verb",
     "WatchEventInfo",

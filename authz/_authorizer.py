@@ -7,12 +7,12 @@ state change is committed by the store first, then published to watchers.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import heapq
 import logging
 import threading
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 from handrail._vocabulary import Reason
@@ -32,6 +32,16 @@ from handrail.authz._errors import (
     UnauthenticatedError,
 )
 from handrail.authz._explain import explain_text, redact_check
+from handrail.authz._lease_changes import (
+    Acquire,
+    Expire,
+    HandBack,
+    LeaseChange,
+    Release,
+    Renew,
+    ReportActivity,
+    TakeOver,
+)
 from handrail.authz._models import (
     DEFAULT_APPROVAL_TIMEOUT_MS,
     ApprovalInfo,
@@ -49,7 +59,7 @@ from handrail.authz._models import (
 )
 from handrail.authz._policies import PolicyEngine
 from handrail.authz._store import AuthzStore
-from handrail.authz._watch import EventHub, Subscription
+from handrail.authz._watch import Subscription
 
 log = logging.getLogger("handrail.authz")
 
@@ -88,10 +98,11 @@ class Authorizer:
         self._policies_dir = Path(policies_dir) if policies_dir else policies.directory
         self._shadow_dir = Path(shadow_dir) if shadow_dir else (shadow and shadow.directory)
         self.approval_timeout_ms = approval_timeout_ms
-        self.hub = EventHub(store.now_ms() * 1000)
         self._reload_lock = threading.Lock()
         self._due: list[tuple[int, str, str]] = []  # (at_ms, kind, key) heap
         self._due_lock = threading.Lock()
+        self.hub = store.event_hub()
+        self.hub.on_remote = self._remote_event
         self._expired_leases: dict[str, tuple[int, int]] = {}  # target -> (epoch, expires)
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
@@ -310,7 +321,8 @@ class Authorizer:
 
     # --- leases -------------------------------------------------------------------------------
 
-    def _change(self, target: str, change: str, transition: Callable[[LeaseInfo, int], LeaseInfo]) -> LeaseInfo:
+    def _change(self, target: str, transition: LeaseChange) -> LeaseInfo:
+        change = transition.name
         before, after = self.store.change_lease(target, transition)
         if after != before:
             self._watch_expiry("lease", target, after.expires_at_ms)
@@ -322,38 +334,30 @@ class Authorizer:
     def acquire(self, caller: Principal, target: str, holder: str, ttl_ms: int) -> LeaseInfo:
         """An agent takes a free, lapsed or handed-back lease, or renews its own."""
         holder = _core.resolve_holder(caller, holder, "acquire a lease")
-        return self._change(target, "acquire", lambda cur, now: _core.lease_acquire(cur, holder, ttl_ms, now))
+        return self._change(target, Acquire(holder, ttl_ms))
 
     def renew(self, caller: Principal, target: str, holder: str, epoch: int, ttl_ms: int) -> LeaseInfo:
         """The holder extends its lease at its epoch; the epoch stays."""
         holder = _core.resolve_holder(caller, holder, "renew a lease")
-        return self._change(target, "renew", lambda cur, now: _core.lease_renew(cur, holder, epoch, ttl_ms, now))
+        return self._change(target, Renew(holder, epoch, ttl_ms))
 
     def release(self, caller: Principal, target: str, holder: str, epoch: int) -> LeaseInfo:
         """The holder gives its lease up."""
         holder = _core.resolve_holder(caller, holder, "release a lease")
-        return self._change(target, "release", lambda cur, now: _core.lease_release(cur, holder, epoch, now))
+        return self._change(target, Release(holder, epoch))
 
     def take_over(self, caller: Principal, target: str, ttl_ms: int, note: str) -> LeaseInfo:
         """A person takes control (operator, admin); always succeeds."""
         _core.authorize_manage(caller, "take over")
         _core.check_text("note", note)
-        lease = self._change(
-            target,
-            "takeover",
-            lambda cur, now: _core.lease_take_over(cur, caller.name, ttl_ms, now),
-        )
+        lease = self._change(target, TakeOver(caller.name, ttl_ms))
         log.info("takeover of %s by %s (epoch %d): %s", target, caller.name, lease.epoch, note)
         return lease
 
     def hand_back(self, caller: Principal, target: str, epoch: int, next_holder: str) -> LeaseInfo:
         """A person frees the lease at ``epoch`` (operator, admin), maybe for one agent."""
         _core.authorize_manage(caller, "hand back")
-        lease = self._change(
-            target,
-            "handback",
-            lambda cur, now: _core.lease_hand_back(cur, epoch, next_holder, now),
-        )
+        lease = self._change(target, HandBack(epoch, next_holder))
         log.info("hand-back of %s by %s (epoch %d)", target, caller.name, lease.epoch)
         return lease
 
@@ -361,14 +365,14 @@ class Authorizer:
         """A person is at the desk (executor): a takeover for ``desk:<target>``."""
         _core.require_role(caller, _core.DESK_REPORTERS, "report desk activity")
         _core.check_text("note", note)
-        lease = self._change(target, "activity", lambda cur, now: _core.lease_report_activity(cur, ttl_ms, now))
+        lease = self._change(target, ReportActivity(ttl_ms=ttl_ms))
         log.info("desk activity on %s reported by %s (epoch %d): %s", target, caller.name, lease.epoch, note)
         return lease
 
     def expire_lease(self, caller: Principal, target: str) -> LeaseInfo:
         """The current lease lapses now (admin); the epoch moves only when someone acquires."""
         _core.require_role(caller, _core.ADMINS, "expire a lease")
-        lease = self._change(target, "expire", lambda cur, now: _core.lease_expire(cur, now))
+        lease = self._change(target, Expire())
         log.info("lease of %s expired by %s (epoch %d)", target, caller.name, lease.epoch)
         return lease
 
@@ -428,7 +432,11 @@ class Authorizer:
         """
         if caller is not None:
             _core.authorize_manage(caller, "reload policies")
-        who = caller.name if caller is not None else "SIGHUP"
+        engines = self._load_policies(caller.name if caller is not None else "SIGHUP")
+        self.hub.publish(kind="policy", target="", change="reload", at_ms=self.store.now_ms())
+        return engines
+
+    def _load_policies(self, who: str) -> tuple[PolicyEngine, ...]:
         with self._reload_lock:
             try:
                 engine = PolicyEngine.load(self._policies_dir)
@@ -443,7 +451,6 @@ class Authorizer:
             len(engine.policy_ids),
             len(shadow.policy_ids) if shadow else 0,
         )
-        self.hub.publish(kind="policy", target="", change="reload", at_ms=self.store.now_ms())
         return (engine, shadow) if shadow is not None else (engine,)
 
     # --- the decision log ---------------------------------------------------------------------
@@ -506,6 +513,19 @@ class Authorizer:
                     )
                 )
         return first, sub
+
+    def _remote_event(self, event: WatchEventInfo) -> None:
+        """A change another replica made (a shared store): notice its expiry here too, and
+        reload the policies when it reloaded its own."""
+        if event.lease is not None:
+            self._watch_expiry("lease", event.target, event.lease.expires_at_ms)
+        if event.grant is not None and event.change == "grant":
+            self._watch_expiry("grant", event.grant.grant_id, event.grant.expires_at_ms)
+        if event.approval is not None and event.change == "create":
+            self._watch_expiry("approval", event.approval.approval_id, event.approval.deadline_ms)
+        if event.kind == "policy" and event.change == "reload":
+            with contextlib.suppress(PolicyError):  # logged; this replica keeps its policies
+                self._load_policies("another replica")
 
     def _publish_lease(self, change: str, lease: LeaseInfo) -> None:
         self.hub.publish(kind="lease", target=lease.target, change=change, lease=lease, at_ms=self.store.now_ms())

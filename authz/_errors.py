@@ -12,12 +12,14 @@ Every error below carries a ``reason`` code (see :class:`handrail._errors.Handra
         ├── AlreadyExistsError       a principal name or token is taken
         ├── PolicyError              a Cedar policy or schema file is broken (``.file``, ``.line``)
         ├── AuthzUnavailableError    client: the sidecar is unreachable or past its deadline
+        ├── StoreUnavailableError    server: the store's database cannot be reached
         └── AuthzRpcError            client: any other gRPC error (``.code_name``, ``.details``)
 
 Each edge maps foreign errors in one place: the servicer turns these errors into gRPC status
 codes (``_service._rpc``); both clients turn gRPC errors into :class:`AuthzUnavailableError`
 and :class:`AuthzRpcError` (``_channel.map_grpc_errors``); the SQLite store turns a taken
-name into :class:`AlreadyExistsError`.
+name into :class:`AlreadyExistsError`; the PostgreSQL store turns psycopg's connection
+errors into :class:`StoreUnavailableError` (``_pg_db.PgDatabase.run``).
 """
 
 from __future__ import annotations
@@ -116,3 +118,12 @@ class AuthzRpcError(AuthzError):
         super().__init__(f"{code_name}: {details}", reason=code_name)
         self.code_name = code_name
         self.details = details
+
+
+class StoreUnavailableError(AuthzError):
+    """The store's database cannot be reached (a PostgreSQL server that is down, a lost
+    connection, no pooled connection in time). The servicer answers ``UNAVAILABLE``, so a
+    client tries another replica or fails closed.
+    """
+
+    reason = "AUTHZ_UNAVAILABLE"

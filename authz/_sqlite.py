@@ -34,6 +34,7 @@ from handrail.authz._sqlite_leases import SqliteLeases
 from handrail.authz._sqlite_migrations import Migrations
 from handrail.authz._sqlite_principals import SqlitePrincipals
 from handrail.authz._sqlite_schema import DB_NAME
+from handrail.authz._watch import EventHub
 
 
 class SqliteStore:
@@ -74,6 +75,7 @@ class SqliteStore:
         self._leases.load()
         self._grants.load()
         self._checkpointer: Checkpointer | None = None
+        self._hub: EventHub | None = None
 
     @classmethod
     def in_dir(cls, data_dir: str | Path, **kwargs: Any) -> SqliteStore:
@@ -87,6 +89,12 @@ class SqliteStore:
     def now_ms(self) -> int:
         """The store's clock, in unix milliseconds; the only clock that judges expiry."""
         return self._clock()
+
+    def event_hub(self) -> EventHub:
+        """See :meth:`AuthzStore.event_hub`: in-process, numbered from the clock in µs."""
+        if self._hub is None:
+            self._hub = EventHub(self.now_ms() * 1000)
+        return self._hub
 
     @contextmanager
     def atomic(self, conn: sqlite3.Connection | None = None) -> Iterator[sqlite3.Connection]:
