@@ -39,6 +39,7 @@ The modules, bottom up (each imports only modules above it in this list)::
     _wire_calls        the clients' requests (one builder per RPC) and their decoders
     _service           the gRPC servicer and serve()
     _channel           the clients' gRPC edge: channels, metadata, error mapping
+    _balance           several replicas behind one client: balancing and failover
     _client            AuthzClient (blocking) and WatchStream
     _async_client      AsyncAuthzClient
     _cli_commands      what each command does and prints
