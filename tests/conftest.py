@@ -139,13 +139,15 @@ def pg_dsn(postgres: PrivatePostgres) -> Iterator[Callable[[], str]]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Leave out the PostgreSQL run of a test marked ``sqlite_only`` (it reads the SQLite
-    store's own files or internals)."""
+    """Leave out the PostgreSQL run of a test marked ``sqlite_only``, or of a ledger test that
+    asks for ``ledger_path`` (it reads the SQLite store's own files or internals)."""
     kept = []
     for item in items:
         callspec = getattr(item, "callspec", None)
         backend = callspec.params.get("store_kind") if callspec is not None else None
-        if backend == "postgresql" and item.get_closest_marker("sqlite_only"):
+        if backend == "postgresql" and (
+            item.get_closest_marker("sqlite_only") or "ledger_path" in getattr(item, "fixturenames", ())
+        ):
             continue
         kept.append(item)
     if len(kept) != len(items):
