@@ -31,7 +31,7 @@ from handrail.executor._session import Session
 from handrail.executor.browser import BrowserHost
 from handrail.proto.executor.v1 import executor_pb2 as pb
 from handrail.proto.executor.v1 import executor_pb2_grpc as pb_grpc
-from handrail.recorder import Ledger
+from handrail.recorder import Ledger, open_ledger
 
 log = logging.getLogger(__name__)
 
@@ -165,15 +165,22 @@ async def start_server(
     authz_address: str,
     token: str,
     data_dir: Path,
+    ledger: str | None = None,
+    executor_id: str = "executor",
     chromium: str | None = None,
     lease_ttl_ms: int = 30_000,
     upload_dir: Path | None = None,
     playwright_clicks: bool = False,
     fault: Fault | None = None,
 ) -> ExecutorServer:
-    """Recover the ledger, start Chromium, the core and the gRPC server; return them running."""
+    """Recover the ledger, start Chromium, the core and the gRPC server; return them running.
+
+    ``ledger`` (a ``postgresql://`` URL) puts the ledger in that database, as the chain of
+    ``executor_id`` (its head file in ``data_dir``); by default it is ``data_dir/ledger.sqlite``.
+    ``authz_address`` may list several sidecar replicas (``a:7700,b:7700``).
+    """
     data_dir.mkdir(parents=True, exist_ok=True)
-    ledger = Ledger(data_dir / "ledger.sqlite")
+    opened = open_ledger(ledger or data_dir / "ledger.sqlite", executor_id=executor_id, head_dir=data_dir)
     host = BrowserHost(chromium, upload_dir, playwright_clicks=playwright_clicks)
     await host.start()
     authz = AsyncAuthzClient(authz_address, token)
@@ -196,7 +203,7 @@ async def start_server(
             return await open_desktop(spec.desktop, on_human_activity=person_at_desk)
         return await host.open_page(spec.start_url)
 
-    core = GuardedExecutor(authz, ledger, open_backend, lease_ttl_ms=lease_ttl_ms, fault=fault)
+    core = GuardedExecutor(authz, opened, open_backend, lease_ttl_ms=lease_ttl_ms, fault=fault)
     await core.start()
     server = grpc.aio.server()
     pb_grpc.add_ExecutorServicer_to_server(ExecutorServicer(core), server)  # type: ignore[no-untyped-call]
@@ -217,4 +224,4 @@ async def start_server(
     await server.start()
     for name in ("", SERVICE_NAME):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return ExecutorServer(server, port, core, host, authz, ledger)
+    return ExecutorServer(server, port, core, host, authz, opened)
