@@ -208,7 +208,9 @@ class SharedEventHub(EventHub):
         delay = 0.05
         while not self._stop.is_set():
             try:
-                with psycopg.connect(self._db.dsn, autocommit=True, connect_timeout=5) as conn:
+                with psycopg.connect(
+                    self._db.dsn, autocommit=True, connect_timeout=5, application_name="handrail-authz-listener"
+                ) as conn:
                     conn.execute(f'LISTEN "{self._channel}"')
                     delay = 0.05
                     self._catch_up(conn)
