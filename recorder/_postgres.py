@@ -18,6 +18,7 @@ here and nowhere else.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -173,17 +174,32 @@ class PgLedgerStore:
             self._closed = True
         self._pool.close()
 
-    def _run(self, work: Callable[[psycopg.Connection[Any]], _T], what: str = "use") -> _T:
+    def _run(
+        self, work: Callable[[psycopg.Connection[Any]], _T], what: str = "use", *, again: Callable[[], bool] = bool
+    ) -> _T:
+        """Run ``work`` on a pooled connection; psycopg's errors become LedgerError.
+
+        A connection the server ended while it sat in the pool fails on first use: the work
+        is run once more on a fresh one when ``again()`` says nothing can have been written
+        (a read; a transaction whose COMMIT was never sent).
+        """
         if self._closed:
             raise LedgerError(f"ledger {self.location} is closed")
-        try:
-            with self._pool.connection() as conn:
-                return work(conn)
-        except LedgerError:
-            raise
-        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise LedgerError(f"cannot {what} ledger {self.location}: {first}") from exc
+        for attempt in (1, 2):
+            try:
+                with self._pool.connection() as conn:
+                    return work(conn)
+            except LedgerError:
+                raise
+            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                if attempt == 1 and again():
+                    with contextlib.suppress(psycopg_pool.PoolClosed):
+                        self._pool.check()
+                    continue
+                raise LedgerError(f"cannot {what} ledger {self.location}: {_first_line(exc)}") from exc
+            except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+                raise LedgerError(f"cannot {what} ledger {self.location}: {_first_line(exc)}") from exc
+        raise AssertionError("unreachable")
 
     def _migrate(self, conn: psycopg.Connection[Any]) -> None:
         with conn.transaction():
@@ -209,11 +225,17 @@ class PgLedgerStore:
     # -- writing -------------------------------------------------------------------
 
     def append(self, entries: Sequence[PreparedEntry]) -> list[Entry]:
-        def work(conn: psycopg.Connection[Any]) -> list[StoredRow]:
-            with conn.transaction():
-                return self._insert(conn, entries)
+        committing = False
 
-        return [entry_from_row(row) for row in self._run(work, "append to")]
+        def work(conn: psycopg.Connection[Any]) -> list[StoredRow]:
+            nonlocal committing
+            with conn.transaction():
+                stored = self._insert(conn, entries)
+                committing = True  # a failure from here on may follow a commit: not retried
+            return stored
+
+        rows = self._run(work, "append to", again=lambda: not committing)
+        return [entry_from_row(row) for row in rows]
 
     def _insert(self, conn: psycopg.Connection[Any], entries: Sequence[PreparedEntry]) -> list[StoredRow]:
         head_seq, prev = self._locked_head(conn)
@@ -274,7 +296,7 @@ class PgLedgerStore:
                     return [], []
                 return found, self._insert(conn, [result_for(action) for action in found])
 
-        found, stored = self._run(work, "recover")
+        found, stored = self._run(work, "recover", again=_always)  # a second run finds what is left
         if not found:
             return RecoveryWrite([], None)
         marked = [action.with_result(row[0]) for action, row in zip(found, stored, strict=True)]
@@ -295,7 +317,7 @@ class PgLedgerStore:
                 )
             return found
 
-        return self._run(work, "read")
+        return self._run(work, "read", again=_always)
 
     def select(self, query: EntryQuery) -> list[Entry]:
         where, params = _where(query)
@@ -304,24 +326,24 @@ class PgLedgerStore:
         if query.limit is not None:
             sql += " LIMIT %s"
             params.append(query.limit)
-        rows = self._run(lambda conn: conn.execute(sql, [self.executor_id, *params]).fetchall(), "read")
+        rows = self._run(lambda conn: conn.execute(sql, [self.executor_id, *params]).fetchall(), "read", again=_always)
         return [entry_from_row(row) for row in rows]
 
     def head(self) -> tuple[int, str]:
         sql = "SELECT head_seq, head_hash FROM ledger_heads WHERE executor_id = %s"
-        row = self._run(lambda conn: conn.execute(sql, (self.executor_id,)).fetchone(), "read")
+        row = self._run(lambda conn: conn.execute(sql, (self.executor_id,)).fetchone(), "read", again=_always)
         if row is None:
             raise LedgerError(f"the recorded head of {self.location} is missing")
         return int(row[0]), str(row[1])
 
     def hash_at(self, seq: int) -> str | None:
         sql = "SELECT entry_hash FROM ledger_entries WHERE executor_id = %s AND seq = %s"
-        row = self._run(lambda conn: conn.execute(sql, (self.executor_id, seq)).fetchone(), "read")
+        row = self._run(lambda conn: conn.execute(sql, (self.executor_id, seq)).fetchone(), "read", again=_always)
         return None if row is None else str(row[0])
 
     def count(self) -> int:
         sql = "SELECT count(*) FROM ledger_entries WHERE executor_id = %s"
-        row = self._run(lambda conn: conn.execute(sql, (self.executor_id,)).fetchone(), "read")
+        row = self._run(lambda conn: conn.execute(sql, (self.executor_id,)).fetchone(), "read", again=_always)
         return int(row[0]) if row else 0
 
     def snapshot(self, batch_size: int) -> AbstractContextManager[ChainSnapshot]:
@@ -370,6 +392,15 @@ def ledger_executors(dsn: str) -> list[str]:
     except psycopg.Error as exc:
         raise LedgerError(f"cannot read the ledger database {_describe(dsn)}: {exc}") from exc
     return [str(r[0]) for r in rows]
+
+
+def _always() -> bool:
+    return True
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _describe(dsn: str) -> str:

@@ -8,6 +8,7 @@ Every test here needs the session's PostgreSQL server: all are slow-marked.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
@@ -135,10 +136,8 @@ def test_concurrent_acquires_through_replicas_have_one_winner(replicas: Callable
     def grab(i: int) -> None:
         client = r.client("exe", i % 3)
         go.wait()
-        try:
+        with contextlib.suppress(AuthzRpcError):
             won.append(client.acquire("t-race", holder=f"agent-{i}"))
-        except AuthzRpcError:
-            pass
 
     threads = [threading.Thread(target=grab, args=(i,)) for i in range(12)]
     for t in threads:
@@ -252,10 +251,8 @@ def test_a_cut_database_connection_is_unavailable_never_internal(replicas: Calla
             " WHERE application_name = 'handrail-authz' AND pid <> pg_backend_pid()"
         )
     for _ in range(5):  # the pool's dead connections are replaced; checks go on
-        try:
+        with contextlib.suppress(AuthzUnavailableError):  # refused as UNAVAILABLE: fail-closed
             assert exe.check("agent-a", TARGET, epoch, "submit").allow
-        except AuthzUnavailableError:
-            pass  # refused as UNAVAILABLE: fail-closed, and retried by the caller
     assert exe.check("agent-a", TARGET, epoch, "submit").allow
 
 
