@@ -21,11 +21,13 @@ because one process writes its file. Here several replicas write, so none of it 
   database's clock in one statement (:meth:`PgGrants.snapshot`), so a revocation, a
   consumption, a closed task, a takeover or an expiry committed through any replica acts
   on the very next check through any other;
-* known tokens: looked up at every call (principals may change through another replica);
+* known tokens: kept, as SQLite keeps them, and correct for the same reason: principals
+  are only ever added, so a known token stays valid and an unknown one is always looked
+  up (:class:`~._pg_grants.PgPrincipals`);
 * the decision number: decision ids are random; the log orders by a sequence.
 
-The one thing a replica keeps is what its Watch streams have been sent (the hub's last
-sequence number), which the change log makes good after any reconnect.
+Besides the tokens, a replica keeps only what its Watch streams have been sent (the hub's
+last sequence number), which the change log makes good after any reconnect.
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ from handrail.authz._watch import EventHub
 
 class PgStore:
     """The PostgreSQL implementation of :class:`~handrail.authz.AuthzStore` (see the module
-    docstring for its parts; each method below is that protocol's).
+    docstring for its parts; each method below is that protocol's). Any number of sidecar
+    replicas may serve one database.
 
     Args:
         dsn: a ``postgresql://`` URL or libpq connection string. The tables live in the
@@ -70,7 +73,7 @@ class PgStore:
         pool_size: int = 16,
     ) -> None:
         self.dsn = dsn
-        self.db = PgDatabase(dsn, clock, min_size=2, max_size=pool_size)
+        self.db = PgDatabase(dsn, clock, min_size=min(2, pool_size), max_size=pool_size)
         try:
             self.migrate()
             self._log_db = (

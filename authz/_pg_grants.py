@@ -1,9 +1,9 @@
 """Scope grants and principals over PostgreSQL, read from the database at every check.
 
-No replica keeps an index of grants or a cache of tokens: the SQLite store's in-memory
-index is coherent only because one process writes the file, and with several replicas a
-revocation, a consumption or a closed task made through one of them must act on the very
-next check made through any other. A check reads the candidates of (principal, target)
+No replica keeps an index of grants: the SQLite store's in-memory index is coherent only
+because one process writes the file, and with several replicas a revocation, a
+consumption or a closed task made through one of them must act on the very next check made
+through any other. A check reads the candidates of (principal, target)
 through an index (``grants_exact``, ``grants_patterns``) in the same statement as the
 lease and the database's clock (:meth:`PgGrants.snapshot`).
 
@@ -194,8 +194,14 @@ def _values(g: GrantInfo) -> tuple[Any, ...]:
 
 
 class PgPrincipals:
-    """The ``principals`` table. Tokens are looked up at every call, never cached (a
-    principal another replica changes is seen at once).
+    """The ``principals`` table, and the tokens already seen.
+
+    Known tokens are remembered, as the SQLite store does, and for the same reason it is
+    correct with several writers: a principal is only ever added (no call changes or
+    removes one), so a token that named a principal names it for good, and a token not
+    known yet is always looked up in the database (a principal another replica added is
+    found at once). A change that lets a principal expire, be revoked or rotate its token
+    must drop this memory (or check it in each call's own statement).
 
     Args:
         db: the database.
@@ -203,6 +209,7 @@ class PgPrincipals:
 
     def __init__(self, db: PgDatabase) -> None:
         self._db = db
+        self._known: dict[str, Principal] = {}  # token digest -> principal; replaced, never mutated
 
     def add(self, name: str, role: str, token: str | None = None) -> str:
         """Create a principal; return its bearer token (generated when not given)."""
@@ -230,8 +237,13 @@ class PgPrincipals:
         if not token:
             return None
         digest = hash_token(token)
+        known = self._known.get(digest)
+        if known is not None:
+            return known
         sql = "SELECT name, role, token_sha256 FROM principals WHERE token_sha256 = %s"
         row = self._db.run(lambda c: c.execute(sql, (digest,)).fetchone(), idempotent=True)
         if row is None or not hmac.compare_digest(str(row[2]), digest):
             return None
-        return Principal(str(row[0]), str(row[1]))
+        principal = Principal(str(row[0]), str(row[1]))
+        self._known = {**self._known, digest: principal}
+        return principal
