@@ -354,7 +354,7 @@ class PgLedgerStore:
         try:
             conn = psycopg.connect(self.dsn, connect_timeout=10)
         except psycopg.Error as exc:
-            raise LedgerError(f"cannot read ledger {self.location}: {exc}") from exc
+            raise LedgerError(f"cannot read ledger {self.location}: {_first_line(exc)}") from exc
         try:
             with conn:
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -373,7 +373,7 @@ class PgLedgerStore:
 
                     yield ChainSnapshot(head, batches())
         except psycopg.Error as exc:
-            raise LedgerError(f"cannot read ledger {self.location}: {exc}") from exc
+            raise LedgerError(f"cannot read ledger {self.location}: {_first_line(exc)}") from exc
         finally:
             conn.close()
 
@@ -390,7 +390,7 @@ def ledger_executors(dsn: str) -> list[str]:
     except psycopg.errors.UndefinedTable:
         raise LedgerError(f"no ledger in {_describe(dsn)}", reason="NOT_FOUND") from None
     except psycopg.Error as exc:
-        raise LedgerError(f"cannot read the ledger database {_describe(dsn)}: {exc}") from exc
+        raise LedgerError(f"cannot read the ledger database {_describe(dsn)}: {_first_line(exc)}") from exc
     return [str(r[0]) for r in rows]
 
 
