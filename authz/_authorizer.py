@@ -12,6 +12,7 @@ import dataclasses
 import heapq
 import logging
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from handrail.authz._errors import (
     InvalidArgumentError,
     PermissionDeniedError,
     PolicyError,
+    StoreUnavailableError,
     UnauthenticatedError,
 )
 from handrail.authz._explain import explain_text, redact_check
@@ -559,9 +561,14 @@ class Authorizer:
                 heapq.heappush(self._due, (at_ms, kind, key))
 
     def _tick_loop(self) -> None:
+        warned = 0.0
         while not self._stop.wait(TICK_S):
             try:
                 self.tick()
+            except StoreUnavailableError as exc:  # the database is away: say so every 10 s
+                if time.monotonic() - warned > 10.0:
+                    warned = time.monotonic()
+                    log.warning("authz: noticing expiries waits for the store: %s", exc)
             except Exception:  # the thread must survive a bad tick (a process boundary)
                 log.exception("authz: noticing expiries failed")
 

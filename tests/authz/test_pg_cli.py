@@ -40,3 +40,14 @@ def test_an_unreachable_database_is_one_line(capsys: pytest.CaptureFixture[str])
     assert _cli.main(["authz", "principal", "list", "--store", "postgresql://h@127.0.0.1:1/none"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: cannot connect to postgresql://h@127.0.0.1:1/none") and err.count("\n") == 1
+
+
+def test_the_postgresql_store_implements_the_whole_protocol() -> None:
+    import inspect
+
+    from handrail.authz import AuthzStore, PgStore
+
+    methods = [n for n, v in vars(AuthzStore).items() if inspect.isfunction(v) and not n.startswith("_")]
+    for name in methods:
+        ours, theirs = inspect.signature(getattr(AuthzStore, name)), inspect.signature(getattr(PgStore, name))
+        assert ours == theirs, name
