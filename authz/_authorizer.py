@@ -18,13 +18,7 @@ from pathlib import Path
 
 from handrail._vocabulary import Reason
 from handrail.authz import _core
-from handrail.authz._decide import (
-    APPROVAL_CREATE,
-    APPROVAL_USE,
-    Verdict,
-    decide,
-    url_path,
-)
+from handrail.authz._decide import APPROVAL_CREATE, APPROVAL_USE, Verdict, decide, url_path
 from handrail.authz._errors import (
     AuthzError,
     InvalidArgumentError,
