@@ -47,7 +47,7 @@ log = logging.getLogger("handrail.authz.pg")
 POLL_S = 1.0
 
 #: How long a publisher waits for its own event to reach this replica's watchers, in seconds.
-DELIVERY_WAIT_S = 2.0
+DELIVERY_WAIT_S = 0.5
 
 #: How many events one read of the log takes.
 BATCH = 1000
