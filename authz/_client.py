@@ -49,6 +49,7 @@ class WatchStream(Iterator[WatchEventInfo]):
         self._targets = tuple(targets)
         self._last_seq = since_seq
         self._closed = False
+        self._moved = False
         self._index, self._call = client._open_watch(self._targets, since_seq)
 
     @property
@@ -73,10 +74,13 @@ class WatchStream(Iterator[WatchEventInfo]):
                 replicas.failed(self._index)
                 failovers += 1
                 self._index, self._call = self._client._open_watch(self._targets, self._last_seq)
+                self._moved = True  # replicas of one store share the numbers
                 if self._closed:
                     self._call.cancel()
                 continue
             event = event_from_pb(msg)
+            if self._moved and event.change != "resync" and event.seq <= self._last_seq:
+                continue  # seen already: the replica taken over from was ahead of this one
             self._last_seq = max(self._last_seq, event.seq)
             return event
 
