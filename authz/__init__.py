@@ -12,7 +12,7 @@ The modules, bottom up (each imports only modules above it in this list)::
     _decide            the decision function (lease, scope, Cedar, approvals)
     _policy_index      which Cedar policies can fire for a request
     _policies          the Cedar policy engine
-    _explain           redaction of the log, and explaining a decision in words
+    _explain           redaction of the log, the approval a check asks for, explaining a decision
     _lease_changes     lease changes as values (acquire, renew, takeover ...), callable as
                        the transitions of _core
     _watch             the in-process event hub behind Watch
@@ -29,10 +29,12 @@ The modules, bottom up (each imports only modules above it in this list)::
                        errors, recorded migrations
     _pg_schema         PostgreSQL: the versioned schema
     _pg_leases         PostgreSQL: one compare-and-set statement per lease change
-    _pg_grants         PostgreSQL: principals and grants, and a check's one-statement snapshot
+    _pg_principals     PostgreSQL: principals, read with the clock in one statement per call
+    _pg_grants         PostgreSQL: grants, and a check's one-statement snapshot
     _pg_approvals      PostgreSQL: approvals under row locks, and the decision log
     _pg_watch          PostgreSQL: the change log, LISTEN/NOTIFY and the hub of each replica
     _pg                PgStore: the PostgreSQL parts put together behind AuthzStore
+    _identity          who a caller is; whether a named principal is a live agent
     _authorizer        the sidecar's behaviour over an AuthzStore (no gRPC)
     _wire              protobuf messages to records and back, and the wire enums
     _wire_responses    the servicer's responses
@@ -74,6 +76,8 @@ from handrail.authz._models import (
     GrantState,
     HolderKind,
     LeaseInfo,
+    PrincipalInfo,
+    PrincipalState,
     Role,
     WatchEventInfo,
 )
@@ -109,6 +113,8 @@ __all__ = [
     "PgStore",
     "PolicyEngine",
     "PolicyError",
+    "PrincipalInfo",
+    "PrincipalState",
     "Reason",
     "Role",
     "SqliteStore",

@@ -13,31 +13,21 @@ import heapq
 import logging
 import threading
 import time
-import uuid
 from pathlib import Path
 
 from handrail._vocabulary import Reason
-from handrail.authz import _core
+from handrail.authz import _core, _identity
+from handrail.authz import _lease_changes as changes
 from handrail.authz._decide import APPROVAL_CREATE, APPROVAL_USE, Verdict, decide, url_path
 from handrail.authz._errors import (
     AuthzError,
     InvalidArgumentError,
+    NotFoundError,
     PermissionDeniedError,
     PolicyError,
     StoreUnavailableError,
-    UnauthenticatedError,
 )
-from handrail.authz._explain import explain_text, redact_check
-from handrail.authz._lease_changes import (
-    Acquire,
-    Expire,
-    HandBack,
-    LeaseChange,
-    Release,
-    Renew,
-    ReportActivity,
-    TakeOver,
-)
+from handrail.authz._explain import approval_request, explain_text, redact_check
 from handrail.authz._models import (
     DEFAULT_APPROVAL_TIMEOUT_MS,
     ApprovalInfo,
@@ -50,6 +40,7 @@ from handrail.authz._models import (
     LeaseInfo,
     PolicyResult,
     Principal,
+    PrincipalInfo,
     Role,
     WatchEventInfo,
 )
@@ -137,15 +128,29 @@ class Authorizer:
     # --- identity -----------------------------------------------------------------------------
 
     def authenticate(self, token: str) -> Principal:
-        """The caller a bearer token names.
+        """The caller a bearer token names (see :func:`._identity.authenticate`)."""
+        return _identity.authenticate(self.store, token)
 
-        Raises:
-            UnauthenticatedError: no token, or one that names nobody.
-        """
-        caller = self.store.authenticate(token) if token else None
-        if caller is None:
-            raise UnauthenticatedError("missing or unknown bearer token" if token else "missing bearer token")
-        return caller
+    # --- principals ---------------------------------------------------------------------------
+
+    def list_principals(self, caller: Principal) -> list[PrincipalInfo]:
+        """Every principal, by name (operator, admin)."""
+        _core.require_role(caller, _core.PRINCIPAL_READERS, "list principals")
+        return self.store.principals()
+
+    def revoke_principal(self, caller: Principal, name: str) -> PrincipalInfo:
+        """Revoke a principal (admin); its token fails on the very next call."""
+        _core.require_role(caller, _core.ADMINS, "revoke a principal")
+        info = self.store.revoke_principal(name)
+        log.info("principal %s revoked by %s", name, caller.name)
+        return info
+
+    def rotate_token(self, caller: Principal, name: str, expires_at_ms: int) -> tuple[PrincipalInfo, str]:
+        """A new token for ``name`` (admin); the old one fails at once."""
+        _core.require_role(caller, _core.ADMINS, "rotate a token")
+        info, token = self.store.rotate_token(name, None, expires_at_ms)
+        log.info("token of %s rotated by %s", name, caller.name)
+        return info, token
 
     # --- checks -------------------------------------------------------------------------------
 
@@ -153,6 +158,10 @@ class Authorizer:
         """Decide one action and log the decision (see :mod:`._decide`)."""
         origin = _core.validate_check(request)
         _core.authorize_check(caller, request.principal)
+        if caller.name != request.principal:
+            problem = _identity.not_a_live_agent(self.store, request.principal)
+            if problem:
+                return self._deny(caller, request, Reason.UNAUTHENTICATED, problem)
         engine, shadow = self._engines
         path = url_path(request.url)
         base = engine.base_context(request, origin, path)
@@ -184,7 +193,7 @@ class Authorizer:
                 decision = dataclasses.replace(decision, decision_id=decision_id)
             new_approval = None
             if verdict.approval == APPROVAL_CREATE:
-                new_approval = self._new_approval(request, verdict, decision, now)
+                new_approval = approval_request(request, verdict, decision, now)
                 decision = dataclasses.replace(decision, approval_id=new_approval.approval_id)
             if shadow is not None:
                 would = shadow.evaluate(request, origin, verdict.grant, base=base)
@@ -225,30 +234,6 @@ class Authorizer:
             return decision
         raise AuthzError(f"check of {request.target!r} kept losing races; try again")
 
-    def _new_approval(self, request: CheckInput, verdict: Verdict, decision: Decision, now: int) -> ApprovalInfo:
-        redacted = redact_check(request)
-        return ApprovalInfo(
-            approval_id=uuid.uuid4().hex,
-            principal=request.principal,
-            target=request.target,
-            fingerprint=request.fingerprint,
-            status=ApprovalStatus.PENDING.value,
-            deadline_ms=now + verdict.approval_timeout_ms,
-            lease_epoch=request.lease_epoch,
-            verb=request.verb,
-            url=redacted.url,
-            element_role=request.element_role,
-            element_name=request.element_name,
-            window_class=request.window_class,
-            window_title=request.window_title,
-            observation_id=request.observation_id,
-            action_id=request.action_id,
-            grant_id=decision.grant_id,
-            policies=verdict.approval_policies,
-            created_at_ms=now,
-            decision_id=decision.decision_id,
-        )
-
     def _after_commit(self, verdict: Verdict, decision: Decision, new_approval: ApprovalInfo | None) -> None:
         if verdict.consume and verdict.grant is not None:
             grant = self.store.indexed_grant(verdict.grant.grant_id)
@@ -278,11 +263,25 @@ class Authorizer:
         record = DecisionRecord(decision.decision_id, self.store.now_ms(), "", redact_check(request), decision)
         self.store.record_decision(record)
 
+    def _deny(self, caller: Principal, request: CheckInput, reason: Reason, message: str) -> Decision:
+        """Log and return a refusal decided before the lease and the grants are read."""
+        lease = self.store.lease_row(request.target)
+        decision = Decision(
+            False, reason.value, message, self.store.new_decision_id(), lease_epoch=lease.epoch if lease else 0
+        )
+        record = DecisionRecord(
+            decision.decision_id, self.store.now_ms(), caller.name, redact_check(request), decision, lease
+        )
+        self.store.record_decision(record)
+        return decision
+
     # --- grants -------------------------------------------------------------------------------
 
     def grant(self, caller: Principal, grant: GrantInfo) -> GrantInfo:
         """Store a new grant (operator, admin)."""
         _core.authorize_manage(caller, "grant")
+        _core.check_text("grant.principal", grant.principal, required=True)
+        _identity.live_agent(self.store, grant.principal, "grant.principal")
         stored = self.store.add_grant(grant, caller.name)
         log.info("grant %s by %s: %s", stored.grant_id, caller.name, stored)
         if stored.expires_at_ms:
@@ -317,43 +316,52 @@ class Authorizer:
 
     # --- leases -------------------------------------------------------------------------------
 
-    def _change(self, target: str, transition: LeaseChange) -> LeaseInfo:
-        change = transition.name
+    def _change(self, target: str, transition: changes.LeaseChange) -> LeaseInfo:
         before, after = self.store.change_lease(target, transition)
         if after != before:
             self._watch_expiry("lease", target, after.expires_at_ms)
-            if change == "expire":
+            if transition.name == "expire":
                 self._expired_leases[target] = (after.epoch, self.store.now_ms())
-            self._publish_lease(change, after)
+            self._publish_lease(transition.name, after)
         return after
 
     def acquire(self, caller: Principal, target: str, holder: str, ttl_ms: int) -> LeaseInfo:
         """An agent takes a free, lapsed or handed-back lease, or renews its own."""
         holder = _core.resolve_holder(caller, holder, "acquire a lease")
-        return self._change(target, Acquire(holder, ttl_ms))
+        _core.check_text("target", target, required=True)
+        now = self.store.now_ms()
+        if not any(g.is_active(now) for g in self.store.grants_for(holder, target)):
+            raise PermissionDeniedError(
+                f"{holder!r} has no live grant on {target!r}: only a grant holder may take its lease",
+                reason="NO_GRANT",
+            )
+        return self._change(target, changes.Acquire(holder, ttl_ms))
 
     def renew(self, caller: Principal, target: str, holder: str, epoch: int, ttl_ms: int) -> LeaseInfo:
         """The holder extends its lease at its epoch; the epoch stays."""
         holder = _core.resolve_holder(caller, holder, "renew a lease")
-        return self._change(target, Renew(holder, epoch, ttl_ms))
+        return self._change(target, changes.Renew(holder, epoch, ttl_ms))
 
     def release(self, caller: Principal, target: str, holder: str, epoch: int) -> LeaseInfo:
         """The holder gives its lease up."""
         holder = _core.resolve_holder(caller, holder, "release a lease")
-        return self._change(target, Release(holder, epoch))
+        return self._change(target, changes.Release(holder, epoch))
 
     def take_over(self, caller: Principal, target: str, ttl_ms: int, note: str) -> LeaseInfo:
         """A person takes control (operator, admin); always succeeds."""
         _core.authorize_manage(caller, "take over")
         _core.check_text("note", note)
-        lease = self._change(target, TakeOver(caller.name, ttl_ms))
+        lease = self._change(target, changes.TakeOver(caller.name, ttl_ms))
         log.info("takeover of %s by %s (epoch %d): %s", target, caller.name, lease.epoch, note)
         return lease
 
     def hand_back(self, caller: Principal, target: str, epoch: int, next_holder: str) -> LeaseInfo:
         """A person frees the lease at ``epoch`` (operator, admin), maybe for one agent."""
         _core.authorize_manage(caller, "hand back")
-        lease = self._change(target, HandBack(epoch, next_holder))
+        _core.check_text("next_holder", next_holder)
+        if next_holder:
+            _identity.live_agent(self.store, next_holder, "next_holder")
+        lease = self._change(target, changes.HandBack(epoch, next_holder))
         log.info("hand-back of %s by %s (epoch %d)", target, caller.name, lease.epoch)
         return lease
 
@@ -361,14 +369,14 @@ class Authorizer:
         """A person is at the desk (executor): a takeover for ``desk:<target>``."""
         _core.require_role(caller, _core.DESK_REPORTERS, "report desk activity")
         _core.check_text("note", note)
-        lease = self._change(target, ReportActivity(ttl_ms=ttl_ms))
+        lease = self._change(target, changes.ReportActivity(ttl_ms=ttl_ms))
         log.info("desk activity on %s reported by %s (epoch %d): %s", target, caller.name, lease.epoch, note)
         return lease
 
     def expire_lease(self, caller: Principal, target: str) -> LeaseInfo:
         """The current lease lapses now (admin); the epoch moves only when someone acquires."""
         _core.require_role(caller, _core.ADMINS, "expire a lease")
-        lease = self._change(target, Expire())
+        lease = self._change(target, changes.Expire())
         log.info("lease of %s expired by %s (epoch %d)", target, caller.name, lease.epoch)
         return lease
 
@@ -398,9 +406,11 @@ class Authorizer:
 
     def get_approval(self, caller: Principal, approval_id: str) -> ApprovalInfo:
         """One approval (executor, operator, admin, or the agent it is for)."""
+        _core.check_text("approval_id", approval_id, required=True)
         approval = self.store.get_approval(approval_id)
         if caller.role not in _core.READERS and approval.principal != caller.name:
-            raise PermissionDeniedError(f"role {caller.role} may only read its own approvals")
+            # Another principal's approval reads as an unknown one: no existence oracle.
+            raise NotFoundError(f"no approval with id {approval_id!r}", field="approval_id")
         return approval
 
     def list_approvals(
@@ -441,12 +451,8 @@ class Authorizer:
                 log.error("policy reload (%s) refused, the old policies stay: %s", who, exc)
                 raise
             self._engines = (engine, shadow)
-        log.info(
-            "policies reloaded (%s): %d enforced, %d shadow",
-            who,
-            len(engine.policy_ids),
-            len(shadow.policy_ids) if shadow else 0,
-        )
+        shadows = len(shadow.policy_ids) if shadow else 0
+        log.info("policies reloaded (%s): %d enforced, %d shadow", who, len(engine.policy_ids), shadows)
         return (engine, shadow) if shadow is not None else (engine,)
 
     # --- the decision log ---------------------------------------------------------------------
@@ -511,8 +517,7 @@ class Authorizer:
         return first, sub
 
     def _remote_event(self, event: WatchEventInfo) -> None:
-        """A change another replica made (a shared store): notice its expiry here too, and
-        reload the policies when it reloaded its own."""
+        """Another replica's change (a shared store): notice its expiry, reload policies."""
         if event.lease is not None:
             self._watch_expiry("lease", event.target, event.lease.expires_at_ms)
         if event.grant is not None and event.change == "grant":

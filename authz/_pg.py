@@ -5,7 +5,7 @@ replicas over one database.
 :class:`~._pg_db.PgDatabase` (a connection pool, the database's clock, psycopg's errors
 mapped at one edge, recorded migrations):
 
-* :class:`~._pg_grants.PgPrincipals` and :class:`~._pg_grants.PgGrants`: principals and
+* :class:`~._pg_principals.PgPrincipals` and :class:`~._pg_grants.PgGrants`: principals and
   scope grants, read at every call (no index, no token cache: see below);
 * :class:`~._pg_leases.PgLeases`: control leases, one compare-and-set statement per change;
 * :class:`~._pg_approvals.PgApprovals`: approvals, changed under row locks;
@@ -21,12 +21,14 @@ because one process writes its file. Here several replicas write, so none of it 
   database's clock in one statement (:meth:`PgGrants.snapshot`), so a revocation, a
   consumption, a closed task, a takeover or an expiry committed through any replica acts
   on the very next check through any other;
-* known tokens: kept, as SQLite keeps them, and correct for the same reason: principals
-  are only ever added, so a known token stays valid and an unknown one is always looked
-  up (:class:`~._pg_grants.PgPrincipals`);
+* known tokens and principals: dropped. SQLite forgets them when a stamp file beside its
+  database moves, which only processes on its host share; here a revocation, a rotation
+  or an expiry made through any replica must act on the next call to every other, so
+  each call reads its token's principal and the database's clock in one statement
+  (:meth:`~._pg_principals.PgPrincipals.identify`);
 * the decision number: decision ids are random; the log orders by a sequence.
 
-Besides the tokens, a replica keeps only what its Watch streams have been sent (the hub's
+A replica keeps only what its Watch streams have been sent (the hub's
 last sequence number), which the change log makes good after any reconnect.
 """
 
@@ -37,11 +39,12 @@ from typing import Any
 
 import psycopg
 
-from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, Principal
+from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, Principal, PrincipalInfo
 from handrail.authz._pg_approvals import PgApprovals, PgDecisions
 from handrail.authz._pg_db import PgDatabase, describe
-from handrail.authz._pg_grants import PgGrants, PgPrincipals
+from handrail.authz._pg_grants import PgGrants
 from handrail.authz._pg_leases import PgLeases
+from handrail.authz._pg_principals import PgPrincipals
 from handrail.authz._pg_schema import MIGRATIONS
 from handrail.authz._pg_watch import SharedEventHub
 from handrail.authz._watch import EventHub
@@ -126,17 +129,45 @@ class PgStore:
 
     # --- principals ---------------------------------------------------------------------------
 
-    def add_principal(self, name: str, role: str, token: str | None = None) -> str:
+    def add_principal(self, name: str, role: str, token: str | None = None, expires_at_ms: int = 0) -> str:
         """See :meth:`AuthzStore.add_principal`."""
-        return self._principals.add(name, role, token)
+        return self._principals.add(name, role, token, expires_at_ms)
 
     def list_principals(self) -> list[tuple[str, str, int]]:
         """See :meth:`AuthzStore.list_principals`."""
         return self._principals.all()
 
+    def principals(self) -> list[PrincipalInfo]:
+        """See :meth:`AuthzStore.principals`."""
+        return self._principals.infos()
+
+    def principal(self, name: str) -> PrincipalInfo | None:
+        """See :meth:`AuthzStore.principal`: read at every call."""
+        return self._principals.by_name(name)
+
+    def token_owner(self, token: str) -> PrincipalInfo | None:
+        """See :meth:`AuthzStore.token_owner`: read at every call."""
+        return self._principals.by_token(token)
+
+    def principal_now(self, name: str) -> tuple[PrincipalInfo | None, int]:
+        """See :meth:`AuthzStore.principal_now`: one statement."""
+        return self._principals.by_name_now(name)
+
+    def identify(self, token: str) -> tuple[PrincipalInfo | None, int]:
+        """See :meth:`AuthzStore.identify`: one statement."""
+        return self._principals.identify(token)
+
     def authenticate(self, token: str) -> Principal | None:
         """See :meth:`AuthzStore.authenticate`."""
         return self._principals.authenticate(token)
+
+    def revoke_principal(self, name: str) -> PrincipalInfo:
+        """See :meth:`AuthzStore.revoke_principal`."""
+        return self._principals.revoke(name)
+
+    def rotate_token(self, name: str, token: str | None = None, expires_at_ms: int = 0) -> tuple[PrincipalInfo, str]:
+        """See :meth:`AuthzStore.rotate_token`."""
+        return self._principals.rotate(name, token, expires_at_ms)
 
     # --- grants -------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Scope grants and principals over PostgreSQL, read from the database at every check.
+"""Scope grants over PostgreSQL, read from the database at every check.
 
 No replica keeps an index of grants: the SQLite store's in-memory index is coherent only
 because one process writes the file, and with several replicas a revocation, a
@@ -16,22 +16,20 @@ matches.
 from __future__ import annotations
 
 import dataclasses
-import hmac
 import json
-import secrets
 import uuid
 from collections.abc import Iterable
 from typing import Any
 
 import psycopg
 
-from handrail.authz._core import check_role, check_text, validate_grant
+from handrail.authz._core import check_text, validate_grant
 from handrail.authz._decide import target_matches
-from handrail.authz._errors import AlreadyExistsError, NotFoundError
-from handrail.authz._models import GrantInfo, LeaseInfo, Principal
+from handrail.authz._errors import NotFoundError
+from handrail.authz._models import GrantInfo, LeaseInfo
 from handrail.authz._pg_db import NOW, PgDatabase
 from handrail.authz._pg_schema import ENDED_GRANT_RETENTION_MS, GRANT_COLS, LEASE_COLS
-from handrail.authz._sqlite_schema import grant_row, grant_scope_json, hash_token, lease_row
+from handrail.authz._sqlite_schema import grant_row, grant_scope_json, lease_row
 
 _INSERT = (
     f"INSERT INTO grants ({GRANT_COLS}, is_pattern) VALUES"
@@ -191,59 +189,3 @@ def _values(g: GrantInfo) -> tuple[Any, ...]:
         g.task_id,
         g.is_pattern,
     )
-
-
-class PgPrincipals:
-    """The ``principals`` table, and the tokens already seen.
-
-    Known tokens are remembered, as the SQLite store does, and for the same reason it is
-    correct with several writers: a principal is only ever added (no call changes or
-    removes one), so a token that named a principal names it for good, and a token not
-    known yet is always looked up in the database (a principal another replica added is
-    found at once). A change that lets a principal expire, be revoked or rotate its token
-    must drop this memory (or check it in each call's own statement).
-
-    Args:
-        db: the database.
-    """
-
-    def __init__(self, db: PgDatabase) -> None:
-        self._db = db
-        self._known: dict[str, Principal] = {}  # token digest -> principal; replaced, never mutated
-
-    def add(self, name: str, role: str, token: str | None = None) -> str:
-        """Create a principal; return its bearer token (generated when not given)."""
-        check_text("name", name, required=True)
-        check_role("role", role)
-        if token is None:
-            token = "hr_" + secrets.token_urlsafe(24)
-        check_text("token", token, required=True)
-        sql = f"INSERT INTO principals (name, role, token_sha256, created_at_ms) VALUES (%(n)s, %(r)s, %(t)s, {NOW})"
-        params = {"n": name, "r": role, "t": hash_token(token), "now": self._db.now()}
-        try:
-            self._db.run(lambda c: c.execute(sql, params))
-        except psycopg.errors.UniqueViolation:
-            raise AlreadyExistsError(f"a principal named {name!r} or with that token already exists") from None
-        return token
-
-    def all(self) -> list[tuple[str, str, int]]:
-        """Every principal as ``(name, role, created_at_ms)``, by name."""
-        sql = "SELECT name, role, created_at_ms FROM principals ORDER BY name"
-        rows = self._db.run(lambda c: c.execute(sql).fetchall(), idempotent=True)
-        return [(str(n), str(r), int(c)) for n, r, c in rows]
-
-    def authenticate(self, token: str) -> Principal | None:
-        """The principal a bearer token names, or None."""
-        if not token:
-            return None
-        digest = hash_token(token)
-        known = self._known.get(digest)
-        if known is not None:
-            return known
-        sql = "SELECT name, role, token_sha256 FROM principals WHERE token_sha256 = %s"
-        row = self._db.run(lambda c: c.execute(sql, (digest,)).fetchone(), idempotent=True)
-        if row is None or not hmac.compare_digest(str(row[2]), digest):
-            return None
-        principal = Principal(str(row[0]), str(row[1]))
-        self._known = {**self._known, digest: principal}
-        return principal

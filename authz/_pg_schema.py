@@ -139,4 +139,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        2,
+        "principal expiry and revocation",
+        """
+        ALTER TABLE principals ADD COLUMN expires_at_ms BIGINT NOT NULL DEFAULT 0;
+        ALTER TABLE principals ADD COLUMN revoked_at_ms BIGINT NOT NULL DEFAULT 0;
+        """,
+    ),
 )

@@ -43,7 +43,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, Principal
+from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, Principal, PrincipalInfo
 from handrail.authz._watch import EventHub
 
 
@@ -66,14 +66,37 @@ class AuthzStore(Protocol):
         replica's changes for a shared store (the same object on every call)."""
 
     # principals
-    def add_principal(self, name: str, role: str, token: str | None = None) -> str:
+    def add_principal(self, name: str, role: str, token: str | None = None, expires_at_ms: int = 0) -> str:
         """Create a principal; return its bearer token."""
 
     def list_principals(self) -> list[tuple[str, str, int]]:
         """Every principal as ``(name, role, created_at_ms)``."""
 
+    def principals(self) -> list[PrincipalInfo]:
+        """Every principal, by name."""
+
+    def principal(self, name: str) -> PrincipalInfo | None:
+        """The principal called ``name`` as it stands now (whatever its state), or None."""
+
+    def token_owner(self, token: str) -> PrincipalInfo | None:
+        """The principal a bearer token names as it stands now (whatever its state), or None."""
+
+    def principal_now(self, name: str) -> tuple[PrincipalInfo | None, int]:
+        """:meth:`principal` and :meth:`now_ms` read together (one round trip for a store
+        behind a network)."""
+
+    def identify(self, token: str) -> tuple[PrincipalInfo | None, int]:
+        """:meth:`token_owner` and :meth:`now_ms` read together (one round trip for a store
+        behind a network)."""
+
     def authenticate(self, token: str) -> Principal | None:
-        """The principal a bearer token names, or None."""
+        """The live principal a bearer token names, or None (unknown, revoked, expired)."""
+
+    def revoke_principal(self, name: str) -> PrincipalInfo:
+        """Revoke a principal: its token stops authenticating at once (NotFoundError)."""
+
+    def rotate_token(self, name: str, token: str | None = None, expires_at_ms: int = 0) -> tuple[PrincipalInfo, str]:
+        """Give a principal a new token (the old one stops at once); (principal, token)."""
 
     # grants
     def add_grant(self, grant: GrantInfo, granted_by: str) -> GrantInfo:

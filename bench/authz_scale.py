@@ -74,6 +74,8 @@ def seed_pg(dsn: str) -> dict[str, str]:
     with PgStore(dsn, pool_size=2) as store:
         tokens["exe"] = store.add_principal("bench-exe", "executor")
         tokens["op"] = store.add_principal("bench-op", "operator")
+        for a in range(N_AGENTS):  # a check acts only for an agent that exists and is live
+            store.add_principal(f"agent-{a}", "agent")
         grants = [
             GrantInfo(
                 "",

@@ -1,5 +1,9 @@
 """``handrail ledger``: tail, show, verify, export and timeline.
 
+Every command only reads: the ledger is opened read-only (an auditor's copy in a read-only
+directory works; nothing is migrated and the head file is not written). ``--session S``
+shows the session's own entries and the lease changes of its target while it was open.
+
 Exit codes: 0 success; 1 the chain does not verify, or ``show`` found nothing; 2 the
 ledger cannot be found or read, or an argument is bad.
 """
@@ -156,20 +160,57 @@ def _filters(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _matches(entry: Entry, filters: dict[str, Any]) -> bool:
+    """Whether ``entry`` passes the filters other than the session (as the store applies them)."""
+    if filters.get("kind") and entry.kind != filters["kind"]:
+        return False
+    if filters.get("principal") and entry.principal != filters["principal"]:
+        return False
+    if filters.get("since_ms") is not None and entry.ts_ms < filters["since_ms"]:
+        return False
+    outcome = (filters.get("outcome") or "").upper()
+    if outcome:
+        stated = "REFUSED" if entry.kind == "refusal" else str(entry.body.get("outcome", "")).upper()
+        return stated == outcome
+    return True
+
+
+def _select(ledger: Ledger, filters: dict[str, Any]) -> list[Entry]:
+    """The filtered entries; a session's include its target's lease changes."""
+    session = filters.get("session_id")
+    if not session:
+        return ledger.entries(**filters)
+    return [e for e in ledger.session_entries(session) if _matches(e, filters)]
+
+
 Chains = list[tuple[str, Ledger]]
 """The ledgers a command reads: ``("", ledger)`` for a file; ``(executor id, ledger)`` for
 each executor's chain in a PostgreSQL ledger."""
 
 
+def _last(ledger: Ledger, n: int, filters: dict[str, Any]) -> list[Entry]:
+    """The last ``n`` filtered entries; a session's include its target's lease changes."""
+    if n <= 0:
+        return []
+    if filters.get("session_id"):
+        return _select(ledger, filters)[-n:]
+    return ledger.tail(n, **filters)
+
+
 def _open_existing(args: argparse.Namespace) -> Chains | None:
     if args.db and is_pg_dsn(args.db):
+        chains: Chains = []
         try:
             executors = [args.executor] if args.executor else ledger_executors(args.db)
             if not executors:
                 print("error: the ledger database holds no executor's chain yet", file=sys.stderr)
                 return None
-            return [(exe, open_ledger(args.db, executor_id=exe)) for exe in executors]
+            for exe in executors:
+                chains.append((exe, open_ledger(args.db, executor_id=exe, read_only=True)))
+            return chains
         except LedgerError as exc:
+            for _, opened in chains:
+                opened.close()
             print(f"error: {exc}", file=sys.stderr)
             return None
     path = ledger_path(args.db, args.data_dir)
@@ -177,7 +218,7 @@ def _open_existing(args: argparse.Namespace) -> Chains | None:
         print(f"error: no ledger at {path}", file=sys.stderr)
         return None
     try:
-        return [("", Ledger(path))]
+        return [("", Ledger(path, read_only=True))]
     except LedgerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
@@ -216,7 +257,7 @@ def run_tail(args: argparse.Namespace) -> int:
             return 2
         try:
             filters = _filters(args)
-            found = _merged(chains, lambda ledger: ledger.tail(args.n, **filters) if args.n > 0 else [])
+            found = _merged(chains, lambda ledger: _last(ledger, args.n, filters))
             found = found[-args.n :] if args.n > 0 else []
             if found:
                 print(_lines(found), flush=True)
@@ -279,19 +320,22 @@ def run_show(args: argparse.Namespace) -> int:
                 print(f"no entries for action {args.action_id}", file=sys.stderr)
                 return 1
             sessions = sorted({entry.session_id for entry in entries})
-            context = [
-                entry
-                for sid in sessions
-                if sid
-                for entry in ledger.entries(session_id=sid, action_id="")
-                if entry.kind in ("session_open", "session_close", "lease_change")
-            ]
+            context = sorted(
+                {
+                    entry.seq: entry
+                    for sid in sessions
+                    if sid
+                    for entry in ledger.session_entries(sid)
+                    if entry.kind in ("session_open", "session_close", "lease_change")
+                }.values(),
+                key=lambda entry: entry.seq,
+            )
         except LedgerError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
     print(f"action {args.action_id}: {_status(entries)}")
     for sid in sessions:
-        opened = [e.content for e in context if e.session_id == sid]
+        opened = [e.content for e in context if e.session_id == sid and e.kind == "session_open"]
         target = next((b.target for b in opened if isinstance(b, SessionOpenBody)), "") or "?"
         print(f"session {sid or '(none)'}: target {target}")
     if context:
@@ -387,7 +431,7 @@ def run_timeline(args: argparse.Namespace) -> int:
             return 2
         try:
             filters = _filters(args)
-            found = _merged(chains, lambda ledger: ledger.entries(**filters))
+            found = _merged(chains, lambda ledger: _select(ledger, filters))
         except (LedgerError, ValueError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2

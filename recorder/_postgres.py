@@ -135,18 +135,28 @@ class PgLedgerStore:
             ``search_path``; created on first use).
         executor_id: whose chain this is.
         pool_size: the most connections it opens.
+        read_only: only read (an auditor, the ledger commands): nothing is created or
+            migrated, the chain must exist (``LedgerError`` NOT_FOUND otherwise), appends
+            raise ``LedgerError`` (READ_ONLY), and the sessions are read-only in the server too.
     """
 
-    def __init__(self, dsn: str, executor_id: str, *, pool_size: int = 4) -> None:
+    def __init__(self, dsn: str, executor_id: str, *, pool_size: int = 4, read_only: bool = False) -> None:
         if not executor_id or len(executor_id) > 200:
             raise LedgerError("the executor id must be 1..200 characters", reason="INVALID_ARGUMENT")
         self.dsn = dsn
         self.executor_id = executor_id
+        self.read_only = read_only
         self._lock = threading.Lock()
+
+        def configure(conn: psycopg.Connection[Any]) -> None:
+            if read_only:  # the server refuses a write too
+                conn.execute("SET default_transaction_read_only = on")
+
         self._closed = False
         self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = psycopg_pool.ConnectionPool(
             dsn,
             kwargs={"autocommit": True, "connect_timeout": 5},
+            configure=configure,
             min_size=1,
             max_size=pool_size,
             open=False,
@@ -155,7 +165,7 @@ class PgLedgerStore:
         )
         try:
             self._pool.open(wait=True, timeout=10.0)
-            self._run(self._migrate)
+            self._run(self._check_chain if read_only else self._migrate)
         except psycopg_pool.PoolTimeout:
             self._pool.close()
             raise LedgerError(f"cannot connect to the ledger database {self.location}") from None
@@ -201,6 +211,19 @@ class PgLedgerStore:
                 raise LedgerError(f"cannot {what} ledger {self.location}: {_first_line(exc)}") from exc
         raise AssertionError("unreachable")
 
+    def _check_chain(self, conn: psycopg.Connection[Any]) -> None:
+        try:
+            sql = "SELECT 1 FROM ledger_heads WHERE executor_id = %s"
+            found = conn.execute(sql, (self.executor_id,)).fetchone()
+        except psycopg.errors.UndefinedTable:
+            raise LedgerError(f"no ledger in {_describe(self.dsn)}", reason="NOT_FOUND") from None
+        if found is None:
+            raise LedgerError(f"no chain of executor {self.executor_id!r} in {_describe(self.dsn)}", reason="NOT_FOUND")
+
+    def _writing(self) -> None:
+        if self.read_only:
+            raise LedgerError(f"ledger {self.location} is open read-only", reason="READ_ONLY")
+
     def _migrate(self, conn: psycopg.Connection[Any]) -> None:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.handrail_ledger'))")
@@ -225,6 +248,7 @@ class PgLedgerStore:
     # -- writing -------------------------------------------------------------------
 
     def append(self, entries: Sequence[PreparedEntry]) -> list[Entry]:
+        self._writing()
         committing = False
 
         def work(conn: psycopg.Connection[Any]) -> list[StoredRow]:
@@ -266,6 +290,8 @@ class PgLedgerStore:
         )
 
     def bulk_load(self, rows: Iterable[BulkRow]) -> tuple[int, str]:
+        self._writing()
+
         def work(conn: psycopg.Connection[Any]) -> tuple[int, str]:
             with conn.transaction():
                 head_seq, prev = self._locked_head(conn)
@@ -281,6 +307,8 @@ class PgLedgerStore:
         return self._run(work, "append to")
 
     def recover(self, result_for: Callable[[RecoveredAction], PreparedEntry]) -> RecoveryWrite:
+        self._writing()
+
         def work(conn: psycopg.Connection[Any]) -> tuple[list[RecoveredAction], list[StoredRow]]:
             with conn.transaction():
                 self._locked_head(conn)  # no append of this chain meanwhile

@@ -11,8 +11,17 @@ from typing import Any
 
 import pytest
 
-from handrail.authz import AuthzClient, AuthzServer, serve
+from handrail.authz import AuthzClient, AuthzServer, GrantInfo, serve
+from handrail.authz._models import Principal
 from handrail.authz._policies import DEFAULT_POLICIES_DIR
+
+ADMIN = Principal("admin", "admin")
+LEASE_GRANT_NOTE = "standing read grant: lets the tests hold leases"
+
+
+def granted(grants: list[GrantInfo]) -> list[GrantInfo]:
+    """``grants`` without the fixture's standing read grants."""
+    return [g for g in grants if g.note != LEASE_GRANT_NOTE]
 
 
 class FakeClock:
@@ -42,6 +51,13 @@ class Sidecar:
         c = AuthzClient(self.address, self.tokens[name])
         self._clients.append(c)
         return c
+
+    @property
+    def store_args(self) -> list[str]:
+        """Where the CLI's store commands find this sidecar's store: ``--store`` for a
+        PostgreSQL one, else ``--data-dir``."""
+        dsn = getattr(self.server.store, "dsn", "")
+        return ["--store", dsn] if dsn else ["--data-dir", str(self.data_dir)]
 
     def add(self, name: str, role: str) -> AuthzClient:
         self.tokens[name] = self.server.store.add_principal(name, role)
@@ -82,7 +98,7 @@ def make_sidecar(
     PostgreSQL each sidecar gets a fresh schema (pass ``store=`` to share one)."""
     made: list[Sidecar] = []
 
-    def make(**kwargs: Any) -> Sidecar:
+    def make(*, lease_grants: bool = True, **kwargs: Any) -> Sidecar:
         data = tmp_path / f"data{len(made)}"
         if store_kind == "postgresql":
             kwargs.setdefault("store", request.getfixturevalue("pg_dsn")())
@@ -98,6 +114,11 @@ def make_sidecar(
         }
         side = Sidecar(server, f"127.0.0.1:{port}", data, clock, tokens)
         made.append(side)
+        if lease_grants:
+            # Only a grant holder may take a target's lease: each agent gets a standing
+            # read grant on every target, so that the tests below can hold leases.
+            for agent in ("agent-a", "agent-b"):
+                side.server.authorizer.grant(ADMIN, GrantInfo("", agent, "*", ("read",), note=LEASE_GRANT_NOTE))
         return side
 
     try:

@@ -35,7 +35,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from handrail.authz import AuthzClient, AuthzError, Decision, LeaseInfo, PgStore
+from handrail.authz import AuthzClient, AuthzError, Decision, GrantInfo, LeaseInfo, PgStore
 from handrail.recorder import Ledger, LedgerError, PgLedgerStore
 from handrail.scenarios import ServerProcess, start_server
 
@@ -115,6 +115,8 @@ def cluster(pg_dsn: Callable[[], str]) -> Iterator[Cluster]:
         tokens = {name: store.add_principal(name, "agent") for name in AGENTS}
         tokens["op"] = store.add_principal("op", "operator")
         tokens["exe"] = store.add_principal("exe", "executor")
+        for agent in AGENTS:  # only a grant holder may take a lease: a standing read grant each
+            store.add_grant(GrantInfo("", agent, "*", ("read",), note="standing read grant"), "op")
     made = Cluster(dsn, [_free_port() for _ in range(3)], [None, None, None], tokens)
     for i in range(3):
         made.start(i)

@@ -33,11 +33,13 @@ from handrail.authz import (
     serve,
 )
 from handrail.authz._lease_changes import Acquire, Expire, HandBack, Release, Renew, ReportActivity, TakeOver
-from tests.authz.conftest import FakeClock
+from handrail.authz._models import GrantInfo
+from tests.authz.conftest import ADMIN, LEASE_GRANT_NOTE, FakeClock
 
 pytestmark = pytest.mark.slow
 
 TARGET = "browser:1"
+AGENTS = ("agent-a", "agent-b", *(f"agent-{i}" for i in range(12)))
 
 
 class Replicas:
@@ -57,6 +59,11 @@ class Replicas:
             "exe": store.add_principal("exe", "executor"),
             "admin": store.add_principal("admin", "admin"),
         }
+        # Only a live agent with a grant on a target may take its lease: each agent the
+        # tests name gets a standing read grant on every target (as the sidecar fixture's).
+        for agent in AGENTS:
+            store.add_principal(agent, "agent")
+            self.servers[0].authorizer.grant(ADMIN, GrantInfo("", agent, "*", ("read",), note=LEASE_GRANT_NOTE))
         self._clients: list[AuthzClient] = []
 
     def client(self, who: str, *which: int) -> AuthzClient:

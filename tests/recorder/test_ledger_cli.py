@@ -250,6 +250,12 @@ def test_the_commands_read_every_executors_chain_in_postgresql(
     out = capsys.readouterr().out
     assert "executor exe-a: ok: 3 entries" in out and "executor exe-b: ok: 2 entries" in out
     assert "2 of 2 chains verified" in out
+    # the commands only read: an executor with no chain is an error, and no chain is made
+    assert run_cli(["ledger", "verify", "--db", dsn, "--executor", "nobody"]) == 2
+    assert "no chain of executor 'nobody'" in capsys.readouterr().err
+    from handrail.recorder._postgres import ledger_executors
+
+    assert ledger_executors(dsn) == ["exe-a", "exe-b"]
     assert run_cli(["ledger", "timeline", "--db", dsn]) == 0
     out = capsys.readouterr().out
     assert out.count("[exe-a]") == 3 and out.count("[exe-b]") == 2 and "5 entries" in out and "2 executors" in out
