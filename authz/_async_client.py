@@ -29,6 +29,7 @@ from handrail.authz._models import (
     ApprovalInfo,
     Decision,
     DecisionRecord,
+    ElementContext,
     GrantInfo,
     LeaseInfo,
     PrincipalInfo,
@@ -121,6 +122,8 @@ class AsyncAuthzClient:
         window_title: str = "",
         fingerprint: str = "",
         observation_id: str = "",
+        context: ElementContext | None = None,
+        document_load: bool = False,
     ) -> Decision:
         """See :meth:`AuthzClient.check`."""
         return await self._send(
@@ -138,6 +141,8 @@ class AsyncAuthzClient:
                 window_title=window_title,
                 fingerprint=fingerprint,
                 observation_id=observation_id,
+                context=context,
+                document_load=document_load,
             )
         )
 

@@ -56,6 +56,11 @@ _STRING_FIELDS = frozenset(
         "window_class",
         "window_title",
         "grant_task",
+        "dialog_title",
+        "form_name",
+        "heading",
+        "description",
+        "risk",
     }
 )
 _BOOL_FIELDS = frozenset(
@@ -65,6 +70,8 @@ _BOOL_FIELDS = frozenset(
         "origin_granted",
         "grant_allows_password",
         "grant_single_use",
+        "document_load",
+        "destructive",
     }
 )
 

@@ -1,7 +1,8 @@
 """The executor: sessions on a browser or a desktop; every write goes observe -> check -> act -> re-observe.
 
-The agent SDK (``ExecutorClient``, ``AsyncExecutorClient``), the data it speaks and its
-errors. The guarded loop is ``_guard`` and the modules it names; the backends are the
+The agent SDK (``ExecutorClient``, ``AsyncExecutorClient``), the data it speaks — among
+it the structured element list of an observation (``Element``), which ``find`` looks up —
+and its errors. The guarded loop is ``_guard`` and the modules it names; the backends are the
 sub-packages ``browser`` and ``desktop``; ``testing`` holds a scripted fake backend.
 """
 
@@ -14,16 +15,20 @@ from handrail.executor._client import (
     ExecutorClient,
     Session,
 )
+from handrail.executor._elements import Box, Context, Element
 from handrail.executor._errors import (
     REFUSAL_ERRORS,
     ActionError,
     ActionFailedError,
     ActionRefusedError,
+    AmbiguousElementError,
     ApprovalDeniedError,
     ApprovalExpiredError,
     ApprovalRequiredError,
     AuthzUnavailableRefusalError,
     BackendError,
+    ElementLookupError,
+    ElementNotFoundError,
     ExecutorError,
     ExecutorRpcError,
     ExecutorUnavailableError,
@@ -42,11 +47,14 @@ from handrail.executor._errors import (
     PermissionDeniedError,
     PolicyForbidError,
     ReconcileRequiredError,
+    ScopeRefusedError,
     SessionClosedError,
     StaleEpochError,
     StaleObservationError,
     StaleRefError,
     TargetChangedError,
+    TargetGoneError,
+    TargetGoneRefusedError,
     UnauthenticatedError,
 )
 from handrail.executor._models import (
@@ -77,6 +85,7 @@ __all__ = [
     "ActionRefusedError",
     "ActionResult",
     "ActionSpec",
+    "AmbiguousElementError",
     "ApprovalDeniedError",
     "ApprovalExpiredError",
     "ApprovalRequiredError",
@@ -85,9 +94,14 @@ __all__ = [
     "AuthzUnavailableRefusalError",
     "BackendError",
     "BatchResult",
+    "Box",
     "BrowserSession",
+    "Context",
     "DesktopState",
     "DesktopTarget",
+    "Element",
+    "ElementLookupError",
+    "ElementNotFoundError",
     "Evidence",
     "ExecutorClient",
     "ExecutorError",
@@ -112,6 +126,7 @@ __all__ = [
     "PolicyForbidError",
     "Reason",
     "ReconcileRequiredError",
+    "ScopeRefusedError",
     "Session",
     "SessionClosedError",
     "SessionInfo",
@@ -119,6 +134,8 @@ __all__ = [
     "StaleObservationError",
     "StaleRefError",
     "TargetChangedError",
+    "TargetGoneError",
+    "TargetGoneRefusedError",
     "UnauthenticatedError",
     "Verdict",
     "WaitFor",

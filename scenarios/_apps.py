@@ -5,6 +5,8 @@ from __future__ import annotations
 from ._admin import AdminApp
 from ._base import FixtureApp
 from ._checkout import CheckoutApp
+from ._hostile import FetchShopApp
+from ._plans import PlansApp
 from ._subscription import SubscriptionApp
 
 __all__ = ["FIXTURE_APPS"]
@@ -13,5 +15,7 @@ FIXTURE_APPS: dict[str, type[FixtureApp]] = {
     "subscription": SubscriptionApp,
     "checkout": CheckoutApp,
     "admin": AdminApp,
+    "fetchshop": FetchShopApp,
+    "plans": PlansApp,
 }
 """Fixture apps by the name a scenario file uses."""

@@ -25,7 +25,7 @@ from handrail.authz import AuthzClient, AuthzError, Store
 from handrail.executor import ActionKind, DesktopTarget, ExecutorClient
 from handrail.recorder import Ledger, ResultBody
 
-from ._acts import NO_INTENT, ActSpec, DecideWhileWaiting, Expected, KillExecutor
+from ._acts import NO_INTENT, ActSpec, DecideWhileWaiting, Expected, KillExecutor, ref_from_text
 from ._apps import FIXTURE_APPS
 from ._base import FixtureApp
 from ._checks import StateCheck
@@ -281,8 +281,13 @@ class Run:
             raise Divergence(f"{what}: no observation to cite; observe first")
         kw: dict[str, Any] = {"idempotency_key": self.keys[i], "observation": obs}
         if spec.target is not None:
+            t = spec.target
             try:
-                kw["ref"] = session.find(spec.target.role, spec.target.name, obs)
+                if t.read_from == "text":
+                    kw["ref"] = ref_from_text(obs.snapshot, t.role, t.name)
+                else:
+                    within = (t.within.role, t.within.name) if t.within is not None else None
+                    kw["ref"] = session.find(t.role, t.name, obs, within=within)
             except LookupError as exc:
                 raise Divergence(f"{what}: the target is not in the observation: {exc}") from None
         if spec.text:
@@ -454,6 +459,10 @@ class Run:
             if self.desktop is None:
                 raise Divergence(f"{what}: needs a desktop fixture")
             what += f": {self.desktop.move(fault.x, fault.y)}"
+        elif fault.kind == "restart_app":
+            if self.desktop is None:
+                raise Divergence(f"{what}: needs a desktop fixture")
+            what += f": {self.desktop.restart()}"
         elif fault.kind == "steal_focus":
             if self.desktop is None:
                 raise Divergence(f"{what}: needs a desktop fixture")
