@@ -53,6 +53,8 @@ from handrail.executor._errors import (
     StaleObservationError,
     StaleRefError,
     TargetChangedError,
+    TargetGoneError,
+    TargetGoneRefusedError,
     UnauthenticatedError,
 )
 from handrail.executor._models import (
@@ -132,6 +134,8 @@ __all__ = [
     "StaleObservationError",
     "StaleRefError",
     "TargetChangedError",
+    "TargetGoneError",
+    "TargetGoneRefusedError",
     "UnauthenticatedError",
     "Verdict",
     "WaitFor",

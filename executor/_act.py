@@ -30,7 +30,7 @@ from handrail._vocabulary import ActionKind, Evidence, Outcome, Reason, Verb
 from handrail.authz import ApprovalStatus, AsyncAuthzClient, AuthzError, Decision, ElementContext, parse_url
 from handrail.authz import InvalidArgumentError as AuthzInvalidArgumentError
 from handrail.executor._backend import AuthzResource, DispatchResult, DispatchStatus
-from handrail.executor._errors import NotFoundError, SessionClosedError
+from handrail.executor._errors import NotFoundError, SessionClosedError, TargetGoneError
 from handrail.executor._faults import FaultPoint
 from handrail.executor._lease import LeaseKeeper
 from handrail.executor._models import ActionResult, ActionSpec, ActResponse, BatchResult, Observation
@@ -283,6 +283,7 @@ class ActPath:
 
         # 5. Re-observe, and what proves it; the network says whether it is known to be done.
         new_obs: Observation | None = None
+        gone = ""
         if not batch and not spec.skip_reobserve:
             await session.backend.settle(SETTLE_TIMEOUT_MS)
             if net is not None:
@@ -290,7 +291,10 @@ class ActPath:
         lost = [] if net is None or read_only else net.lost()
         pending = [] if net is None or read_only or batch or spec.skip_reobserve else net.pending()
         if not (lost or pending) and not batch and not spec.skip_reobserve:
-            new_obs = await self._observer.observe(session)
+            try:
+                new_obs = await self._observer.observe(session)
+            except TargetGoneError as exc:  # the action closed its own target: it still happened
+                gone = f"; {exc}"
         if lost or pending:  # as any UNKNOWN: no re-observation, the agent observes to reconcile
             what = "; ".join([*lost, *pending])
             response = self._outcomes.finish(
@@ -307,6 +311,7 @@ class ActPath:
             )
             return response
         evidence, message = await self._evidence(session, spec, new_obs is not None)
+        message += gone
         if dispatched.message:
             message = f"{message}; {dispatched.message}"
         if net is not None and net.blocked:

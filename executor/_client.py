@@ -67,6 +67,24 @@ _EXPECT_KEYS = {
 }
 
 
+def _ref_and(kind: ActionKind, field: str, args: tuple[str, ...], kw: dict[str, Any]) -> dict[str, Any]:
+    """The keywords of ``type(text)`` / ``type(ref, text)`` (``press`` alike with ``key``).
+
+    On a desktop there are no refs: ``session.type("hello")`` types into the bound window.
+    """
+    if len(args) > 2:
+        raise TypeError(f"{kind.value}() takes ({field}) or (ref, {field}), not {len(args)} arguments")
+    if len(args) == 2:
+        kw["ref"], kw[field] = args
+    elif len(args) == 1:
+        if field in kw:
+            raise TypeError(f"{kind.value}() got {field} twice")
+        kw[field] = args[0]
+    if not kw.get(field):
+        raise TypeError(f"{kind.value}() needs the {field}")
+    return kw
+
+
 class _SessionBase:
     """What sync and async sessions share: observations, their elements, building actions."""
 
@@ -299,11 +317,13 @@ class Session(_SessionBase):
     def fill(self, ref: str, text: str, **kw: Any) -> ActResponse:
         return self.act(ActionKind.FILL, ref=ref, text=text, **kw)
 
-    def type(self, ref: str, text: str, **kw: Any) -> ActResponse:
-        return self.act(ActionKind.TYPE, ref=ref, text=text, **kw)
+    def type(self, *args: str, **kw: Any) -> ActResponse:
+        """``type(text)`` on a desktop (into the bound window), ``type(ref, text)`` on a page."""
+        return self.act(ActionKind.TYPE, **_ref_and(ActionKind.TYPE, "text", args, kw))
 
-    def press(self, ref: str, key: str, **kw: Any) -> ActResponse:
-        return self.act(ActionKind.PRESS, ref=ref, key=key, **kw)
+    def press(self, *args: str, **kw: Any) -> ActResponse:
+        """``press(key)`` on a desktop, ``press(ref, key)`` on a page."""
+        return self.act(ActionKind.PRESS, **_ref_and(ActionKind.PRESS, "key", args, kw))
 
     def hotkey(self, *keys: str, **kw: Any) -> ActResponse:
         return self.act(ActionKind.HOTKEY, keys=keys, **kw)
@@ -447,11 +467,13 @@ class AsyncSession(_SessionBase):
     async def fill(self, ref: str, text: str, **kw: Any) -> ActResponse:
         return await self.act(ActionKind.FILL, ref=ref, text=text, **kw)
 
-    async def type(self, ref: str, text: str, **kw: Any) -> ActResponse:
-        return await self.act(ActionKind.TYPE, ref=ref, text=text, **kw)
+    async def type(self, *args: str, **kw: Any) -> ActResponse:
+        """``type(text)`` on a desktop (into the bound window), ``type(ref, text)`` on a page."""
+        return await self.act(ActionKind.TYPE, **_ref_and(ActionKind.TYPE, "text", args, kw))
 
-    async def press(self, ref: str, key: str, **kw: Any) -> ActResponse:
-        return await self.act(ActionKind.PRESS, ref=ref, key=key, **kw)
+    async def press(self, *args: str, **kw: Any) -> ActResponse:
+        """``press(key)`` on a desktop, ``press(ref, key)`` on a page."""
+        return await self.act(ActionKind.PRESS, **_ref_and(ActionKind.PRESS, "key", args, kw))
 
     async def select(self, ref: str, *values: str, **kw: Any) -> ActResponse:
         return await self.act(ActionKind.SELECT, ref=ref, values=values, **kw)

@@ -12,6 +12,7 @@
         ├── SessionClosedError     the session was closed
         ├── LeaseHeldError         another agent holds the target's lease
         ├── BackendError           the browser or desktop could not be started or used
+        ├── TargetGoneError        the session's target no longer exists (its window was destroyed)
         ├── ExecutorRpcError       (SDK) the executor answered a call with an error status;
         │   │                      it is also the error of its code above (``except
         │   │                      NotFoundError`` catches a remote NOT_FOUND), with the
@@ -21,7 +22,8 @@
         │   ├── ElementNotFoundError   no element has that role and name (within ...)
         │   └── AmbiguousElementError  more than one has; ``refs`` lists them
         └── ActionError            (SDK, raise_for_outcome) an action that did not end DONE
-            ├── ActionRefusedError     REFUSED; one subclass per ``Reason`` (REFUSAL_ERRORS)
+            ├── ActionRefusedError     REFUSED; one subclass per ``Reason`` (REFUSAL_ERRORS);
+            │                          TargetGoneRefusedError is also a TargetGoneError
             ├── ActionFailedError      FAILED (with a reason, also that reason's class:
             │                          a dispatch-time STALE_REF is a StaleRefError)
             └── OutcomeUnknownError    UNKNOWN
@@ -104,6 +106,18 @@ class BackendError(ExecutorError):
     reason = "BACKEND"
 
 
+class TargetGoneError(ExecutorError):
+    """The session's target no longer exists: its desktop window was destroyed.
+
+    Nothing more can be observed or done in that session, and observing again will not
+    help: close it and open a new session on the window that is there now. The executor
+    raises it (gRPC ``FAILED_PRECONDITION``); the SDK raises it for such a call, then also
+    an ``ExecutorRpcError``, and ``TargetGoneRefusedError`` for an action refused for it.
+    """
+
+    reason = "TARGET_GONE"
+
+
 class ExecutorRpcError(ExecutorError):
     """The executor answered an SDK call with an error status.
 
@@ -162,14 +176,21 @@ class RemoteBackendError(RemoteFailedPreconditionError, BackendError):
     """(SDK) FAILED_PRECONDITION, reason BACKEND: the page or window could not be used."""
 
 
+class RemoteTargetGoneError(RemoteFailedPreconditionError, TargetGoneError):
+    """(SDK) FAILED_PRECONDITION, reason TARGET_GONE: the session's window was destroyed;
+    close the session and open a new one (observing again will not help)."""
+
+
 def remote_error_class(code_name: str, reason: str) -> type[ExecutorRpcError]:
     """The SDK's class of an error status (code and ErrorInfo reason)."""
     if code_name in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
         return ExecutorUnavailableError
     if code_name == "FAILED_PRECONDITION":
-        return {"LEASE_HELD": RemoteLeaseHeldError, "BACKEND": RemoteBackendError}.get(
-            reason, RemoteFailedPreconditionError
-        )
+        return {
+            "LEASE_HELD": RemoteLeaseHeldError,
+            "BACKEND": RemoteBackendError,
+            "TARGET_GONE": RemoteTargetGoneError,
+        }.get(reason, RemoteFailedPreconditionError)
     return {
         "INVALID_ARGUMENT": RemoteInvalidArgumentError,
         "NOT_FOUND": RemoteNotFoundError,
@@ -270,6 +291,13 @@ AuthzUnavailableRefusalError = _refusal(
     "AuthzUnavailableRefusalError", Reason.AUTHZ_UNAVAILABLE, "The authz sidecar did not answer."
 )
 
+
+class TargetGoneRefusedError(ActionRefusedError, TargetGoneError):
+    """The session's target window was destroyed: no retry will work, open a new session."""
+
+    reason = Reason.TARGET_GONE
+
+
 #: The refusal error of each reason an action can be refused for (keys are ``Reason``s,
 #: which are strings: a reason read off the wire as text finds its class too).
 REFUSAL_ERRORS: dict[Reason, type[ActionRefusedError]] = {
@@ -293,6 +321,7 @@ REFUSAL_ERRORS: dict[Reason, type[ActionRefusedError]] = {
         ApprovalDeniedError,
         ApprovalExpiredError,
         AuthzUnavailableRefusalError,
+        TargetGoneRefusedError,
     )
 }
 

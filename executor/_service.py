@@ -44,6 +44,7 @@ from handrail.executor._errors import (
     NotFoundError,
     PermissionDeniedError,
     SessionClosedError,
+    TargetGoneError,
     UnauthenticatedError,
 )
 from handrail.executor._faults import Fault
@@ -76,6 +77,7 @@ _STATUS: tuple[tuple[type[HandrailError], grpc.StatusCode], ...] = (
     (SessionClosedError, grpc.StatusCode.FAILED_PRECONDITION),
     (LeaseHeldError, grpc.StatusCode.FAILED_PRECONDITION),
     (BackendError, grpc.StatusCode.FAILED_PRECONDITION),
+    (TargetGoneError, grpc.StatusCode.FAILED_PRECONDITION),  # for good: observing again will not help
     (AuthzUnavailableError, grpc.StatusCode.UNAVAILABLE),
     (AuthzRpcError, grpc.StatusCode.FAILED_PRECONDITION),
     (ExecutorError, grpc.StatusCode.FAILED_PRECONDITION),

@@ -93,6 +93,7 @@ FAULT_KINDS = (
     "approve",
     "deny",
     "move_window",
+    "restart_app",
 )
 """Faults and operator events. ``drop_connection`` and ``kill_executor`` ride on an ``act``
 step; ``approve`` and ``deny`` are steps of their own or ride on an act that waits for the

@@ -459,6 +459,10 @@ class Run:
             if self.desktop is None:
                 raise Divergence(f"{what}: needs a desktop fixture")
             what += f": {self.desktop.move(fault.x, fault.y)}"
+        elif fault.kind == "restart_app":
+            if self.desktop is None:
+                raise Divergence(f"{what}: needs a desktop fixture")
+            what += f": {self.desktop.restart()}"
         elif fault.kind == "steal_focus":
             if self.desktop is None:
                 raise Divergence(f"{what}: needs a desktop fixture")

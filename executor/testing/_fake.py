@@ -116,6 +116,7 @@ class FakeBackend:
         listener: the loop's listener (``listen``): a test plays the page's document
             loads and side-effecting requests through it.
         started: the start pages the loop loaded.
+        observe_error: raised by every observation while set (a target gone for good).
     """
 
     def __init__(
@@ -138,6 +139,7 @@ class FakeBackend:
         self.on_dispatch: Callable[[ActionSpec], Awaitable[None]] | None = None
         self.listener: SurfaceListener | None = None
         self.started: list[str] = []
+        self.observe_error: BaseException | None = None
         self._refusals: deque[Refusal | None] = deque()
         self._dispatches: deque[Dispatch] = deque()
         self._expectations: deque[tuple[bool, str]] = deque()
@@ -168,6 +170,8 @@ class FakeBackend:
 
     async def observe(self, options: ObserveOptions) -> RawObservation:
         self.calls.append("observe")
+        if self.observe_error is not None:
+            raise self.observe_error
         self.observations += 1
         desktop = None
         if self.kind == "desktop":

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from handrail import ActionKind, Evidence, Outcome, Reason, Verdict
-from handrail.executor import ActResponse, Expectation, WaitFor
+from handrail.executor import ActionSpec, ActResponse, Expectation, WaitFor
 from handrail.executor._faults import POINTS
 from handrail.executor.testing import Dispatch, FakeBackend, FaultHooks
 from handrail.recorder import Ledger
@@ -340,6 +340,27 @@ def test_execution_started_is_false_only_when_nothing_was_dispatched(
                 assert r.result.reason == step.result.reason
             assert rig.kinds(r.result.action_id) == ["intent", "result"]
             assert rig.ledger.entries(action_id=r.result.action_id, outcome=outcome.value)
+
+    run(body)
+
+
+def test_an_action_that_closes_its_own_target_still_ends_with_its_result(sidecar: Sidecar, tmp_path: Path) -> None:
+    """Invariant 14: a click on "Close" that destroys the desktop target is DONE and recorded;
+    the re-observation that finds the target gone does not leave the intent without a result."""
+    from handrail.executor import TargetGoneError
+
+    async def body() -> None:
+        async with running(sidecar, tmp_path / "ledger.sqlite") as rig:
+            await rig.observe()
+
+            async def closes(spec: ActionSpec) -> None:
+                rig.backend.observe_error = TargetGoneError("the target window 0x1 was destroyed")
+
+            rig.backend.on_dispatch = closes
+            r = await rig.act()
+            assert r.result.outcome is Outcome.DONE and r.observation is None, r.result
+            assert r.result.evidence is Evidence.DISPATCH_RETURNED and "destroyed" in r.result.message
+            assert rig.kinds(r.result.action_id) == ["intent", "result"]
 
     run(body)
 

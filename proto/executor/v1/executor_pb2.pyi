@@ -30,6 +30,7 @@ class Reason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     FOCUS_MISMATCH: _ClassVar[Reason]
     IDEMPOTENCY_CONFLICT: _ClassVar[Reason]
     RECONCILE_REQUIRED: _ClassVar[Reason]
+    TARGET_GONE: _ClassVar[Reason]
 
 class Outcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -129,6 +130,7 @@ TARGET_CHANGED: Reason
 FOCUS_MISMATCH: Reason
 IDEMPOTENCY_CONFLICT: Reason
 RECONCILE_REQUIRED: Reason
+TARGET_GONE: Reason
 OUTCOME_UNSPECIFIED: Outcome
 REFUSED: Outcome
 DONE: Outcome
