@@ -29,7 +29,16 @@ from ._checkout import CHECKOUT_INITIAL_STATE, CheckoutApp
 from ._checks import Checks, LedgerChecks, LedgerCount, StateCheck
 from ._desktop import DesktopApps, display_unavailable
 from ._errors import DisplayError, RecordError, ScenarioError
-from ._hostile import FETCHSHOP_INITIAL_STATE, FetchShopApp, HostileSite, hostile_site
+from ._hostile import (
+    FETCHSHOP_INITIAL_STATE,
+    LOST_RESPONSES,
+    WAYS_OUT,
+    FetchShopApp,
+    HostileSite,
+    LostResponse,
+    WayOut,
+    hostile_site,
+)
 from ._judge import check_state
 from ._loading import dump_scenario, load_scenario, parse_scenario
 from ._plans import PLAN_IDS, PLANS_INITIAL_STATE, POSING_REF, PlansApp
@@ -61,12 +70,14 @@ __all__ = [
     "FETCHSHOP_INITIAL_STATE",
     "FIXTURE_APPS",
     "INITIAL_STATE",
+    "LOST_RESPONSES",
     "NOTES_LAYOUT",
     "OUTCOMES",
     "PLANS_INITIAL_STATE",
     "PLAN_IDS",
     "POSING_REF",
     "REASONS",
+    "WAYS_OUT",
     "ActSpec",
     "ActStep",
     "AdminApp",
@@ -83,6 +94,7 @@ __all__ = [
     "HostileSite",
     "LedgerChecks",
     "LedgerCount",
+    "LostResponse",
     "ObserveStep",
     "PlansApp",
     "ReconcileStep",
@@ -99,6 +111,7 @@ __all__ = [
     "TkApp",
     "VirtualDisplay",
     "WaitStep",
+    "WayOut",
     "check_state",
     "display_unavailable",
     "dump_scenario",
