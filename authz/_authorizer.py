@@ -48,6 +48,7 @@ from handrail.authz._models import (
     WatchEventInfo,
 )
 from handrail.authz._policies import PolicyEngine
+from handrail.authz._reach import ConsoleOrigins, decide_human
 from handrail.authz._store import AuthzStore
 from handrail.authz._watch import EventHub, Subscription
 
@@ -71,6 +72,8 @@ class Authorizer:
         shadow: a dry-run policy engine: evaluated on every check, logged, never enforced.
         policies_dir, shadow_dir: where :meth:`reload_policies` re-reads them from.
         approval_timeout_ms: the deadline of an approval when neither grant nor policy sets one.
+        console_origins: where the operator console is served: agents never reach it
+            (``context.origin_is_console`` of every check).
     """
 
     def __init__(
@@ -82,8 +85,10 @@ class Authorizer:
         policies_dir: str | Path | None = None,
         shadow_dir: str | Path | None = None,
         approval_timeout_ms: int = DEFAULT_APPROVAL_TIMEOUT_MS,
+        console_origins: ConsoleOrigins | None = None,
     ) -> None:
         self.store = store
+        self.console_origins = console_origins or ConsoleOrigins()
         self._engines = (policies, shadow)
         self._policies_dir = Path(policies_dir) if policies_dir else policies.directory
         self._shadow_dir = Path(shadow_dir) if shadow_dir else (shadow and shadow.directory)
@@ -148,7 +153,7 @@ class Authorizer:
         _core.authorize_check(caller, request.principal)
         engine, shadow = self._engines
         path = url_path(request.url)
-        base = engine.base_context(request, origin, path)
+        base = engine.base_context(request, origin, path, console=self.console_origins.contains(request.url))
         store = self.store
 
         def evaluate(grant: GrantInfo) -> PolicyResult:
@@ -217,6 +222,24 @@ class Authorizer:
                 )
             return decision
         raise AuthzError(f"check of {request.target!r} kept losing races; try again")
+
+    def check_human_input(self, caller: Principal, request: CheckInput) -> Decision:
+        """Decide and log a person's own input at the wheel (:func:`._reach.decide_human`)."""
+        _core.validate_check(request)
+        _core.require_role(caller, _core.MANAGERS, "send a person's input")
+        if request.principal != caller.name:
+            raise PermissionDeniedError(f"{caller.name!r} may send only its own input, not {request.principal!r}'s")
+        now, lease = self.store.now_ms(), self.store.lease_row(request.target)
+        decision = dataclasses.replace(decide_human(request, lease, now), decision_id=self.store.new_decision_id())
+        self.store.record_decision(
+            DecisionRecord(decision.decision_id, now, caller.name, redact_check(request), decision, lease)
+        )
+        return decision
+
+    def list_leases(self, caller: Principal) -> list[LeaseInfo]:
+        """Every target's lease as it stands now (executor, operator, admin)."""
+        _core.require_role(caller, _core.READERS, "list leases")
+        return [lease.effective(self.store.now_ms()) for lease in self.store.leases()]
 
     def _new_approval(self, request: CheckInput, verdict: Verdict, decision: Decision, now: int) -> ApprovalInfo:
         redacted = redact_check(request)

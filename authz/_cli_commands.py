@@ -50,6 +50,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             approval_timeout_ms=int(args.approval_timeout * 1000),
             tls_cert=args.tls_cert,
             tls_key=args.tls_key,
+            console_origins=args.console_origin,
         )
     except PolicyError as exc:
         print(f"handrail-authz: policy error: {exc}", file=sys.stderr)

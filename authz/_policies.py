@@ -291,8 +291,11 @@ class PolicyEngine:
         return self._sizes.get(verb, 0)
 
     @staticmethod
-    def base_context(request: CheckInput, origin: str, path: str) -> dict[str, Any]:
-        """The part of the Cedar context that does not depend on the grant."""
+    def base_context(request: CheckInput, origin: str, path: str, *, console: bool = False) -> dict[str, Any]:
+        """The part of the Cedar context that does not depend on the grant.
+
+        ``console``: the URL is served by the operator console (``origin_is_console``).
+        """
         return {
             "target": request.target,
             "url": request.url,
@@ -304,6 +307,7 @@ class PolicyEngine:
             "password_field": request.password_field,
             "window_class": request.window_class,
             "window_title": request.window_title,
+            "origin_is_console": console,
         }
 
     def evaluate(

@@ -38,6 +38,7 @@ from handrail.authz._errors import (
 from handrail.authz._explain import when
 from handrail.authz._models import DEFAULT_APPROVAL_TIMEOUT_MS, Principal
 from handrail.authz._policies import PolicyEngine
+from handrail.authz._reach import DEFAULT_CONSOLE_ORIGINS, ConsoleOrigins
 from handrail.authz._sqlite import SqliteStore
 from handrail.authz._watch import SubscriptionClosed
 from handrail.proto.authz.v1 import authz_pb2 as pb
@@ -287,6 +288,19 @@ class AuthzServicer(authz_pb2_grpc.AuthzServicer):
         )
         return _wire_responses.list_decisions_response(records)
 
+    # --- the operator console -----------------------------------------------------------------
+
+    @_rpc
+    def CheckHumanInput(self, request: pb.CheckRequest, context: grpc.ServicerContext) -> pb.CheckResponse:
+        caller = self._caller(context)
+        check = _wire.check_request_from_pb(request)
+        return _wire.decision_to_pb(self.authz.check_human_input(caller, check))
+
+    @_rpc
+    def ListLeases(self, request: pb.ListLeasesRequest, context: grpc.ServicerContext) -> pb.ListLeasesResponse:
+        caller = self._caller(context)
+        return pb.ListLeasesResponse(leases=[_wire.lease_msg(lease) for lease in self.authz.list_leases(caller)])
+
     # --- Watch --------------------------------------------------------------------------------
 
     @_stream_rpc
@@ -415,6 +429,7 @@ def serve(
     approval_timeout_ms: int = DEFAULT_APPROVAL_TIMEOUT_MS,
     tls_cert: str | Path | bytes | None = None,
     tls_key: str | Path | bytes | None = None,
+    console_origins: Sequence[str] | None = None,
 ) -> tuple[AuthzServer, int]:
     """Load the policies, open the store and start the sidecar's gRPC server.
 
@@ -431,6 +446,8 @@ def serve(
         approval_timeout_ms: the deadline of an approval when neither grant nor policy sets one.
         tls_cert, tls_key: PEM certificate chain and private key (paths or bytes): serve TLS
             instead of plaintext.
+        console_origins: the operator console's origins, which no agent may reach; None:
+            ``$HANDRAIL_CONSOLE_ORIGIN`` (comma-separated) or :data:`DEFAULT_CONSOLE_ORIGINS`.
 
     Returns:
         The started server (a :class:`grpc.Server`) and the port it bound.
@@ -441,6 +458,10 @@ def serve(
     """
     if (tls_cert is None) != (tls_key is None):
         raise ValueError("tls_cert and tls_key go together")
+    if console_origins is None:
+        env = os.environ.get("HANDRAIL_CONSOLE_ORIGIN", "")
+        console_origins = [o for o in env.split(",") if o.strip()] or list(DEFAULT_CONSOLE_ORIGINS)
+    consoles = ConsoleOrigins.parse(o.strip() for o in console_origins)
     engine = PolicyEngine.load(policies_dir)
     shadow = PolicyEngine.load(shadow_policies_dir) if shadow_policies_dir else None
     lock_fd = _lock_data_dir(Path(data_dir))
@@ -456,6 +477,7 @@ def serve(
         policies_dir=policies_dir,
         shadow_dir=shadow_policies_dir,
         approval_timeout_ms=approval_timeout_ms,
+        console_origins=consoles,
     )
     executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="authz")
     # No SO_REUSEPORT: a second sidecar on the same port must fail, not share it.

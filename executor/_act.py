@@ -301,6 +301,10 @@ class ActPath:
         obs = session.latest
         assert obs is not None
         resource = await session.backend.describe(spec, target)
+        session.note_action(
+            action_id,
+            {**spec.ledger_params(*((target.role, target.name) if target else ("", ""))), "url": resource.url},
+        )
         approval_fp = hashlib.sha256(f"{session.target}\x00{obs.observation_id}\x00{fingerprint}".encode()).hexdigest()
         return await self._authz.check(
             session.agent,

@@ -7,6 +7,7 @@
         ├── InvalidArgumentError   a request field is missing, malformed or too large
         ├── NotFoundError          an unknown session, observation or ref
         ├── UnauthenticatedError   no or a bad bearer token
+        ├── PermissionDeniedError  the caller's role may not call this (operator-only RPCs)
         ├── SessionClosedError     the session was closed
         ├── BackendError           the browser or desktop could not be started or used
         ├── ExecutorRpcError       (SDK) the executor answered a call with an error status
@@ -56,6 +57,12 @@ class UnauthenticatedError(ExecutorError):
     """The caller's bearer token is missing or not the session's."""
 
     reason = "UNAUTHENTICATED"
+
+
+class PermissionDeniedError(ExecutorError):
+    """The caller's role may not make this call (the console's RPCs are operators' only)."""
+
+    reason = "PERMISSION_DENIED"
 
 
 class SessionClosedError(ExecutorError):

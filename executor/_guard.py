@@ -27,6 +27,7 @@ from handrail._vocabulary import Verdict
 from handrail.authz import AsyncAuthzClient
 from handrail.executor._act import DEFAULT_ACTION_TIMEOUT_MS, SETTLE_TIMEOUT_MS, ActPath
 from handrail.executor._backend import Backend, ObserveOptions
+from handrail.executor._console import ConsoleDesk
 from handrail.executor._errors import InvalidArgumentError
 from handrail.executor._faults import FaultPoint, NoFault
 from handrail.executor._lease import LEASE_TTL_MS, LeaseKeeper
@@ -99,6 +100,7 @@ class GuardedExecutor:
         self._outcomes = Outcomes(ledger)
         self._observer = Observer(self._leases)
         self._acts = ActPath(authz, self._leases, self._outcomes, self._observer, fault or NoFault())
+        self.console = ConsoleDesk(authz, ledger, self.sessions, self._leases, self._outcomes)
 
     async def start(self) -> None:
         """Recover the ledger (intents without results become UNKNOWN), then watch leases."""

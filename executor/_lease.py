@@ -14,9 +14,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 
 from handrail._vocabulary import Reason
-from handrail.authz import AsyncAuthzClient, AuthzError, AuthzUnavailableError, Decision, WatchEventInfo
+from handrail.authz import (
+    AsyncAuthzClient,
+    AuthzError,
+    AuthzUnavailableError,
+    Decision,
+    LeaseInfo,
+    WatchEventInfo,
+)
 from handrail.executor._models import Observation
 from handrail.executor._session import Session, Sessions
 from handrail.recorder import Ledger
@@ -47,6 +55,9 @@ class LeaseKeeper:
         # fences at once; while it is down, each write asks for the lease instead.
         self._watch_live = False
         self._watcher: asyncio.Task[None] | None = None
+        # Called with every lease change pushed for a target with an open session (after
+        # its fence saw it): the console's requests for a person follow the lease here.
+        self.listeners: list[Callable[[str, LeaseInfo], None]] = []
 
     # -- the watch ------------------------------------------------------------------------
 
@@ -91,6 +102,8 @@ class LeaseKeeper:
             return
         fence = open_here[0].fence  # one fence per target: held epochs end here
         fence.saw_lease(lease.epoch, lease.holder_kind)
+        for listener in self.listeners:
+            listener(event.target, lease)
         if event.change in ("renew", "resync"):
             return
         kind = {"human": "human", "agent": "agent"}.get(lease.holder_kind, "system")

@@ -21,12 +21,14 @@ from handrail.executor._errors import (
     BackendError,
     InvalidArgumentError,
     NotFoundError,
+    PermissionDeniedError,
     SessionClosedError,
     UnauthenticatedError,
 )
 from handrail.executor._faults import Fault
 from handrail.executor._guard import GuardedExecutor, OpenSpec
 from handrail.executor._models import BackendKind
+from handrail.executor._service_console import ConsoleRpcs
 from handrail.executor._session import Session
 from handrail.executor.browser import BrowserHost
 from handrail.proto.executor.v1 import executor_pb2 as pb
@@ -44,6 +46,7 @@ _STATUS = {
     InvalidArgumentError: grpc.StatusCode.INVALID_ARGUMENT,
     NotFoundError: grpc.StatusCode.NOT_FOUND,
     UnauthenticatedError: grpc.StatusCode.UNAUTHENTICATED,
+    PermissionDeniedError: grpc.StatusCode.PERMISSION_DENIED,
     SessionClosedError: grpc.StatusCode.FAILED_PRECONDITION,
     BackendError: grpc.StatusCode.UNAVAILABLE,
     AuthzUnavailableError: grpc.StatusCode.UNAVAILABLE,
@@ -60,11 +63,15 @@ def bearer_token(context: Context) -> str:
     raise UnauthenticatedError("missing 'authorization: Bearer <token>' metadata")
 
 
-class ExecutorServicer(pb_grpc.ExecutorServicer):
-    """Thin: every RPC decodes, calls ``GuardedExecutor`` and encodes."""
+class ExecutorServicer(ConsoleRpcs, pb_grpc.ExecutorServicer):
+    """Thin: every RPC decodes, calls ``GuardedExecutor`` and encodes (the console's RPCs:
+    ``ConsoleRpcs``)."""
 
     def __init__(self, core: GuardedExecutor) -> None:
         self._core = core
+
+    def _token(self, context: Context) -> str:
+        return bearer_token(context)
 
     async def _run(self, context: Context, call: Callable[[], Awaitable[_T]]) -> _T:
         try:

@@ -12,6 +12,7 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass, field
+from typing import Any
 
 from handrail.executor._backend import Backend
 from handrail.executor._errors import NotFoundError, SessionClosedError, UnauthenticatedError
@@ -75,6 +76,14 @@ class Session:
     # One write at a time per session; observing does not take it.
     write_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     renewer: asyncio.Task[None] | None = None
+    # The parameters of the last few actions sent to the sidecar, by action id, so that an
+    # operator deciding an approval sees the exact action (the console's DescribeAction).
+    asked: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def note_action(self, action_id: str, params: dict[str, Any]) -> None:
+        self.asked[action_id] = params
+        while len(self.asked) > 4 * _REMEMBERED:
+            del self.asked[next(iter(self.asked))]
 
     def remember(self, generation: int, snapshot: str) -> None:
         self.recent_snapshots[generation] = snapshot
@@ -120,6 +129,13 @@ class Sessions:
             raise UnauthenticatedError("this session belongs to another principal")
         if session.closed:
             raise SessionClosedError(f"session {session_id} is closed")
+        return session
+
+    def find(self, session_id: str) -> Session:
+        """The open session ``session_id``, for an operator (whose role was checked)."""
+        session = self._sessions.get(session_id)
+        if session is None or session.closed:
+            raise NotFoundError("session_id", f"no open session {session_id!r}")
         return session
 
     def remove(self, session_id: str) -> Session | None:

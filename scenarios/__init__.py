@@ -46,6 +46,7 @@ from ._scenario import (
     Step,
     WaitStep,
 )
+from ._second_factor import SECOND_FACTOR_CODE, SECOND_FACTOR_STATE, SecondFactorApp
 from ._subscription import INITIAL_STATE, SubscriptionApp
 from ._tkapps import COLOURS, NOTES_LAYOUT, TkApp
 from ._xvfb import VirtualDisplay
@@ -61,6 +62,8 @@ __all__ = [
     "NOTES_LAYOUT",
     "OUTCOMES",
     "REASONS",
+    "SECOND_FACTOR_CODE",
+    "SECOND_FACTOR_STATE",
     "ActSpec",
     "ActStep",
     "AdminApp",
@@ -82,6 +85,7 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "ScenarioReport",
+    "SecondFactorApp",
     "ServerProcess",
     "SessionSpec",
     "StateCheck",

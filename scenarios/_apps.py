@@ -5,6 +5,7 @@ from __future__ import annotations
 from ._admin import AdminApp
 from ._base import FixtureApp
 from ._checkout import CheckoutApp
+from ._second_factor import SecondFactorApp
 from ._subscription import SubscriptionApp
 
 __all__ = ["FIXTURE_APPS"]
@@ -13,5 +14,6 @@ FIXTURE_APPS: dict[str, type[FixtureApp]] = {
     "subscription": SubscriptionApp,
     "checkout": CheckoutApp,
     "admin": AdminApp,
+    "subscription-2fa": SecondFactorApp,
 }
 """Fixture apps by the name a scenario file uses."""

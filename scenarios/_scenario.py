@@ -32,7 +32,7 @@ __all__ = [
     "WaitStep",
 ]
 
-APPS = ("subscription", "checkout", "admin", "notes")
+APPS = ("subscription", "subscription-2fa", "checkout", "admin", "notes")
 """The fixture apps a scenario may name."""
 
 DESKTOP_APPS = ("notes",)

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import itertools
 import re
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from handrail.executor._backend import (
     Refusal,
 )
 from handrail.executor._errors import BackendError, InvalidArgumentError
+from handrail.executor._live import Box, HumanInput, ScreenFrame
 from handrail.executor._models import (
     ActionKind,
     ActionSpec,
@@ -41,6 +43,7 @@ from handrail.executor._models import (
 )
 from handrail.executor._snapshot import RefInfo, document_of
 from handrail.executor.browser._aria import main_document, viewport_filter
+from handrail.executor.browser._live import Screencast, human_input, locate
 from handrail.executor.browser._pagescript import CHECK_ELEMENT, CHECK_PICKED, READ_CLOCK
 from handrail.executor.browser._pointer import (
     POINTER_KINDS,
@@ -58,6 +61,7 @@ _CHECK_TIMEOUT_MS = 1_000
 _NO_REQUESTS = frozenset({ActionKind.WAIT_FOR, ActionKind.TAB_SWITCH, ActionKind.TAB_CLOSE, ActionKind.HOVER})
 _EXPECT_DEFAULT_MS = 2_000
 VIEWPORT = {"width": 1280, "height": 800}
+_VIEWPORT_SIZE = (VIEWPORT["width"], VIEWPORT["height"])
 
 
 class _NavigatedError(Exception):
@@ -85,6 +89,7 @@ class BrowserSurface:
         # The ref prefix of the main frame's document in the latest snapshot ("" for the
         # first document, "f2" … after a navigation; a child frame's refs have another).
         self._main_document = ""
+        self._cast: Screencast | None = None
         context.on("page", self._on_page)
 
     def _on_page(self, page: Page) -> None:
@@ -471,6 +476,22 @@ class BrowserSurface:
                 if value != expect.field_value:
                     failures.append(f"field {info.name!r} holds {value!r}, not {expect.field_value!r}")
         return (not failures), "; ".join(failures)
+
+    # -- the operator console: live view, a person's input (``executor._live``) --------------
+
+    def live_frames(self, max_width: int, max_height: int, quality: int) -> AsyncIterator[ScreenFrame]:
+        if self._cast is None:
+            self._cast = Screencast(lambda: (self.active.tab_id, self.active.page), _VIEWPORT_SIZE)
+        return self._cast.frames(max_width, max_height, quality)
+
+    async def human_input(self, spec: HumanInput, timeout_ms: int) -> DispatchResult:
+        return await asyncio.wait_for(human_input(self.active.page, spec, _VIEWPORT_SIZE), timeout_ms / 1000)
+
+    def current_url(self) -> str:
+        return self.active.page.url
+
+    async def locate(self, role: str, name: str) -> Box | None:
+        return await locate(self.active.page, role, name)
 
     async def close(self) -> None:
         with contextlib.suppress(PlaywrightError):  # already gone with the browser

@@ -583,3 +583,13 @@ class WatchEvent(_message.Message):
     at_ms: int
     change: str
     def __init__(self, seq: _Optional[int] = ..., kind: _Optional[str] = ..., target: _Optional[str] = ..., lease: _Optional[_Union[Lease, _Mapping]] = ..., grant: _Optional[_Union[Grant, _Mapping]] = ..., approval: _Optional[_Union[Approval, _Mapping]] = ..., at_ms: _Optional[int] = ..., change: _Optional[str] = ...) -> None: ...
+
+class ListLeasesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListLeasesResponse(_message.Message):
+    __slots__ = ("leases",)
+    LEASES_FIELD_NUMBER: _ClassVar[int]
+    leases: _containers.RepeatedCompositeFieldContainer[Lease]
+    def __init__(self, leases: _Optional[_Iterable[_Union[Lease, _Mapping]]] = ...) -> None: ...

@@ -1,0 +1,368 @@
+"""The operator console's side of the executor: who may watch, and a person at the wheel.
+
+Every call here but the agent's request for a person (``_person``) is an operator's: the
+sidecar says who the bearer token belongs to, and only an operator or an admin passes
+(:meth:`ConsoleDesk.operator`). They may list the sessions, watch a session's screen and
+ledger timeline, look an element up on the screen, read what an action asked for, and —
+while they hold the target's lease as a person — send input into it.
+
+A person's input goes through the same gate as an agent's action (invariant 15):
+
+1. nothing of unknown outcome blocks the target (``RECONCILE_REQUIRED``);
+2. the sidecar's ``CheckHumanInput``, made with the person's own token: allowed only while
+   that person holds the live lease as a person at exactly the epoch the console names
+   (``NO_LEASE``, ``STALE_EPOCH`` otherwise); every answer is in the decision log;
+3. the intent, durable in the ledger under the person (``principal_kind: human``);
+4. the fence: an epoch newer than the one decided on wins, nothing is dispatched;
+5. one bounded dispatch, and its result in the ledger; an input whose dispatch may have
+   begun and did not return is ``UNKNOWN`` and blocks the target like an agent's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import time
+from collections.abc import AsyncIterator
+from typing import cast
+
+from handrail._vocabulary import Evidence, Outcome, Reason
+from handrail.authz import AsyncAuthzClient, AuthzError, AuthzRpcError, AuthzUnavailableError, Decision
+from handrail.executor._backend import DispatchResult, DispatchStatus
+from handrail.executor._errors import (
+    BackendError,
+    NotFoundError,
+    PermissionDeniedError,
+    UnauthenticatedError,
+)
+from handrail.executor._lease import LeaseKeeper
+from handrail.executor._live import Box, HumanInput, LiveSurface, ScreenFrame, SessionSummary, TimelineItem
+from handrail.executor._models import ActionResult
+from handrail.executor._outcomes import Outcomes, UnknownAction
+from handrail.executor._person import PersonDesk
+from handrail.executor._session import Session, Sessions
+from handrail.executor._snapshot import parse_refs
+from handrail.recorder import Entry, Ledger, ReconcileBody, RefusalBody, ResultBody, timeline
+
+__all__ = ["ConsoleDesk", "element_context"]
+
+_OPERATOR_ROLES = ("operator", "admin")
+_WHO_CACHE_S = 10.0
+_TIMELINE_POLL_S = 0.1
+_INPUT_TIMEOUT_MS = 5_000
+
+
+def live(session: Session) -> LiveSurface:
+    """The session's surface as a live one, or FAILED_PRECONDITION."""
+    backend = session.backend
+    if not hasattr(backend, "live_frames") or not hasattr(backend, "human_input"):
+        raise BackendError(f"the {backend.kind} surface of {session.session_id} has no live view")
+    return cast(LiveSurface, backend)
+
+
+def element_context(snapshot: str, ref: str) -> str:
+    """The snapshot lines of ``ref``'s element and of each of its ancestors, outermost first."""
+    lines = snapshot.splitlines()
+    marker = f"[ref={ref}]"
+    index = next((i for i, line in enumerate(lines) if marker in line), None)
+    if index is None:
+        return ""
+    kept = [lines[index]]
+    depth = len(lines[index]) - len(lines[index].lstrip())
+    for line in reversed(lines[:index]):
+        indent = len(line) - len(line.lstrip())
+        if line.strip() and indent < depth:
+            kept.append(line)
+            depth = indent
+    return "\n".join(reversed(kept))
+
+
+class ConsoleDesk:
+    """The console's calls on the executor's sessions.
+
+    Args:
+        authz: the sidecar client, authenticated as this executor.
+        ledger: the action ledger.
+        sessions: the open sessions.
+        leases: lease upkeep (the fences).
+        outcomes: the records of actions (UNKNOWN blocking).
+    """
+
+    def __init__(
+        self, authz: AsyncAuthzClient, ledger: Ledger, sessions: Sessions, leases: LeaseKeeper, outcomes: Outcomes
+    ) -> None:
+        self._authz = authz
+        self._ledger = ledger
+        self._sessions = sessions
+        self._leases = leases
+        self._outcomes = outcomes
+        self.persons = PersonDesk(authz, ledger, sessions, leases)
+        self._who: dict[str, tuple[str, float]] = {}
+        self._input_locks: dict[str, asyncio.Lock] = {}
+
+    # -- who may call ------------------------------------------------------------------
+
+    async def operator(self, token: str) -> str:
+        """The operator (or admin) a bearer token belongs to, as the sidecar says.
+
+        Raises:
+            UnauthenticatedError: the sidecar knows no such token.
+            PermissionDeniedError: the token is an agent's or an executor's.
+        """
+        cached = self._who.get(token)
+        if cached is not None and time.monotonic() - cached[1] < _WHO_CACHE_S:
+            return cached[0]
+        try:
+            principal, role = await self._authz.who_am_i(token=token)
+        except AuthzRpcError as exc:
+            if exc.code_name == "UNAUTHENTICATED":
+                raise UnauthenticatedError("the sidecar knows no such token") from None
+            raise
+        if role not in _OPERATOR_ROLES:
+            raise PermissionDeniedError(f"{principal} is a {role}: only an operator may call this")
+        if len(self._who) > 1000:
+            self._who.clear()
+        self._who[token] = (principal, time.monotonic())
+        return principal
+
+    # -- reading -----------------------------------------------------------------------
+
+    def summaries(self) -> list[SessionSummary]:
+        """Every open session, with its lease, latest observation and last action."""
+        out = []
+        for session in self._sessions.all():
+            latest = session.latest
+            actions = [e for e in self._ledger.tail(8, session_id=session.session_id) if e.action_id]
+            action = actions[-1] if actions else None
+            out.append(
+                SessionSummary(
+                    session_id=session.session_id,
+                    target=session.target,
+                    agent=session.agent,
+                    backend=session.backend.kind,
+                    lease_epoch=session.fence.highest_epoch,
+                    human_holds=session.fence.human_holds,
+                    url=latest.url if latest else "",
+                    title=latest.title if latest else "",
+                    latest_observation_id=latest.observation_id if latest else "",
+                    last_action_id=action.action_id if action else "",
+                    last_action=timeline([action]).split("  ", 1)[-1] if action else "",
+                    last_outcome=_outcome_of(action) if action else "",
+                    last_action_at_ms=action.ts_ms if action else 0,
+                    unknown_actions=tuple(u.action_id for u in self._outcomes.unknown_actions(session.target)),
+                    person_request=self.persons.latest(session.session_id),
+                    live_view=hasattr(session.backend, "live_frames"),
+                )
+            )
+        return out
+
+    def frames(self, session: Session, max_width: int, max_height: int, quality: int) -> AsyncIterator[ScreenFrame]:
+        return live(session).live_frames(max_width, max_height, quality)
+
+    async def timeline(self, session: Session, since_seq: int) -> AsyncIterator[TimelineItem]:
+        """The session's ledger entries after ``since_seq``, then each new one, until it closes."""
+        seq = since_seq
+        while True:
+            entries = self._ledger.entries(session_id=session.session_id, since_seq=seq, limit=500)
+            for entry in entries:
+                seq = entry.seq
+                yield _item(entry)
+            if session.closed and not entries:
+                return
+            if not entries:
+                await asyncio.sleep(_TIMELINE_POLL_S)
+
+    async def locate(self, session: Session, role: str, name: str) -> Box:
+        box = await live(session).locate(role, name)
+        if box is None:
+            raise NotFoundError("name", f"no single visible {role} named {name!r} on the screen now")
+        return box
+
+    def describe(self, session: Session, action_id: str) -> tuple[dict[str, object], str, str]:
+        """An action's parameters, its cited observation's snapshot and the element's context."""
+        params = session.asked.get(action_id)
+        if params is None:
+            raise NotFoundError("action_id", f"no recent action {action_id!r} in {session.session_id}")
+        obs_id = str(params.get("observation_id", ""))
+        generation = int(obs_id.rpartition(":")[2]) if obs_id.rpartition(":")[2].isdigit() else 0
+        snapshot = session.recent_snapshots.get(generation, "")
+        ref = str(params.get("ref", ""))
+        context = element_context(snapshot, ref) if ref and ref in parse_refs(snapshot) else ""
+        return params, snapshot, context
+
+    # -- a person at the wheel -----------------------------------------------------------
+
+    async def human_input(self, token: str, person: str, session: Session, spec: HumanInput) -> ActionResult:
+        """One input of ``person`` through the gate (see the module docstring)."""
+        surface = live(session)
+        lock = self._input_locks.setdefault(session.session_id, asyncio.Lock())
+        async with lock:  # a person's inputs land in the order they were sent
+            return await self._human_input(token, person, session, surface, spec)
+
+    async def _human_input(
+        self, token: str, person: str, session: Session, surface: LiveSurface, spec: HumanInput
+    ) -> ActionResult:
+        key = spec.input_id or "h_" + secrets.token_hex(8)
+        replayed = self._replay(session, key)
+        if replayed is not None:
+            return replayed
+        action_id = "h_" + secrets.token_hex(8)
+        blocked = self._outcomes.blocked(session.target)
+        if blocked is not None:
+            return self._refuse(session, person, spec, action_id, key, Reason.RECONCILE_REQUIRED, blocked)
+        try:
+            decision = await self._authz.check_human_input(
+                token, person, session.target, spec.lease_epoch, spec.kind.verb.value,
+                url=surface.current_url(), action_id=action_id,
+            )  # fmt: skip
+        except AuthzUnavailableError as exc:
+            return self._refuse(session, person, spec, action_id, key, Reason.AUTHZ_UNAVAILABLE, f"authz: {exc}")
+        except AuthzError as exc:
+            if isinstance(exc, AuthzRpcError) and exc.code_name == "PERMISSION_DENIED":
+                raise PermissionDeniedError(str(exc)) from None
+            return self._refuse(session, person, spec, action_id, key, Reason.AUTHZ_UNAVAILABLE, f"authz: {exc}")
+        session.fence.saw(decision.lease_epoch)
+        if not decision.allow:
+            return self._refuse(session, person, spec, action_id, key, decision.reason, decision.message, decision)
+        params = {**spec.ledger_params(), "decision_id": decision.decision_id}
+        epoch = spec.lease_epoch
+        self._ledger.intent(session.session_id, action_id, key, person, epoch, params, principal_kind="human")
+        if epoch < session.fence.highest_epoch:
+            message = f"lease epoch {epoch} was superseded (epoch {session.fence.highest_epoch}); not sent"
+            stopped = DispatchResult(DispatchStatus.NOT_STARTED, message)
+            return self._finish(session, person, spec, action_id, key, decision, stopped, Reason.STALE_EPOCH)
+        try:
+            dispatched = await surface.human_input(spec, _INPUT_TIMEOUT_MS)
+        except TimeoutError:
+            dispatched = DispatchResult(DispatchStatus.MAYBE_STARTED, f"no answer within {_INPUT_TIMEOUT_MS} ms")
+        except Exception as exc:  # the intent is durable: whatever broke, record the outcome
+            dispatched = DispatchResult(DispatchStatus.MAYBE_STARTED, f"the surface failed mid-input: {exc}")
+        return self._finish(session, person, spec, action_id, key, decision, dispatched)
+
+    def _replay(self, session: Session, key: str) -> ActionResult | None:
+        result = self._ledger.find_result_by_key(session.session_id, key)
+        if result is None or result.principal_kind != "human":
+            return None
+        body = result.body_as(ResultBody)
+        return ActionResult(
+            action_id=result.action_id,
+            outcome=Outcome(body.outcome),
+            reason=body.reason,
+            message="recorded outcome of an earlier input with this id; nothing sent",
+            execution_started=body.execution_started,
+            evidence=Evidence(body.evidence or Evidence.NONE.value),
+            idempotency_key=key,
+        )
+
+    def _refuse(
+        self,
+        session: Session,
+        person: str,
+        spec: HumanInput,
+        action_id: str,
+        key: str,
+        reason: str,
+        message: str,
+        decision: Decision | None = None,
+    ) -> ActionResult:
+        self._ledger.append(
+            "refusal",
+            session_id=session.session_id,
+            action_id=action_id,
+            idempotency_key=key,
+            principal=person,
+            principal_kind="human",
+            epoch=spec.lease_epoch,
+            body=RefusalBody(
+                kind=spec.kind.value,
+                reason=reason,
+                message=message,
+                url="",
+                decision_id=decision.decision_id if decision else "",
+            ),
+        )
+        return ActionResult(
+            action_id=action_id,
+            outcome=Outcome.REFUSED,
+            reason=reason,
+            message=message,
+            execution_started=False,
+            evidence=Evidence.NONE,
+            idempotency_key=key,
+            decision_id=decision.decision_id if decision else "",
+        )
+
+    def _finish(
+        self,
+        session: Session,
+        person: str,
+        spec: HumanInput,
+        action_id: str,
+        key: str,
+        decision: Decision,
+        dispatched: DispatchResult,
+        reason: str = "",
+    ) -> ActionResult:
+        status = dispatched.status
+        if status is DispatchStatus.DONE:
+            outcome, evidence, started = Outcome.DONE, Evidence.DISPATCH_RETURNED, True
+        elif status is DispatchStatus.NOT_STARTED:
+            outcome, evidence, started = Outcome.FAILED, Evidence.NONE, False
+        elif status is DispatchStatus.PARTIAL:
+            outcome, evidence, started = Outcome.FAILED, Evidence.DISPATCH_RETURNED, True
+        else:
+            outcome, evidence, started = Outcome.UNKNOWN, Evidence.NONE, True
+            # The agent reconciles it, after observing the real state, as its own.
+            self._outcomes.block(session.target, UnknownAction(action_id, session.session_id, session.agent, key))
+        reason = reason or (dispatched.reason or Reason.ALLOW)
+        extra: dict[str, object] = {"decision_id": decision.decision_id, "by": "person"}
+        if dispatched.typed_chars:
+            extra["typed_chars"] = dispatched.typed_chars
+        self._ledger.result(
+            session.session_id, action_id, key, person, spec.lease_epoch, outcome.value, reason,
+            evidence.value, started, dispatched.message, extra, principal_kind="human",
+        )  # fmt: skip
+        return ActionResult(
+            action_id=action_id,
+            outcome=outcome,
+            reason=reason,
+            message=dispatched.message,
+            execution_started=started,
+            evidence=evidence,
+            idempotency_key=key,
+            decision_id=decision.decision_id,
+            typed_chars=dispatched.typed_chars,
+        )
+
+
+def _outcome_of(entry: Entry) -> str:
+    body = entry.content
+    if isinstance(body, ResultBody):
+        return body.outcome
+    if isinstance(body, RefusalBody):
+        return "REFUSED"
+    if isinstance(body, ReconcileBody):
+        return "RECONCILED"
+    return ""
+
+
+def _item(entry: Entry) -> TimelineItem:
+    body = entry.content
+    reason = body.reason if isinstance(body, ResultBody | RefusalBody) else ""
+    return TimelineItem(
+        seq=entry.seq,
+        at_ms=entry.ts_ms,
+        kind=entry.kind,
+        action_id=entry.action_id,
+        principal=entry.principal,
+        principal_kind=entry.principal_kind,
+        epoch=entry.epoch,
+        outcome=_outcome_of(entry),
+        reason=str(reason),
+        line=timeline([entry]),
+    )
+
+
+def params_json(params: dict[str, object]) -> str:
+    return json.dumps(params, ensure_ascii=False, sort_keys=True)
