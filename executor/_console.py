@@ -128,10 +128,12 @@ class ConsoleDesk:
 
     # -- reading -----------------------------------------------------------------------
 
-    def summaries(self) -> list[SessionSummary]:
-        """Every open session, with its lease, latest observation and last action."""
+    def summaries(self, session_id: str = "") -> list[SessionSummary]:
+        """Every open session (or one, with its latest snapshot): lease, observation, last action."""
         out = []
         for session in self._sessions.all():
+            if session_id and session.session_id != session_id:
+                continue
             latest = session.latest
             actions = [e for e in self._ledger.tail(8, session_id=session.session_id) if e.action_id]
             action = actions[-1] if actions else None
@@ -153,6 +155,7 @@ class ConsoleDesk:
                     unknown_actions=tuple(u.action_id for u in self._outcomes.unknown_actions(session.target)),
                     person_request=self.persons.latest(session.session_id),
                     live_view=hasattr(session.backend, "live_frames"),
+                    snapshot=session.latest_full_snapshot or "" if session_id else "",
                 )
             )
         return out

@@ -49,8 +49,9 @@ class ConsoleClient:
         except grpc.RpcError as exc:
             raise _wire.rpc_error(exc) from None
 
-    async def list_sessions(self, token: str) -> list[SessionSummary]:
-        response = await self._unary("ListSessions", pb.ListSessionsRequest(), token)
+    async def list_sessions(self, token: str, session_id: str = "") -> list[SessionSummary]:
+        """The open sessions; with ``session_id``, that one only, with its latest snapshot."""
+        response = await self._unary("ListSessions", pb.ListSessionsRequest(session_id=session_id), token)
         return [_wire_console.summary_from_pb(s) for s in response.sessions]
 
     async def human_input(self, token: str, session_id: str, spec: HumanInput) -> ActionResult:

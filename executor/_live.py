@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from handrail._vocabulary import ActionKind
@@ -173,7 +173,7 @@ class SessionSummary:
     unknown_actions: tuple[str, ...] = ()
     person_request: PersonRequest | None = None
     live_view: bool = False
-    extra: dict[str, str] = field(default_factory=dict)
+    snapshot: str = ""
 
 
 class LiveSurface(Protocol):

@@ -17,6 +17,7 @@ from handrail._errors import HandrailError
 from handrail.authz import AuthzRpcError
 from handrail.executor import _wire_console as wire
 from handrail.executor._console import element_context
+from handrail.executor._errors import NotFoundError
 from handrail.executor._guard import GuardedExecutor
 from handrail.executor._session import Session
 from handrail.proto.executor.v1 import executor_pb2 as pb
@@ -41,7 +42,11 @@ class ConsoleRpcs:
     async def ListSessions(self, request: pb.ListSessionsRequest, context: Context) -> pb.ListSessionsResponse:
         async def call() -> pb.ListSessionsResponse:
             await self._core.console.operator(self._token(context))
-            return pb.ListSessionsResponse(sessions=[wire.summary_pb(s) for s in self._core.console.summaries()])
+            wanted = wire.session_id_of(request.session_id) if request.session_id else ""
+            summaries = self._core.console.summaries(wanted)
+            if wanted and not summaries:
+                raise NotFoundError("session_id", f"no open session {wanted!r}")
+            return pb.ListSessionsResponse(sessions=[wire.summary_pb(s) for s in summaries])
 
         result: pb.ListSessionsResponse = await self._run(context, call)
         return result

@@ -164,6 +164,7 @@ def summary_pb(s: SessionSummary) -> pb.SessionSummary:
         last_action_at_ms=s.last_action_at_ms,
         unknown_actions=list(s.unknown_actions),
         live_view=s.live_view,
+        snapshot=s.snapshot,
     )
     if s.person_request is not None:
         msg.person_request.CopyFrom(person_pb(s.person_request))
@@ -267,6 +268,7 @@ def summary_from_pb(m: pb.SessionSummary) -> SessionSummary:
         unknown_actions=tuple(m.unknown_actions),
         person_request=person_from_pb(m.person_request) if m.HasField("person_request") else None,
         live_view=m.live_view,
+        snapshot=m.snapshot,
     )
 
 

@@ -511,8 +511,10 @@ class CloseSessionResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class ListSessionsRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("session_id",)
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
 
 class PersonRequest(_message.Message):
     __slots__ = ("request_id", "session_id", "target", "agent", "reason", "status", "asked_at_ms", "taken_by", "taken_at_epoch", "ended_at_ms", "lease_epoch")
@@ -541,7 +543,7 @@ class PersonRequest(_message.Message):
     def __init__(self, request_id: _Optional[str] = ..., session_id: _Optional[str] = ..., target: _Optional[str] = ..., agent: _Optional[str] = ..., reason: _Optional[str] = ..., status: _Optional[_Union[PersonRequestStatus, str]] = ..., asked_at_ms: _Optional[int] = ..., taken_by: _Optional[str] = ..., taken_at_epoch: _Optional[int] = ..., ended_at_ms: _Optional[int] = ..., lease_epoch: _Optional[int] = ...) -> None: ...
 
 class SessionSummary(_message.Message):
-    __slots__ = ("session_id", "target", "agent", "backend", "lease_epoch", "human_holds", "url", "title", "latest_observation_id", "last_action_id", "last_action", "last_outcome", "last_action_at_ms", "unknown_actions", "person_request", "live_view")
+    __slots__ = ("session_id", "target", "agent", "backend", "lease_epoch", "human_holds", "url", "title", "latest_observation_id", "last_action_id", "last_action", "last_outcome", "last_action_at_ms", "unknown_actions", "person_request", "live_view", "snapshot")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TARGET_FIELD_NUMBER: _ClassVar[int]
     AGENT_FIELD_NUMBER: _ClassVar[int]
@@ -558,6 +560,7 @@ class SessionSummary(_message.Message):
     UNKNOWN_ACTIONS_FIELD_NUMBER: _ClassVar[int]
     PERSON_REQUEST_FIELD_NUMBER: _ClassVar[int]
     LIVE_VIEW_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     target: str
     agent: str
@@ -574,7 +577,8 @@ class SessionSummary(_message.Message):
     unknown_actions: _containers.RepeatedScalarFieldContainer[str]
     person_request: PersonRequest
     live_view: bool
-    def __init__(self, session_id: _Optional[str] = ..., target: _Optional[str] = ..., agent: _Optional[str] = ..., backend: _Optional[_Union[Backend, str]] = ..., lease_epoch: _Optional[int] = ..., human_holds: _Optional[bool] = ..., url: _Optional[str] = ..., title: _Optional[str] = ..., latest_observation_id: _Optional[str] = ..., last_action_id: _Optional[str] = ..., last_action: _Optional[str] = ..., last_outcome: _Optional[str] = ..., last_action_at_ms: _Optional[int] = ..., unknown_actions: _Optional[_Iterable[str]] = ..., person_request: _Optional[_Union[PersonRequest, _Mapping]] = ..., live_view: _Optional[bool] = ...) -> None: ...
+    snapshot: str
+    def __init__(self, session_id: _Optional[str] = ..., target: _Optional[str] = ..., agent: _Optional[str] = ..., backend: _Optional[_Union[Backend, str]] = ..., lease_epoch: _Optional[int] = ..., human_holds: _Optional[bool] = ..., url: _Optional[str] = ..., title: _Optional[str] = ..., latest_observation_id: _Optional[str] = ..., last_action_id: _Optional[str] = ..., last_action: _Optional[str] = ..., last_outcome: _Optional[str] = ..., last_action_at_ms: _Optional[int] = ..., unknown_actions: _Optional[_Iterable[str]] = ..., person_request: _Optional[_Union[PersonRequest, _Mapping]] = ..., live_view: _Optional[bool] = ..., snapshot: _Optional[str] = ...) -> None: ...
 
 class ListSessionsResponse(_message.Message):
     __slots__ = ("sessions",)
