@@ -94,7 +94,10 @@ def create_app(config: ConsoleConfig) -> Starlette:
             sign_in = console.signins.get(request.cookies.get(COOKIE))
             if sign_in is None:
                 if page and request.method == "GET":
-                    return console.page("signin.html", 401, csrf="", next=request.url.path, error="")
+                    pre = _new_token()
+                    form = console.page("signin.html", 401, csrf=pre, next=_safe_next(request.url.path), error="")
+                    console.cookie(form, PRE_COOKIE, pre, 600)
+                    return form
                 return PlainTextResponse("sign in first (/signin)\n", 401)
             if state_changing:
                 problem = await _csrf_problem(request, sign_in)
@@ -196,7 +199,7 @@ def create_app(config: ConsoleConfig) -> Starlette:
         found = await console.backends.find_session(me.token, sid)
         if found is None:
             return PlainTextResponse("no such session\n", 404)
-        client = console.backends.executors[found[0]]
+        client = console.backends.executor(found[0])
         width = _int(request.query_params.get("w"), 0, 4096)
 
         async def stream() -> AsyncIterator[dict[str, str]]:
@@ -223,7 +226,7 @@ def create_app(config: ConsoleConfig) -> Starlette:
         found = await console.backends.find_session(me.token, sid)
         if found is None:
             return PlainTextResponse("no such session\n", 404)
-        client = console.backends.executors[found[0]]
+        client = console.backends.executor(found[0])
 
         async def stream() -> AsyncIterator[dict[str, str]]:
             async for item in client.watch_timeline(me.token, sid):
@@ -262,7 +265,7 @@ def create_app(config: ConsoleConfig) -> Starlette:
         if found is None:
             return JSONResponse({"error": f"no session {sid}"}, 404)
         try:
-            result = await console.backends.executors[found[0]].human_input(me.token, sid, spec)
+            result = await console.backends.executor(found[0]).human_input(me.token, sid, spec)
         except ExecutorRpcError as exc:
             return JSONResponse({"error": str(exc)}, _http_status(exc.code_name))
         return JSONResponse(
@@ -281,7 +284,7 @@ def create_app(config: ConsoleConfig) -> Starlette:
         if found is None:
             return JSONResponse({"error": f"no session {sid}"}, 404)
         try:
-            box = await console.backends.executors[found[0]].locate(me.token, sid, role, name)
+            box = await console.backends.executor(found[0]).locate(me.token, sid, role, name)
         except ExecutorRpcError as exc:
             return JSONResponse({"error": str(exc)}, _http_status(exc.code_name))
         return JSONResponse({"x": box.x, "y": box.y, "width": box.width, "height": box.height})
@@ -329,7 +332,7 @@ def create_app(config: ConsoleConfig) -> Starlette:
         found = await console.backends.find_session(me.token, session_id) if session_id else None
         if found is not None and approval.action_id:
             with contextlib.suppress(ExecutorRpcError):
-                executor = console.backends.executors[found[0]]
+                executor = console.backends.executor(found[0])
                 detail = dict(await executor.describe_action(me.token, session_id, approval.action_id))
                 detail["params"] = json.loads(detail.get("params_json") or "{}")
                 png = detail.get("screenshot_png") or b""

@@ -66,8 +66,16 @@ class Backends:
     def __init__(self, authz_address: str, executors: list[str], authz_root_certificates: bytes | None = None) -> None:
         self.authz_address = authz_address
         self._roots = authz_root_certificates
-        self.executors = {address: ConsoleClient(address) for address in executors}
+        self.addresses = list(executors)
+        self._executors: dict[str, ConsoleClient] = {}  # made in the server's event loop
         self._sidecars: dict[str, AsyncAuthzClient] = {}
+
+    def executor(self, address: str) -> ConsoleClient:
+        """The client of the executor at ``address`` (made on first use, in the running loop)."""
+        client = self._executors.get(address)
+        if client is None:
+            client = self._executors[address] = ConsoleClient(address)
+        return client
 
     def sidecar(self, token: str) -> AsyncAuthzClient:
         """A sidecar client speaking with ``token`` (one per signed-in operator)."""
@@ -101,14 +109,14 @@ class Backends:
             except ExecutorRpcError as exc:
                 errors.append(f"executor {address}: {exc}")
 
-        await asyncio.gather(*(one(a, c) for a, c in self.executors.items()))
+        await asyncio.gather(*(one(a, self.executor(a)) for a in self.addresses))
         return found, errors
 
     async def find_session(self, token: str, session_id: str) -> tuple[str, SessionSummary] | None:
         """The executor that has ``session_id``, and the session with its latest snapshot."""
-        for address, client in self.executors.items():
+        for address in self.addresses:
             with contextlib.suppress(ExecutorRpcError):
-                got = await client.list_sessions(token, session_id)
+                got = await self.executor(address).list_sessions(token, session_id)
                 if got:
                     return address, got[0]
         return None
@@ -145,8 +153,9 @@ class Backends:
                 await asyncio.sleep(1.0)
 
     async def close(self) -> None:
-        for client in self.executors.values():
+        for client in self._executors.values():
             await client.close()
+        self._executors.clear()
         for sidecar in self._sidecars.values():
             await sidecar.close()
         self._sidecars.clear()
