@@ -29,19 +29,23 @@ from ._acts import NO_INTENT, ActSpec, DecideWhileWaiting, Expected, KillExecuto
 from ._apps import FIXTURE_APPS
 from ._base import FixtureApp
 from ._checks import StateCheck
+from ._console_driver import PersonSteps, free_port
 from ._desktop import EVENT_TIMEOUT_S, DesktopApps
 from ._errors import Divergence
 from ._judge import check_state, ledger_problems
-from ._procs import ServerProcess, start_authz, start_executor
+from ._procs import ServerProcess, start_authz, start_executor, start_server
 from ._scenario import (
     ActStep,
+    AskForPersonStep,
     CheckStep,
+    ConsoleStep,
     FaultStep,
     ObserveStep,
     ReconcileSpec,
     ReconcileStep,
     Scenario,
     Step,
+    WaitForPersonStep,
     WaitStep,
 )
 from ._xvfb import VirtualDisplay
@@ -88,6 +92,7 @@ class Run:
         self.seen_servers: list[ServerProcess] = []
         self.kills = self._kill_faults()
         self.keys = self._keys()
+        self.persons = PersonSteps(self)
 
     # -- setup and teardown ------------------------------------------------------
 
@@ -132,12 +137,24 @@ class Run:
                 app.start()
                 stack.callback(app.stop)
                 self.app = app
-            self.authz = start_authz(self.data_dir)
+            console_port = free_port() if s.needs_console() else 0
+            origin = ["--console-origin", f"http://127.0.0.1:{console_port}"] if console_port else []
+            self.authz = start_authz(self.data_dir, extra=origin)
             self.authz_address = self.authz.address
             self.seen_servers.append(self.authz)
             stack.callback(lambda: self.authz.stop() if self.authz else None)
             self._start_executor()
             stack.callback(self.stop_servers)
+            if console_port:
+                assert self.executor is not None
+                args = ["console", "--authz", self.authz_address, "--executor", self.executor.address]
+                console = start_server(
+                    "console",
+                    [*args, "--listen", f"127.0.0.1:{console_port}"],
+                    ready_prefix="handrail-console listening on ",
+                )
+                stack.callback(console.stop)
+                self.persons.console_url = console.address
             for grant in s.grants:
                 if grant.at_start:
                     self._grant(grant.id)
@@ -259,6 +276,12 @@ class Run:
             self._wait(where, step)
         elif isinstance(step, CheckStep):
             self._check(where, step.check)
+        elif isinstance(step, AskForPersonStep):
+            self.persons.ask(where, step.ask_for_person)
+        elif isinstance(step, WaitForPersonStep):
+            self.persons.join(where, step.wait_for_person)
+        elif isinstance(step, ConsoleStep):
+            self.persons.console(where, step.console)
 
     def _observe(self, where: str, session: str, label: str | None) -> None:
         try:

@@ -121,5 +121,7 @@ class SecondFactorApp(SubscriptionApp):
             return super()._get_page(path)
         error = '<p id="code-error" role="alert">That code is not right; try again.</p>' if failed else ""
         verify = _VERIFY.replace("ERROR", error).replace("KEEP", form_button("/keep", "Keep my subscription"))
-        page = self._page(status=f'<p id="plan">Plan: {html.escape(INITIAL_STATE["plan"])}</p>', actions=verify, dialog="")
+        page = self._page(
+            status=f'<p id="plan">Plan: {html.escape(INITIAL_STATE["plan"])}</p>', actions=verify, dialog=""
+        )
         return Reply.page(page)
