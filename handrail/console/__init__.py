@@ -18,6 +18,6 @@ from __future__ import annotations
 
 from handrail.console._app import create_app
 from handrail.console._config import DEFAULT_LISTEN, ConsoleConfig
-from handrail.console._serve import RunningConsole, serve_forever, start_console
+from handrail.console._serve import RunningConsole, bind, serve_forever, start_console
 
-__all__ = ["DEFAULT_LISTEN", "ConsoleConfig", "RunningConsole", "create_app", "serve_forever", "start_console"]
+__all__ = ["DEFAULT_LISTEN", "ConsoleConfig", "RunningConsole", "bind", "create_app", "serve_forever", "start_console"]

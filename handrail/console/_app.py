@@ -3,7 +3,8 @@
 Pages (``GET``): ``/signin``, ``/`` (the overview), ``/sessions/{id}`` (the live view, the
 timeline, the latest snapshot), ``/approvals`` and ``/approvals/{id}``. Live streams
 (``GET``, server-sent events): ``/events`` (the overview, re-rendered when something
-changes), ``/sessions/{id}/frames`` (the screen), ``/sessions/{id}/timeline``. State
+changes), ``/sessions/{id}/live`` (the screen's frames and the ledger timeline, one
+stream: browsers keep few connections per host). State
 changes (``POST``, each with the session's CSRF token): ``/signin``, ``/signout``,
 ``/takeover``, ``/handback``, ``/approvals/{id}/approve|deny``, ``/sessions/{id}/input``.
 ``GET /api/sessions/{id}/locate`` answers where an element is (for scripted operators).
@@ -194,15 +195,20 @@ def create_app(config: ConsoleConfig) -> Starlette:
         lease = await console.backends.sidecar(me.token).get_lease(summary.target)
         return console.page("session.html", me=me, s=summary, executor=address, lease=lease, csrf=me.csrf)
 
-    async def frames(request: Request, me: SignIn) -> Response:
+    async def live(request: Request, me: SignIn) -> Response:
+        """One stream per session page (browsers keep few connections per host): the
+        screen's frames (``frame`` events) and the ledger timeline (``entry`` events)."""
         sid = request.path_params["sid"]
         found = await console.backends.find_session(me.token, sid)
         if found is None:
             return PlainTextResponse("no such session\n", 404)
         client = console.backends.executor(found[0])
         width = _int(request.query_params.get("w"), 0, 4096)
+        queue: asyncio.Queue[dict[str, str]] = asyncio.Queue(maxsize=64)
+        latest_frame: list[dict[str, str] | None] = [None]
+        frame_ready = asyncio.Event()
 
-        async def stream() -> AsyncIterator[dict[str, str]]:
+        async def frames() -> None:
             async for f in client.watch_screen(me.token, sid, max_width=width, quality=70):
                 meta = {
                     "seq": f.seq,
@@ -217,18 +223,10 @@ def create_app(config: ConsoleConfig) -> Starlette:
                     "url": f.url,
                     "data": base64.b64encode(f.image).decode(),
                 }
-                yield {"event": "frame", "data": json.dumps(meta)}
+                latest_frame[0] = {"event": "frame", "data": json.dumps(meta)}  # a slow page gets the newest
+                frame_ready.set()
 
-        return EventSourceResponse(stream(), ping=15)
-
-    async def timeline(request: Request, me: SignIn) -> Response:
-        sid = request.path_params["sid"]
-        found = await console.backends.find_session(me.token, sid)
-        if found is None:
-            return PlainTextResponse("no such session\n", 404)
-        client = console.backends.executor(found[0])
-
-        async def stream() -> AsyncIterator[dict[str, str]]:
+        async def entries() -> None:
             async for item in client.watch_timeline(me.token, sid):
                 data = {
                     "seq": item.seq,
@@ -239,7 +237,31 @@ def create_app(config: ConsoleConfig) -> Starlette:
                     "reason": item.reason,
                     "line": item.line,
                 }
-                yield {"event": "entry", "data": json.dumps(data)}
+                await queue.put({"event": "entry", "data": json.dumps(data)})
+
+        async def stream() -> AsyncIterator[dict[str, str]]:
+            tasks = [asyncio.create_task(frames()), asyncio.create_task(entries())]
+            try:
+                while True:
+                    while not queue.empty():
+                        yield queue.get_nowait()
+                    getter = asyncio.ensure_future(queue.get())
+                    framed = asyncio.ensure_future(frame_ready.wait())
+                    done, _ = await asyncio.wait({getter, framed}, return_when=asyncio.FIRST_COMPLETED)
+                    if getter in done:
+                        yield getter.result()
+                    else:
+                        getter.cancel()
+                    if framed in done or frame_ready.is_set():
+                        frame_ready.clear()
+                        event = latest_frame[0]
+                        if event is not None:
+                            yield event
+                    else:
+                        framed.cancel()
+            finally:
+                for task in tasks:
+                    task.cancel()
 
         return EventSourceResponse(stream(), ping=15)
 
@@ -261,11 +283,14 @@ def create_app(config: ConsoleConfig) -> Starlette:
             )
         except (ValueError, TypeError, AttributeError) as exc:
             return JSONResponse({"error": f"bad input: {exc}"}, 400)
-        found = await console.backends.find_session(me.token, sid)
-        if found is None:
-            return JSONResponse({"error": f"no session {sid}"}, 404)
+        address = console.backends.where(sid)  # the executor still checks the session and the caller
+        if address is None:
+            found = await console.backends.find_session(me.token, sid)
+            if found is None:
+                return JSONResponse({"error": f"no session {sid}"}, 404)
+            address = found[0]
         try:
-            result = await console.backends.executor(found[0]).human_input(me.token, sid, spec)
+            result = await console.backends.executor(address).human_input(me.token, sid, spec)
         except ExecutorRpcError as exc:
             return JSONResponse({"error": str(exc)}, _http_status(exc.code_name))
         return JSONResponse(
@@ -373,8 +398,7 @@ def create_app(config: ConsoleConfig) -> Starlette:
         Route("/fragments/overview", signed_in(overview_fragment), methods=["GET"]),
         Route("/events", signed_in(events, page=False), methods=["GET"]),
         Route("/sessions/{sid}", signed_in(session_page), methods=["GET"]),
-        Route("/sessions/{sid}/frames", signed_in(frames, page=False), methods=["GET"]),
-        Route("/sessions/{sid}/timeline", signed_in(timeline, page=False), methods=["GET"]),
+        Route("/sessions/{sid}/live", signed_in(live, page=False), methods=["GET"]),
         Route("/sessions/{sid}/input", signed_in(human_input, state_changing=True, page=False), methods=["POST"]),
         Route("/api/sessions/{sid}/locate", signed_in(locate, page=False), methods=["GET"]),
         Route("/takeover", signed_in(takeover, state_changing=True, page=False), methods=["POST"]),

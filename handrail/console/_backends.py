@@ -69,6 +69,11 @@ class Backends:
         self.addresses = list(executors)
         self._executors: dict[str, ConsoleClient] = {}  # made in the server's event loop
         self._sidecars: dict[str, AsyncAuthzClient] = {}
+        self._where: dict[str, str] = {}  # session id -> the executor that has it
+
+    def where(self, session_id: str) -> str | None:
+        """The executor a session was last found on (a person's input skips the lookup)."""
+        return self._where.get(session_id)
 
     def executor(self, address: str) -> ConsoleClient:
         """The client of the executor at ``address`` (made on first use, in the running loop)."""
@@ -118,6 +123,7 @@ class Backends:
             with contextlib.suppress(ExecutorRpcError):
                 got = await self.executor(address).list_sessions(token, session_id)
                 if got:
+                    self._where[session_id] = address
                     return address, got[0]
         return None
 

@@ -13,7 +13,7 @@ import uvicorn
 from handrail.console._app import create_app
 from handrail.console._config import ConsoleConfig
 
-__all__ = ["RunningConsole", "serve_forever", "start_console"]
+__all__ = ["RunningConsole", "bind", "serve_forever", "start_console"]
 
 
 @dataclass
@@ -29,7 +29,7 @@ class RunningConsole:
         self.thread.join(timeout)
 
 
-def _bind(listen: str) -> socket.socket:
+def bind(listen: str) -> socket.socket:
     host, _, port = listen.rpartition(":")
     host = host.strip("[]") or "127.0.0.1"
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -59,7 +59,7 @@ def start_console(config: ConsoleConfig) -> RunningConsole:
     Raises:
         OSError: the address cannot be bound.
     """
-    sock = _bind(config.listen)
+    sock = bind(config.listen)
     host, port = sock.getsockname()[:2]
     server = uvicorn.Server(uvicorn_config(config))
 
@@ -81,7 +81,7 @@ def start_console(config: ConsoleConfig) -> RunningConsole:
 
 def serve_forever(config: ConsoleConfig) -> int:
     """Serve in this thread until SIGTERM or SIGINT (``handrail console``)."""
-    sock = _bind(config.listen)
+    sock = bind(config.listen)
     host, port = sock.getsockname()[:2]
     scheme = "https" if config.tls else "http"
     shown = f"[{host}]" if ":" in host else host

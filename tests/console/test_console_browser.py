@@ -54,8 +54,15 @@ def test_an_operator_approves_takes_the_wheel_types_the_code_and_hands_back(
     app.start()
     try:
         with AuthzClient(stack.authz.address, stack.operator.token) as ops:
-            ops.grant(agent.name, target, ["input", "submit"], [app.url], name_patterns=["Turn off auto-renew"],
-                      require_approval_verbs=["submit"], note="turning the renewal off needs my approval")
+            ops.grant(
+                agent.name,
+                target,
+                ["input", "submit"],
+                [app.url],
+                name_patterns=["Turn off auto-renew"],
+                require_approval_verbs=["submit"],
+                note="turning the renewal off needs my approval",
+            )
             ops.grant(agent.name, target, ["input", "submit"], [app.url], name_patterns=["No thanks*", "Verify"])
         client = ExecutorClient(stack.executor.address, agent.token)
         session = client.open_session(target=target, start_url=app.url + "/")
@@ -82,7 +89,9 @@ def test_an_operator_approves_takes_the_wheel_types_the_code_and_hands_back(
         expect(link).to_be_visible(timeout=15_000)  # no reload: the overview is live
         _shot(page, "overview-approval", tmp_path)
         link.click()
-        expect(page.get_by_role("heading", name=f"{agent.name} asks to submit button “Turn off auto-renew”")).to_be_visible()
+        expect(
+            page.get_by_role("heading", name=f"{agent.name} asks to submit button “Turn off auto-renew”")
+        ).to_be_visible()
         expect(page.get_by_text("PENDING")).to_be_visible()
         expect(page.locator("pre.snapshot").first).to_contain_text("Turn off auto-renew")
         _shot(page, "approval", tmp_path)
@@ -95,7 +104,9 @@ def test_an_operator_approves_takes_the_wheel_types_the_code_and_hands_back(
 
         # 3. The agent meets the second factor and asks for a person.
         session.observe()
-        session.click(session.find("button", "No thanks, turn off renewal"), expect_text="Enter the code").raise_for_outcome()
+        session.click(
+            session.find("button", "No thanks, turn off renewal"), expect_text="Enter the code"
+        ).raise_for_outcome()
         session.observe()
         asked = session.ask_for_person("Enter the code sent to your phone")
         back: dict[str, Any] = {}
@@ -150,4 +161,3 @@ def test_an_operator_approves_takes_the_wheel_types_the_code_and_hands_back(
         client.close()
     finally:
         app.stop()
-

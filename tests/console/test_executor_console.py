@@ -39,7 +39,9 @@ def _pending_verify(stack: Stack, agent: AgentSetup, fa: SecondFactorApp):  # ty
     session.observe()
     session.click(session.find("button", "Turn off auto-renew")).raise_for_outcome()
     session.observe()
-    session.click(session.find("button", "No thanks, turn off renewal"), expect_text="Enter the code").raise_for_outcome()
+    session.click(
+        session.find("button", "No thanks, turn off renewal"), expect_text="Enter the code"
+    ).raise_for_outcome()
     session.observe()
     return session
 
@@ -62,7 +64,10 @@ def test_operator_rpcs_refuse_agent_and_executor_tokens(stack: Stack, agent: Age
                 codes.append("OK")
             except ExecutorRpcError as exc:
                 codes.append(exc.code_name)
-        for stream in (client.watch_screen(token, session.session_id), client.watch_timeline(token, session.session_id)):
+        for stream in (
+            client.watch_screen(token, session.session_id),
+            client.watch_timeline(token, session.session_id),
+        ):
             try:
                 async for _ in stream:
                     break
@@ -78,7 +83,9 @@ def test_operator_rpcs_refuse_agent_and_executor_tokens(stack: Stack, agent: Age
     session.close()
 
 
-def test_person_types_the_code_only_while_holding_the_lease(stack: Stack, agent: AgentSetup, fa: SecondFactorApp) -> None:
+def test_person_types_the_code_only_while_holding_the_lease(
+    stack: Stack, agent: AgentSetup, fa: SecondFactorApp
+) -> None:
     session = _pending_verify(stack, agent, fa)
     op = stack.operator
     other = stack.add_principal("operator", "ops-bob")
@@ -115,9 +122,11 @@ def test_person_types_the_code_only_while_holding_the_lease(stack: Stack, agent:
         items = []
         async for item in client.watch_timeline(op.token, sid):
             items.append(item)
-            if item.principal == op.name and item.kind == "result" and len(
-                [i for i in items if i.principal == op.name and i.kind == "result"]
-            ) == 3:
+            if (
+                item.principal == op.name
+                and item.kind == "result"
+                and len([i for i in items if i.principal == op.name and i.kind == "result"]) == 3
+            ):
                 break
         out["timeline"] = items
         await client.close()
@@ -147,7 +156,9 @@ def test_person_types_the_code_only_while_holding_the_lease(stack: Stack, agent:
     session.close()
 
 
-def test_agent_asks_for_a_person_and_waits_for_the_hand_back(stack: Stack, agent: AgentSetup, fa: SecondFactorApp) -> None:
+def test_agent_asks_for_a_person_and_waits_for_the_hand_back(
+    stack: Stack, agent: AgentSetup, fa: SecondFactorApp
+) -> None:
     session = _pending_verify(stack, agent, fa)
     before = session.latest
     asked = session.ask_for_person("Enter the code sent to your phone")
@@ -199,6 +210,11 @@ def test_human_input_bad_fields_are_named(stack: Stack, agent: AgentSetup, fa: S
         return out
 
     got = _run(go())
-    assert got[:4] == ["INVALID_ARGUMENT lease_epoch", "INVALID_ARGUMENT kind", "INVALID_ARGUMENT x", "INVALID_ARGUMENT text"]
+    assert got[:4] == [
+        "INVALID_ARGUMENT lease_epoch",
+        "INVALID_ARGUMENT kind",
+        "INVALID_ARGUMENT x",
+        "INVALID_ARGUMENT text",
+    ]
     assert got[4] == "NOT_FOUND"
     session.close()

@@ -35,8 +35,8 @@
   var shown = null, pending = null;  // the metadata of the frame on screen, and of the one decoding
   window.__console = {frames: 0, lastFrame: null, inputs: []};
 
-  var frames = new EventSource("/sessions/" + encodeURIComponent(sid) + "/frames");
-  frames.addEventListener("frame", function (e) {
+  var live = new EventSource("/sessions/" + encodeURIComponent(sid) + "/live");
+  live.addEventListener("frame", function (e) {
     var meta = JSON.parse(e.data);
     pending = meta;
     img.src = "data:" + meta.mime + ";base64," + meta.data;
@@ -51,8 +51,7 @@
   });
 
   var timeline = document.getElementById("timeline");
-  var entries = new EventSource("/sessions/" + encodeURIComponent(sid) + "/timeline");
-  entries.addEventListener("entry", function (e) {
+  live.addEventListener("entry", function (e) {
     var item = JSON.parse(e.data);
     var li = document.createElement("li");
     li.textContent = item.line;
