@@ -47,6 +47,10 @@ class ConsoleDriver:
             raise Divergence("signing in to the console failed")
         self._csrf = csrf.group(1)
 
+    def page(self, path: str) -> str:
+        """A page as the signed-in operator's browser gets it."""
+        return self._get(path)
+
     def _get(self, path: str) -> str:
         with self._opener.open(self.url + path, timeout=15) as r:
             return str(r.read().decode())
