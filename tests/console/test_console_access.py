@@ -11,7 +11,9 @@ the executor.
 from __future__ import annotations
 
 import re
+import ssl
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -188,3 +190,34 @@ def test_the_agent_cannot_navigate_to_the_console_nor_post_to_it(console_stack: 
     with AuthzClient(stack.authz.address, stack.operator.token) as ops:
         lease = ops.get_lease("browser:victim")
     assert lease.holder == stack.operator.name and lease.epoch == held["epoch"]
+
+
+def test_the_console_serves_tls_and_marks_its_cookie_secure(console_stack: ConsoleStack, tmp_path: Path) -> None:
+    from handrail.console import ConsoleConfig, start_console
+    from tests.authz.test_desk_and_tls import _self_signed
+
+    cert, key = _self_signed(tmp_path)
+    stack = console_stack
+    running = start_console(
+        ConsoleConfig(
+            authz=stack.authz.address,
+            executors=(stack.executor.address,),
+            listen="127.0.0.1:0",
+            tls_cert=str(cert),
+            tls_key=str(key),
+        )
+    )
+    try:
+        assert running.url.startswith("https://")
+        trust = ssl.create_default_context(cafile=str(cert))
+        with httpx.Client(base_url=running.url, verify=trust, timeout=10) as c:
+            form = c.get("/signin")
+            csrf = re.search(r'name="csrf" value="([^"]+)"', form.text)
+            assert form.status_code == 200 and csrf is not None
+            assert "Secure" in form.headers["set-cookie"]
+            r = c.post("/signin", data={"csrf": csrf.group(1), "token": stack.operator.token, "next": "/"})
+            assert r.status_code == 303 and "Secure" in r.headers["set-cookie"]
+        with pytest.raises(httpx.HTTPError):  # plaintext to the TLS listener gets nowhere
+            httpx.get(running.url.replace("https://", "http://") + "/signin", timeout=5)
+    finally:
+        running.stop()

@@ -35,7 +35,9 @@ def test_a_person_at_the_wheel_of_a_desktop_window(
     desktop_agent: DesktopAgent, desktop_stack: Stack, notes: TkApp, thief: TkApp
 ) -> None:
     activate(notes)
-    session = desktop_agent.client.open_session(target=desktop_agent.target, desktop=DesktopTarget(window_id=notes.window_id()))
+    session = desktop_agent.client.open_session(
+        target=desktop_agent.target, desktop=DesktopTarget(window_id=notes.window_id())
+    )
     session.observe()
     op = desktop_stack.operator
     with desktop_stack.operator_client() as ops:
