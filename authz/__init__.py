@@ -13,6 +13,7 @@ The modules, bottom up (each imports only modules above it in this list)::
     _policy_index      which Cedar policies can fire for a request
     _policies          the Cedar policy engine
     _explain           redaction of the log, and explaining a decision in words
+    _reach             what agents never reach (the console's origins) and a person's input
     _watch             the in-process event hub behind Watch
     _journal           the memory-mapped decision journal files
     _store             the storage seam: the AuthzStore protocol

@@ -117,9 +117,18 @@ class PersonDesk:
         )
         self._requests[request.request_id] = request
         self._latest[session.session_id] = request.request_id
-        for old in [r for r in self._requests.values() if r.ended_at_ms and r.request_id not in self._latest.values()]:
-            del self._requests[old.request_id]
+        self._forget_old()
         return request
+
+    def _forget_old(self) -> None:
+        """Drop the requests of closed sessions, and ended ones a newer request replaced."""
+        open_ids = {s.session_id for s in self._sessions.all()}
+        for old in list(self._requests.values()):
+            newest = self._latest.get(old.session_id) == old.request_id
+            if old.session_id not in open_ids or (old.ended_at_ms and not newest):
+                del self._requests[old.request_id]
+                if newest:
+                    del self._latest[old.session_id]
 
     async def _refresh(self, request: PersonRequest) -> None:
         try:

@@ -24,6 +24,7 @@ from playwright.async_api import CDPSession, Page
 from playwright.async_api import Error as PlaywrightError
 
 from handrail.executor._backend import DispatchResult, DispatchStatus
+from handrail.executor._errors import BackendError
 from handrail.executor._live import Box, HumanInput, ScreenFrame
 from handrail.executor._models import ActionKind
 
@@ -89,7 +90,11 @@ class Screencast:
 
     async def _run(self) -> None:
         while True:
-            tab_id, page = self._active_page()
+            try:
+                tab_id, page = self._active_page()
+            except BackendError:  # the active tab was closed: wait for the session to switch
+                await asyncio.sleep(_RETARGET_S)
+                continue
             try:
                 await self._cast(tab_id, page)
             except PlaywrightError as exc:
@@ -135,13 +140,19 @@ class Screencast:
         params["maxHeight"] = min(height or vh, _MAX_SIDE)
         await cdp.send("Page.startScreencast", params)
         try:
-            while self._active_page()[1] is page and not page.is_closed():
+            while not page.is_closed() and self._still_active(page):
                 await asyncio.sleep(_RETARGET_S)
         finally:
             with contextlib.suppress(PlaywrightError):
                 await cdp.send("Page.stopScreencast")
             with contextlib.suppress(PlaywrightError):
                 await cdp.detach()
+
+    def _still_active(self, page: Page) -> bool:
+        try:
+            return self._active_page()[1] is page
+        except BackendError:
+            return False
 
 
 def _ignore(task: asyncio.Future[Any]) -> None:

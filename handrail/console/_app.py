@@ -169,7 +169,7 @@ def create_app(config: ConsoleConfig) -> Starlette:
             watcher = asyncio.create_task(watch())
             last = ""
             try:
-                while True:
+                while console.signins.alive(me.session_id):
                     data = await console.backends.overview(me.token)
                     digest = data.digest()
                     if digest != last:
@@ -242,7 +242,7 @@ def create_app(config: ConsoleConfig) -> Starlette:
         async def stream() -> AsyncIterator[dict[str, str]]:
             tasks = [asyncio.create_task(frames()), asyncio.create_task(entries())]
             try:
-                while True:
+                while console.signins.alive(me.session_id):
                     while not queue.empty():
                         yield queue.get_nowait()
                     getter = asyncio.ensure_future(queue.get())

@@ -83,6 +83,14 @@ class SignIns:
             sign_in.seen = now
             return sign_in
 
+    def alive(self, session_id: str) -> bool:
+        """Whether the session is still signed in (without counting this as a request:
+        an open page's live stream does not keep an abandoned sign-in alive)."""
+        now = self._now()
+        with self._lock:
+            s = self._by_id.get(session_id)
+            return s is not None and now - s.seen <= self.idle_s and now - s.created <= self.max_age_s
+
     def close(self, session_id: str) -> None:
         with self._lock:
             self._by_id.pop(session_id, None)
