@@ -149,7 +149,7 @@ class ConsoleDesk:
                     title=latest.title if latest else "",
                     latest_observation_id=latest.observation_id if latest else "",
                     last_action_id=action.action_id if action else "",
-                    last_action=timeline([action]).split("  ", 1)[-1] if action else "",
+                    last_action=_describe(action, actions) if action else "",
                     last_outcome=_outcome_of(action) if action else "",
                     last_action_at_ms=action.ts_ms if action else 0,
                     unknown_actions=tuple(u.action_id for u in self._outcomes.unknown_actions(session.target)),
@@ -348,6 +348,20 @@ def _outcome_of(entry: Entry) -> str:
     if isinstance(body, ReconcileBody):
         return "RECONCILED"
     return ""
+
+
+def _summary(entry: Entry) -> str:
+    """The readable part of an entry's timeline line (what it did, not its ids)."""
+    return timeline([entry]).split("  ")[-1]
+
+
+def _describe(action: Entry, recent: list[Entry]) -> str:
+    """An action as the overview shows it: who, what, and how it ended (if it has)."""
+    who = f"{'person' if action.principal_kind == 'human' else 'agent'} {action.principal}: "
+    if action.kind == "result":
+        intent = next((e for e in recent if e.action_id == action.action_id and e.kind == "intent"), None)
+        return who + (f"{_summary(intent)} → " if intent else "") + _summary(action)
+    return who + _summary(action)
 
 
 def _item(entry: Entry) -> TimelineItem:

@@ -15,9 +15,10 @@ Routes besides the subscription app's (``_subscription``):
     ``POST /keep``            the person keeps the subscription: nothing is pending, the
                               renewal stays on, ``kept`` is true.
 
-The verification page records every trusted key and click a person makes in it
-(``inputs`` in the state: ``"key"``/``"click"`` with ``isTrusted``), so that a test sees
-that input arrived as a person's, not as a script's.
+The verification page records every key and click a person makes in it (``inputs`` in
+the state, in the order the page saw them: ``kind`` key or click, ``trusted`` — the
+event's ``isTrusted`` — ``key`` and ``target``), so that a test sees that input arrived as
+a person's, not as a script's.
 """
 
 from __future__ import annotations
@@ -61,9 +62,12 @@ KEEP
 <script>
 (function () {
   "use strict";
+  var seq = 0;  // the reports race each other to the server: they are put back in order there
   function note(kind, event) {
-    var body = new URLSearchParams({kind: kind, trusted: String(event.isTrusted), key: event.key || "",
-                                    target: (event.target && (event.target.id || event.target.tagName)) || ""});
+    seq += 1;
+    var target = (event.target && (event.target.id || event.target.tagName)) || "";
+    var body = new URLSearchParams({seq: String(seq), kind: kind, trusted: String(event.isTrusted),
+                                    key: event.key || "", target: target});
     fetch("/__input", {method: "POST", body: body, keepalive: true});
   }
   document.addEventListener("keydown", function (e) { note("key", e); }, true);
@@ -103,11 +107,18 @@ class SecondFactorApp(SubscriptionApp):
                 self._state.update(pending="", kept=True)
             return Reply.redirect("/")
         if path == "/__input":
+            seq = int(form["seq"]) if form.get("seq", "").isdigit() else 0
+            report = {
+                "seq": seq,
+                "kind": form.get("kind", ""),
+                "trusted": form.get("trusted") == "true",
+                "key": form.get("key", ""),
+                "target": form.get("target", ""),
+            }
             with self._lock:
-                self._state["inputs"].append(
-                    {"kind": form.get("kind", ""), "trusted": form.get("trusted") == "true",
-                     "key": form.get("key", ""), "target": form.get("target", "")}
-                )  # fmt: skip
+                inputs = self._state["inputs"]
+                inputs.append(report)
+                inputs.sort(key=lambda r: r["seq"])  # in the order the page saw them
             return Reply(HTTPStatus.NO_CONTENT)
         return super()._post(path, form)
 
