@@ -32,10 +32,16 @@ class RunningConsole:
 def bind(listen: str) -> socket.socket:
     host, _, port = listen.rpartition(":")
     host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"listen address {listen!r}: the port must be a number within 0..65535")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, int(port or 0)))
+    try:
+        sock.bind((host, int(port)))
+    except OSError:
+        sock.close()
+        raise
     sock.listen(128)
     sock.set_inheritable(True)
     return sock
@@ -58,6 +64,7 @@ def start_console(config: ConsoleConfig) -> RunningConsole:
 
     Raises:
         OSError: the address cannot be bound.
+        ValueError: the address is not HOST:PORT.
     """
     sock = bind(config.listen)
     host, port = sock.getsockname()[:2]
