@@ -12,7 +12,7 @@ The modules, bottom up (each imports only modules above it in this list)::
     _decide            the decision function (lease, scope, Cedar, approvals)
     _policy_index      which Cedar policies can fire for a request
     _policies          the Cedar policy engine
-    _explain           redaction of the log, and explaining a decision in words
+    _explain           redaction of the log, the approval a check asks for, explaining a decision
     _reach             what agents never reach (the console's origins) and a person's input
     _watch             the in-process event hub behind Watch
     _journal           the memory-mapped decision journal files
@@ -24,6 +24,8 @@ The modules, bottom up (each imports only modules above it in this list)::
                        SQLite: one table each
     _sqlite_decisions  SQLite: the decision log, its journal and checkpointer thread
     _sqlite            SqliteStore: the parts above put together behind AuthzStore
+    _identity          who a caller is; whether a named principal is a live agent
+    _person_checks     the console's part: a person's input at the wheel, every lease
     _authorizer        the sidecar's behaviour over an AuthzStore (no gRPC)
     _wire              protobuf messages to records and back, and the wire enums
     _wire_responses    the servicer's responses
@@ -63,6 +65,8 @@ from handrail.authz._models import (
     GrantState,
     HolderKind,
     LeaseInfo,
+    PrincipalInfo,
+    PrincipalState,
     Role,
     WatchEventInfo,
 )
@@ -96,6 +100,8 @@ __all__ = [
     "PermissionDeniedError",
     "PolicyEngine",
     "PolicyError",
+    "PrincipalInfo",
+    "PrincipalState",
     "Reason",
     "Role",
     "SqliteStore",

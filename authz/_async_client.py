@@ -15,7 +15,15 @@ import grpc.aio
 from handrail.authz import _wire_calls as calls
 from handrail.authz._channel import channel_args, is_cancelled, map_grpc_errors, metadata
 from handrail.authz._errors import AuthzError
-from handrail.authz._models import ApprovalInfo, Decision, DecisionRecord, GrantInfo, LeaseInfo, WatchEventInfo
+from handrail.authz._models import (
+    ApprovalInfo,
+    Decision,
+    DecisionRecord,
+    GrantInfo,
+    LeaseInfo,
+    PrincipalInfo,
+    WatchEventInfo,
+)
 from handrail.authz._wire import event_from_pb
 from handrail.proto.authz.v1 import authz_pb2_grpc
 
@@ -158,6 +166,18 @@ class AsyncAuthzClient:
     async def list_leases(self) -> list[LeaseInfo]:
         """See :meth:`AuthzClient.list_leases`."""
         return await self._send(calls.list_leases())
+
+    async def list_principals(self) -> list[PrincipalInfo]:
+        """Every principal, by name, never a token (operator, admin)."""
+        return await self._send(calls.list_principals())
+
+    async def revoke_principal(self, name: str) -> PrincipalInfo:
+        """Revoke a principal: its token fails on the very next call (admin)."""
+        return await self._send(calls.revoke_principal(name))
+
+    async def rotate_token(self, name: str, expires_at_ms: int = 0) -> tuple[PrincipalInfo, str]:
+        """A new token for ``name`` (the old one fails at once); (principal, token) (admin)."""
+        return await self._send(calls.rotate_token(name, expires_at_ms))
 
     async def close_task(self, task_id: str) -> list[GrantInfo]:
         """See :meth:`AuthzClient.close_task`."""

@@ -11,12 +11,11 @@ import dataclasses
 import heapq
 import logging
 import threading
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 from handrail._vocabulary import Reason
-from handrail.authz import _core
+from handrail.authz import _core, _identity
 from handrail.authz._decide import (
     APPROVAL_CREATE,
     APPROVAL_USE,
@@ -27,11 +26,11 @@ from handrail.authz._decide import (
 from handrail.authz._errors import (
     AuthzError,
     InvalidArgumentError,
+    NotFoundError,
     PermissionDeniedError,
     PolicyError,
-    UnauthenticatedError,
 )
-from handrail.authz._explain import explain_text, redact_check
+from handrail.authz._explain import approval_request, explain_text, redact_check
 from handrail.authz._models import (
     DEFAULT_APPROVAL_TIMEOUT_MS,
     ApprovalInfo,
@@ -44,11 +43,13 @@ from handrail.authz._models import (
     LeaseInfo,
     PolicyResult,
     Principal,
+    PrincipalInfo,
     Role,
     WatchEventInfo,
 )
+from handrail.authz._person_checks import PersonChecks
 from handrail.authz._policies import PolicyEngine
-from handrail.authz._reach import ConsoleOrigins, decide_human
+from handrail.authz._reach import ConsoleOrigins
 from handrail.authz._store import AuthzStore
 from handrail.authz._watch import EventHub, Subscription
 
@@ -63,7 +64,7 @@ _MAX_ATTEMPTS = 16
 MAX_LISTED = 1000
 
 
-class Authorizer:
+class Authorizer(PersonChecks):
     """The sidecar's behaviour over one store.
 
     Args:
@@ -135,15 +136,29 @@ class Authorizer:
     # --- identity -----------------------------------------------------------------------------
 
     def authenticate(self, token: str) -> Principal:
-        """The caller a bearer token names.
+        """The caller a bearer token names (see :func:`._identity.authenticate`)."""
+        return _identity.authenticate(self.store, token)
 
-        Raises:
-            UnauthenticatedError: no token, or one that names nobody.
-        """
-        caller = self.store.authenticate(token) if token else None
-        if caller is None:
-            raise UnauthenticatedError("missing or unknown bearer token" if token else "missing bearer token")
-        return caller
+    # --- principals ---------------------------------------------------------------------------
+
+    def list_principals(self, caller: Principal) -> list[PrincipalInfo]:
+        """Every principal, by name (operator, admin)."""
+        _core.require_role(caller, _core.PRINCIPAL_READERS, "list principals")
+        return self.store.principals()
+
+    def revoke_principal(self, caller: Principal, name: str) -> PrincipalInfo:
+        """Revoke a principal (admin); its token fails on the very next call."""
+        _core.require_role(caller, _core.ADMINS, "revoke a principal")
+        info = self.store.revoke_principal(name)
+        log.info("principal %s revoked by %s", name, caller.name)
+        return info
+
+    def rotate_token(self, caller: Principal, name: str, expires_at_ms: int) -> tuple[PrincipalInfo, str]:
+        """A new token for ``name`` (admin); the old one fails at once."""
+        _core.require_role(caller, _core.ADMINS, "rotate a token")
+        info, token = self.store.rotate_token(name, None, expires_at_ms)
+        log.info("token of %s rotated by %s", name, caller.name)
+        return info, token
 
     # --- checks -------------------------------------------------------------------------------
 
@@ -151,6 +166,10 @@ class Authorizer:
         """Decide one action and log the decision (see :mod:`._decide`)."""
         origin = _core.validate_check(request)
         _core.authorize_check(caller, request.principal)
+        if caller.name != request.principal:
+            problem = _identity.not_a_live_agent(self.store, request.principal)
+            if problem:
+                return self._deny(caller, request, Reason.UNAUTHENTICATED, problem)
         engine, shadow = self._engines
         path = url_path(request.url)
         base = engine.base_context(request, origin, path, console=self.console_origins.contains(request.url))
@@ -182,7 +201,7 @@ class Authorizer:
                 decision = dataclasses.replace(decision, decision_id=decision_id)
             new_approval = None
             if verdict.approval == APPROVAL_CREATE:
-                new_approval = self._new_approval(request, verdict, decision, now)
+                new_approval = approval_request(request, verdict, decision, now)
                 decision = dataclasses.replace(decision, approval_id=new_approval.approval_id)
             if shadow is not None:
                 would = shadow.evaluate(request, origin, verdict.grant, base=base)
@@ -223,48 +242,6 @@ class Authorizer:
             return decision
         raise AuthzError(f"check of {request.target!r} kept losing races; try again")
 
-    def check_human_input(self, caller: Principal, request: CheckInput) -> Decision:
-        """Decide and log a person's own input at the wheel (:func:`._reach.decide_human`)."""
-        _core.validate_check(request)
-        _core.require_role(caller, _core.MANAGERS, "send a person's input")
-        if request.principal != caller.name:
-            raise PermissionDeniedError(f"{caller.name!r} may send only its own input, not {request.principal!r}'s")
-        now, lease = self.store.now_ms(), self.store.lease_row(request.target)
-        decision = dataclasses.replace(decide_human(request, lease, now), decision_id=self.store.new_decision_id())
-        self.store.record_decision(
-            DecisionRecord(decision.decision_id, now, caller.name, redact_check(request), decision, lease)
-        )
-        return decision
-
-    def list_leases(self, caller: Principal) -> list[LeaseInfo]:
-        """Every target's lease as it stands now (executor, operator, admin)."""
-        _core.require_role(caller, _core.READERS, "list leases")
-        return [lease.effective(self.store.now_ms()) for lease in self.store.leases()]
-
-    def _new_approval(self, request: CheckInput, verdict: Verdict, decision: Decision, now: int) -> ApprovalInfo:
-        redacted = redact_check(request)
-        return ApprovalInfo(
-            approval_id=uuid.uuid4().hex,
-            principal=request.principal,
-            target=request.target,
-            fingerprint=request.fingerprint,
-            status=ApprovalStatus.PENDING.value,
-            deadline_ms=now + verdict.approval_timeout_ms,
-            lease_epoch=request.lease_epoch,
-            verb=request.verb,
-            url=redacted.url,
-            element_role=request.element_role,
-            element_name=request.element_name,
-            window_class=request.window_class,
-            window_title=request.window_title,
-            observation_id=request.observation_id,
-            action_id=request.action_id,
-            grant_id=decision.grant_id,
-            policies=verdict.approval_policies,
-            created_at_ms=now,
-            decision_id=decision.decision_id,
-        )
-
     def _after_commit(self, verdict: Verdict, decision: Decision, new_approval: ApprovalInfo | None) -> None:
         if verdict.consume and verdict.grant is not None:
             grant = self.store.indexed_grant(verdict.grant.grant_id)
@@ -294,11 +271,25 @@ class Authorizer:
         record = DecisionRecord(decision.decision_id, self.store.now_ms(), "", redact_check(request), decision)
         self.store.record_decision(record)
 
+    def _deny(self, caller: Principal, request: CheckInput, reason: Reason, message: str) -> Decision:
+        """Log and return a refusal decided before the lease and the grants are read."""
+        lease = self.store.lease_row(request.target)
+        decision = Decision(
+            False, reason.value, message, self.store.new_decision_id(), lease_epoch=lease.epoch if lease else 0
+        )
+        record = DecisionRecord(
+            decision.decision_id, self.store.now_ms(), caller.name, redact_check(request), decision, lease
+        )
+        self.store.record_decision(record)
+        return decision
+
     # --- grants -------------------------------------------------------------------------------
 
     def grant(self, caller: Principal, grant: GrantInfo) -> GrantInfo:
         """Store a new grant (operator, admin)."""
         _core.authorize_manage(caller, "grant")
+        _core.check_text("grant.principal", grant.principal, required=True)
+        _identity.live_agent(self.store, grant.principal, "grant.principal")
         stored = self.store.add_grant(grant, caller.name)
         log.info("grant %s by %s: %s", stored.grant_id, caller.name, stored)
         if stored.expires_at_ms:
@@ -345,6 +336,13 @@ class Authorizer:
     def acquire(self, caller: Principal, target: str, holder: str, ttl_ms: int) -> LeaseInfo:
         """An agent takes a free, lapsed or handed-back lease, or renews its own."""
         holder = _core.resolve_holder(caller, holder, "acquire a lease")
+        _core.check_text("target", target, required=True)
+        now = self.store.now_ms()
+        if not any(g.is_active(now) for g in self.store.grants_for(holder, target)):
+            raise PermissionDeniedError(
+                f"{holder!r} has no live grant on {target!r}: only a grant holder may take its lease",
+                reason="NO_GRANT",
+            )
         return self._change(target, "acquire", lambda cur, now: _core.lease_acquire(cur, holder, ttl_ms, now))
 
     def renew(self, caller: Principal, target: str, holder: str, epoch: int, ttl_ms: int) -> LeaseInfo:
@@ -372,6 +370,9 @@ class Authorizer:
     def hand_back(self, caller: Principal, target: str, epoch: int, next_holder: str) -> LeaseInfo:
         """A person frees the lease at ``epoch`` (operator, admin), maybe for one agent."""
         _core.authorize_manage(caller, "hand back")
+        _core.check_text("next_holder", next_holder)
+        if next_holder:
+            _identity.live_agent(self.store, next_holder, "next_holder")
         lease = self._change(
             target,
             "handback",
@@ -421,9 +422,11 @@ class Authorizer:
 
     def get_approval(self, caller: Principal, approval_id: str) -> ApprovalInfo:
         """One approval (executor, operator, admin, or the agent it is for)."""
+        _core.check_text("approval_id", approval_id, required=True)
         approval = self.store.get_approval(approval_id)
         if caller.role not in _core.READERS and approval.principal != caller.name:
-            raise PermissionDeniedError(f"role {caller.role} may only read its own approvals")
+            # Another principal's approval reads as an unknown one: no existence oracle.
+            raise NotFoundError(f"no approval with id {approval_id!r}", field="approval_id")
         return approval
 
     def list_approvals(

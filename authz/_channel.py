@@ -3,7 +3,8 @@
 :class:`~handrail.authz.AuthzClient` and :class:`~handrail.authz.AsyncAuthzClient` send
 every call inside :class:`map_grpc_errors`, so a :class:`grpc.RpcError` never leaves them:
 unavailability and deadlines become :class:`AuthzUnavailableError` (a caller fails closed),
-any other status becomes :class:`AuthzRpcError` naming it.
+any other status becomes an :class:`AuthzRpcError` that is also the error of its code
+(:data:`~._errors.REMOTE_ERRORS`), carrying the ``ErrorInfo`` reason and field.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from typing import Any
 
 import grpc
 
-from handrail.authz._errors import AuthzError, AuthzRpcError, AuthzUnavailableError
+from handrail._rpc import AUTH_METADATA_KEY, AUTH_SCHEME, error_detail
+from handrail.authz._errors import REMOTE_ERRORS, AuthzError, AuthzRpcError, AuthzUnavailableError
 
 _UNAVAILABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
@@ -47,11 +49,12 @@ class GrpcErrorMap:
 
 
 def _authz_error(exc: grpc.RpcError, address: str) -> AuthzError:
-    code: grpc.StatusCode = exc.code()
-    details: str = exc.details() or ""
+    detail = error_detail(exc)
+    code = detail.code
     if code in _UNAVAILABLE:
-        return AuthzUnavailableError(f"authz at {address} is unavailable ({code.name}): {details}")
-    return AuthzRpcError(code.name, details)
+        return AuthzUnavailableError(f"authz at {address} is unavailable ({code.name}): {detail.message}")
+    cls = REMOTE_ERRORS.get(code.name, AuthzRpcError)
+    return cls(code.name, detail.message, reason=detail.reason, metadata=dict(detail.metadata))
 
 
 def is_cancelled(exc: AuthzError) -> bool:
@@ -61,7 +64,7 @@ def is_cancelled(exc: AuthzError) -> bool:
 
 def metadata(token: str) -> tuple[tuple[str, str], ...]:
     """The call metadata that carries ``token``."""
-    return (("authorization", f"Bearer {token}"),)
+    return ((AUTH_METADATA_KEY, f"{AUTH_SCHEME} {token}"),)
 
 
 def channel_args(root_certificates: bytes | None, server_name: str | None) -> tuple[Any, list[tuple[str, str]]]:

@@ -1,7 +1,8 @@
 """The authz package's command line: its parsers, and which command each one runs.
 
-``handrail authz serve`` runs the sidecar; ``handrail authz principal add|list`` edit the store
-file directly (file access is admin); ``handrail authz policies`` checks a policy directory
+``handrail authz serve`` runs the sidecar; ``handrail authz principal add|list|revoke|rotate``
+edit the store file directly (file access is admin; a running sidecar sees the change on the
+very next call); ``handrail authz policies`` checks a policy directory
 locally. The operator commands (``grant``, ``revoke``, ``grants``, ``close-task``,
 ``takeover``, ``handback``, ``lease``, ``expire-lease``, ``approve``, ``deny``,
 ``approvals``, ``watch``, ``authz reload``) talk to a running sidecar; ``authz explain`` and
@@ -31,6 +32,8 @@ from handrail.authz._cli_commands import (
     cmd_policies,
     cmd_principal_add,
     cmd_principal_list,
+    cmd_principal_revoke,
+    cmd_principal_rotate,
     cmd_reload,
     cmd_revoke,
     cmd_serve,
@@ -150,11 +153,21 @@ def register(subparsers: _Subparsers) -> None:
     add.add_argument("name")
     add.add_argument("--role", required=True, choices=ROLES)
     add.add_argument("--token", default=None, help="the token to use (default: generated)")
+    add.add_argument("--ttl", type=float, default=0, help="seconds until the token expires (default: never)")
     _data_dir_arg(add)
     add.set_defaults(func=cmd_principal_add)
-    lst = principal_sub.add_parser("list", help="list principals")
+    lst = principal_sub.add_parser("list", help="list principals: role, state, expiry")
     _data_dir_arg(lst)
     lst.set_defaults(func=cmd_principal_list)
+    revoke = principal_sub.add_parser("revoke", help="revoke a principal: its token fails on the very next call")
+    revoke.add_argument("name")
+    _data_dir_arg(revoke)
+    revoke.set_defaults(func=cmd_principal_revoke)
+    rotate = principal_sub.add_parser("rotate", help="give a principal a new token (printed); the old one fails")
+    rotate.add_argument("name")
+    rotate.add_argument("--ttl", type=float, default=0, help="seconds until the new token expires (default: never)")
+    _data_dir_arg(rotate)
+    rotate.set_defaults(func=cmd_principal_rotate)
 
     grant = subparsers.add_parser("grant", help="grant an agent verbs on a target")
     grant.add_argument("--principal", required=True, help="the agent")

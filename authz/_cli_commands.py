@@ -88,30 +88,57 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_principal_add(args: argparse.Namespace) -> int:
-    """``handrail authz principal add``: print the new principal's token."""
+def _on_store(args: argparse.Namespace, command: Callable[[SqliteStore], None]) -> int:
+    """Run ``command`` on the store file of ``--data-dir``; an error is one line, exit 1."""
+    if not Path(args.data_dir).is_dir() and getattr(args, "func", None) is not cmd_principal_add:
+        print(f"error: no data directory {args.data_dir}", file=sys.stderr)
+        return 1
     try:
-        store = SqliteStore.in_dir(args.data_dir)
-        try:
-            token = store.add_principal(args.name, args.role, args.token)
-        finally:
-            store.close()
+        with SqliteStore.in_dir(args.data_dir) as store:
+            command(store)
     except AuthzError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(token)
     return 0
+
+
+def _expiry(ttl_s: float) -> int:
+    return _now_ms() + int(ttl_s * 1000) if ttl_s > 0 else 0
+
+
+def cmd_principal_add(args: argparse.Namespace) -> int:
+    """``handrail authz principal add``: print the new principal's token."""
+    return _on_store(
+        args, lambda store: print(store.add_principal(args.name, args.role, args.token, _expiry(args.ttl)))
+    )
 
 
 def cmd_principal_list(args: argparse.Namespace) -> int:
-    """``handrail authz principal list``."""
-    store = SqliteStore.in_dir(args.data_dir)
-    try:
-        for name, role, created in store.list_principals():
-            print(f"{name}\t{role}\t{_when(created)}")
-    finally:
-        store.close()
-    return 0
+    """``handrail authz principal list``: name, role, state, added, expires."""
+
+    def show(store: SqliteStore) -> None:
+        now = store.now_ms()
+        for p in store.principals():
+            print(
+                f"{p.name}\t{p.role}\t{p.state(now)}\tadded {_when(p.created_at_ms)}\texpires {_when(p.expires_at_ms)}"
+            )
+
+    return _on_store(args, show)
+
+
+def cmd_principal_revoke(args: argparse.Namespace) -> int:
+    """``handrail authz principal revoke``."""
+
+    def revoke(store: SqliteStore) -> None:
+        info = store.revoke_principal(args.name)
+        print(f"revoked {info.name} ({info.role}) at {_when(info.revoked_at_ms)}")
+
+    return _on_store(args, revoke)
+
+
+def cmd_principal_rotate(args: argparse.Namespace) -> int:
+    """``handrail authz principal rotate``: print the new token."""
+    return _on_store(args, lambda store: print(store.rotate_token(args.name, None, _expiry(args.ttl))[1]))
 
 
 # --- operator commands ------------------------------------------------------------------------

@@ -20,7 +20,15 @@ import grpc
 from handrail.authz import _wire_calls as calls
 from handrail.authz._channel import channel_args, is_cancelled, map_grpc_errors, metadata
 from handrail.authz._errors import AuthzError
-from handrail.authz._models import ApprovalInfo, Decision, DecisionRecord, GrantInfo, LeaseInfo, WatchEventInfo
+from handrail.authz._models import (
+    ApprovalInfo,
+    Decision,
+    DecisionRecord,
+    GrantInfo,
+    LeaseInfo,
+    PrincipalInfo,
+    WatchEventInfo,
+)
 from handrail.authz._wire import event_from_pb
 from handrail.proto.authz.v1 import authz_pb2_grpc
 
@@ -209,6 +217,18 @@ class AuthzClient:
     def list_leases(self) -> list[LeaseInfo]:
         """Every target's lease as it stands now (executor, operator, admin)."""
         return self._send(calls.list_leases())
+
+    def list_principals(self) -> list[PrincipalInfo]:
+        """Every principal, by name, never a token (operator, admin)."""
+        return self._send(calls.list_principals())
+
+    def revoke_principal(self, name: str) -> PrincipalInfo:
+        """Revoke a principal: its token fails on the very next call (admin)."""
+        return self._send(calls.revoke_principal(name))
+
+    def rotate_token(self, name: str, expires_at_ms: int = 0) -> tuple[PrincipalInfo, str]:
+        """A new token for ``name`` (the old one fails at once); (principal, token) (admin)."""
+        return self._send(calls.rotate_token(name, expires_at_ms))
 
     def close_task(self, task_id: str) -> list[GrantInfo]:
         """End every grant bound to ``task_id`` (operator); return them."""

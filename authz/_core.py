@@ -45,6 +45,7 @@ __all__ = [
     "MAX_APPROVAL_TIMEOUT_MS",
     "MAX_FIELD_CHARS",
     "MAX_TTL_MS",
+    "PRINCIPAL_READERS",
     "READERS",
     "WATCHERS",
     "authorize_check",
@@ -271,6 +272,7 @@ def validate_grant(grant: GrantInfo, now_ms: int) -> GrantInfo:
 # --- who may do what --------------------------------------------------------------------------
 
 _GRANTERS = frozenset({Role.OPERATOR, Role.ADMIN})
+PRINCIPAL_READERS = frozenset({Role.OPERATOR, Role.ADMIN})
 _CHECKERS = frozenset({Role.AGENT, Role.EXECUTOR, Role.ADMIN})
 _LEASE_USERS = frozenset({Role.AGENT, Role.EXECUTOR, Role.OPERATOR, Role.ADMIN})
 WATCHERS = frozenset({Role.EXECUTOR, Role.OPERATOR, Role.ADMIN})
@@ -329,10 +331,11 @@ def lease_acquire(lease: LeaseInfo, holder: str, ttl_ms: int, now_ms: int) -> Le
     if lease.is_live(now_ms):
         if lease.holder_kind == HolderKind.AGENT and lease.holder == holder:
             return dataclasses.replace(lease, expires_at_ms=now_ms + ttl)
-        raise LeaseConflictError(f"the lease on {lease.target!r} is held by {_describe(lease)}")
+        raise LeaseConflictError(f"the lease on {lease.target!r} is held by {_describe(lease)}", reason="LEASE_HELD")
     if lease.next_holder and lease.next_holder != holder:
         raise LeaseConflictError(
-            f"the lease on {lease.target!r} was handed back to {lease.next_holder!r}; {holder!r} may not acquire it"
+            f"the lease on {lease.target!r} was handed back to {lease.next_holder!r}; {holder!r} may not acquire it",
+            reason="LEASE_RESERVED",
         )
     return LeaseInfo(lease.target, HolderKind.AGENT.value, holder, lease.epoch + 1, now_ms + ttl)
 
@@ -340,10 +343,13 @@ def lease_acquire(lease: LeaseInfo, holder: str, ttl_ms: int, now_ms: int) -> Le
 def _require_holder(lease: LeaseInfo, holder: str, epoch: int, what: str) -> None:
     if lease.holder_kind != HolderKind.AGENT or lease.holder != holder:
         held = _describe(lease) if lease.holder_kind else "nobody"
-        raise LeaseConflictError(f"cannot {what} the lease on {lease.target!r}: it is held by {held}, not {holder!r}")
+        raise LeaseConflictError(
+            f"cannot {what} the lease on {lease.target!r}: it is held by {held}, not {holder!r}", reason="NOT_HOLDER"
+        )
     if epoch != lease.epoch:
         raise LeaseConflictError(
-            f"cannot {what} the lease on {lease.target!r}: epoch {epoch} is stale (current {lease.epoch})"
+            f"cannot {what} the lease on {lease.target!r}: epoch {epoch} is stale (current {lease.epoch})",
+            reason="STALE_EPOCH",
         )
 
 
@@ -391,6 +397,7 @@ def lease_hand_back(lease: LeaseInfo, epoch: int, next_holder: str, now_ms: int)
     check_text("next_holder", next_holder)
     if epoch != lease.epoch:
         raise LeaseConflictError(
-            f"cannot hand back the lease on {lease.target!r}: epoch {epoch} is stale (current {lease.epoch})"
+            f"cannot hand back the lease on {lease.target!r}: epoch {epoch} is stale (current {lease.epoch})",
+            reason="STALE_EPOCH",
         )
     return LeaseInfo(lease.target, "", "", lease.epoch + 1, 0, next_holder)

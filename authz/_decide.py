@@ -7,7 +7,9 @@ create or use an approval, log the decision) in one transaction.
 
 The order of judgement, each refusal with its own reason:
 
-1. the lease: ``NO_LEASE``, ``HELD_BY_HUMAN``, ``STALE_EPOCH``;
+1. the lease: ``NO_LEASE``, ``HELD_BY_HUMAN``, ``STALE_EPOCH`` (no live lease and every
+   grant of the principal on the target ended: that grant's reason, since only a grant
+   holder may take the lease);
 2. the grants of (principal, target) whose scope covers the action (verb, origin, path,
    element role and name, window class and title): none ⇒ ``OUT_OF_SCOPE``; none active ⇒
    ``GRANT_REVOKED``, ``GRANT_EXHAUSTED`` or ``GRANT_EXPIRED``;
@@ -189,6 +191,15 @@ def decide(
     considered = tuple([g.grant_id for g in grants])
     refusal = judge_lease(request, lease, now_ms)
     if refusal is not None:
+        if (lease is None or not lease.is_live(now_ms)) and grants and not any(g.is_active(now_ms) for g in grants):
+            # Only a grant holder may take a lease: with every grant ended, the grant is why.
+            states = {g.state(now_ms): g for g in grants}
+            for state, reason, text in _INACTIVE:
+                if state in states:
+                    grant = states[state]
+                    message = f"no live control lease on {request.target!r}: the grant {text}"
+                    decision = _deny(reason, message, lease, grant_id=grant.grant_id)
+                    return Verdict(decision, grant, considered=considered)
         return Verdict(refusal, considered=considered)
     assert lease is not None
     epoch = lease.epoch

@@ -12,11 +12,15 @@ Every error below carries a ``reason`` code (see :class:`handrail._errors.Handra
         ├── AlreadyExistsError       a principal name or token is taken
         ├── PolicyError              a Cedar policy or schema file is broken (``.file``, ``.line``)
         ├── AuthzUnavailableError    client: the sidecar is unreachable or past its deadline
-        └── AuthzRpcError            client: any other gRPC error (``.code_name``, ``.details``)
+        └── AuthzRpcError            client: any other gRPC error (``.code_name``, ``.details``,
+                                     ``.field``, ``.metadata``; ``.reason`` is ErrorInfo's)
 
 Each edge maps foreign errors in one place: the servicer turns these errors into gRPC status
-codes (``_service._rpc``); both clients turn gRPC errors into :class:`AuthzUnavailableError`
-and :class:`AuthzRpcError` (``_channel.map_grpc_errors``); the SQLite store turns a taken
+codes with an ``ErrorInfo`` (``_service._rpc``, by the rule of :mod:`handrail._rpc`); both
+clients turn gRPC errors back into this tree (``_channel.map_grpc_errors``): a status the
+sidecar sent becomes an :class:`AuthzRpcError` that is also the error of its code
+(``except PermissionDeniedError`` catches a remote PERMISSION_DENIED, ``except
+InvalidArgumentError`` a remote bad field, with ``.field``); the SQLite store turns a taken
 name into :class:`AlreadyExistsError`.
 """
 
@@ -58,9 +62,18 @@ class PermissionDeniedError(AuthzError):
 
 
 class NotFoundError(AuthzError):
-    """The named grant or principal does not exist."""
+    """The named grant, approval, decision or principal does not exist (or is another
+    principal's: the two are not told apart).
+
+    Attributes:
+        field: the request field that named it, when known.
+    """
 
     reason = "NOT_FOUND"
+
+    def __init__(self, message: str, *, field: str = "", reason: str | None = None) -> None:
+        super().__init__(message, reason=reason)
+        self.field = field
 
 
 class AlreadyExistsError(AuthzError):
@@ -110,9 +123,59 @@ class AuthzRpcError(AuthzError):
     Attributes:
         code_name: the gRPC status code name (``"PERMISSION_DENIED"`` ...).
         details: the server's message.
+        reason: the ``ErrorInfo`` reason (``"LEASE_HELD"``, ``"TOKEN_REVOKED"`` ...), else
+            the code's name.
+        field: the bad request field (``ErrorInfo.metadata["field"]``), or ``""``.
+        metadata: the whole ``ErrorInfo.metadata``.
     """
 
-    def __init__(self, code_name: str, details: str) -> None:
-        super().__init__(f"{code_name}: {details}", reason=code_name)
+    def __init__(
+        self,
+        code_name: str,
+        details: str,
+        *,
+        reason: str = "",
+        metadata: dict[str, str] | None = None,
+    ) -> None:
+        AuthzError.__init__(self, f"{code_name}: {details}", reason=reason or code_name)
         self.code_name = code_name
         self.details = details
+        self.metadata = dict(metadata or {})
+        self.field = self.metadata.get("field", "")
+
+
+class RemoteInvalidArgumentError(AuthzRpcError, InvalidArgumentError):
+    """client: INVALID_ARGUMENT from the sidecar (``.field`` names the field)."""
+
+
+class RemoteUnauthenticatedError(AuthzRpcError, UnauthenticatedError):
+    """client: UNAUTHENTICATED from the sidecar (``.reason``: TOKEN_MISSING, TOKEN_UNKNOWN,
+    TOKEN_REVOKED or TOKEN_EXPIRED)."""
+
+
+class RemotePermissionDeniedError(AuthzRpcError, PermissionDeniedError):
+    """client: PERMISSION_DENIED from the sidecar."""
+
+
+class RemoteNotFoundError(AuthzRpcError, NotFoundError):
+    """client: NOT_FOUND from the sidecar."""
+
+
+class RemoteAlreadyExistsError(AuthzRpcError, AlreadyExistsError):
+    """client: ALREADY_EXISTS from the sidecar."""
+
+
+class RemoteConflictError(AuthzRpcError, LeaseConflictError):
+    """client: FAILED_PRECONDITION from the sidecar (a lease conflict, a stale epoch, a
+    broken policy set: ``.reason`` says which)."""
+
+
+#: The client-side class of each status code the sidecar answers with.
+REMOTE_ERRORS: dict[str, type[AuthzRpcError]] = {
+    "INVALID_ARGUMENT": RemoteInvalidArgumentError,
+    "UNAUTHENTICATED": RemoteUnauthenticatedError,
+    "PERMISSION_DENIED": RemotePermissionDeniedError,
+    "NOT_FOUND": RemoteNotFoundError,
+    "ALREADY_EXISTS": RemoteAlreadyExistsError,
+    "FAILED_PRECONDITION": RemoteConflictError,
+}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -16,9 +17,17 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from handrail._vocabulary import Reason
 from handrail.authz._core import url_origin
-from handrail.authz._decide import grant_mismatch, url_path
+from handrail.authz._decide import Verdict, grant_mismatch, url_path
 from handrail.authz._errors import InvalidArgumentError
-from handrail.authz._models import CheckInput, DecisionRecord, GrantInfo, GrantState
+from handrail.authz._models import (
+    ApprovalInfo,
+    ApprovalStatus,
+    CheckInput,
+    Decision,
+    DecisionRecord,
+    GrantInfo,
+    GrantState,
+)
 from handrail.authz._policies import PolicyEngine
 
 REDACTED = "[REDACTED]"
@@ -228,3 +237,29 @@ def _grant_summary(grant: GrantInfo) -> str:
         parts.append(f"until {when(grant.expires_at_ms)}")
     parts.append(f"by {grant.granted_by}")
     return "; ".join(parts)
+
+
+def approval_request(request: CheckInput, verdict: Verdict, decision: Decision, now: int) -> ApprovalInfo:
+    """The pending approval a check asks for (its URL redacted of secrets)."""
+    redacted = redact_check(request)
+    return ApprovalInfo(
+        approval_id=uuid.uuid4().hex,
+        principal=request.principal,
+        target=request.target,
+        fingerprint=request.fingerprint,
+        status=ApprovalStatus.PENDING.value,
+        deadline_ms=now + verdict.approval_timeout_ms,
+        lease_epoch=request.lease_epoch,
+        verb=request.verb,
+        url=redacted.url,
+        element_role=request.element_role,
+        element_name=request.element_name,
+        window_class=request.window_class,
+        window_title=request.window_title,
+        observation_id=request.observation_id,
+        action_id=request.action_id,
+        grant_id=decision.grant_id,
+        policies=verdict.approval_policies,
+        created_at_ms=now,
+        decision_id=decision.decision_id,
+    )

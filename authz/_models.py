@@ -57,12 +57,54 @@ class HolderKind(enum.StrEnum):
     HUMAN = "human"
 
 
+class PrincipalState(enum.StrEnum):
+    """Where a principal is in its life (:meth:`PrincipalInfo.state`)."""
+
+    ACTIVE = "active"
+    REVOKED = "revoked"
+    EXPIRED = "expired"
+
+
 @dataclass(frozen=True)
 class Principal:
-    """An authenticated caller."""
+    """An authenticated caller.
+
+    Attributes:
+        name: the principal's name.
+        role: a :class:`Role` value.
+        expires_at_ms: when its token stops authenticating (0: never).
+    """
 
     name: str
     role: str
+    expires_at_ms: int = 0
+
+
+@dataclass(frozen=True)
+class PrincipalInfo:
+    """A principal as the store holds it (never its token).
+
+    Attributes:
+        name: its unique name.
+        role: a :class:`Role` value.
+        created_at_ms: when it was added.
+        expires_at_ms: when its token stops authenticating (0: never).
+        revoked_at_ms: when it was revoked (0: not revoked).
+    """
+
+    name: str
+    role: str
+    created_at_ms: int = 0
+    expires_at_ms: int = 0
+    revoked_at_ms: int = 0
+
+    def state(self, now_ms: int) -> PrincipalState:
+        """Its :class:`PrincipalState` at ``now_ms``."""
+        if self.revoked_at_ms:
+            return PrincipalState.REVOKED
+        if self.expires_at_ms and self.expires_at_ms <= now_ms:
+            return PrincipalState.EXPIRED
+        return PrincipalState.ACTIVE
 
 
 @dataclass(frozen=True)

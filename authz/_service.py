@@ -23,11 +23,14 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from handrail._rpc import AUTHZ_DOMAIN, add_service, cannot_listen, error_status, port_taken
+from handrail._rpc import bearer_token as bearer_token
 from handrail.authz import _wire, _wire_responses
 from handrail.authz._authorizer import Authorizer
 from handrail.authz._errors import (
     AlreadyExistsError,
     AuthzError,
+    AuthzUnavailableError,
     InvalidArgumentError,
     LeaseConflictError,
     NotFoundError,
@@ -49,15 +52,31 @@ log = logging.getLogger(__name__)
 #: The full name of the service, as health checks and reflection know it.
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Authz"].full_name
 
-_STATUS: dict[type[AuthzError], grpc.StatusCode] = {
-    InvalidArgumentError: grpc.StatusCode.INVALID_ARGUMENT,
-    UnauthenticatedError: grpc.StatusCode.UNAUTHENTICATED,
-    PermissionDeniedError: grpc.StatusCode.PERMISSION_DENIED,
-    NotFoundError: grpc.StatusCode.NOT_FOUND,
-    AlreadyExistsError: grpc.StatusCode.ALREADY_EXISTS,
-    LeaseConflictError: grpc.StatusCode.FAILED_PRECONDITION,
-    PolicyError: grpc.StatusCode.FAILED_PRECONDITION,
-}
+# The status code of each error, most specific first (docs/errors.md). Whatever else an
+# AuthzError says (a check that kept losing races) may succeed when retried.
+_STATUS: tuple[tuple[type[AuthzError], grpc.StatusCode], ...] = (
+    (InvalidArgumentError, grpc.StatusCode.INVALID_ARGUMENT),
+    (UnauthenticatedError, grpc.StatusCode.UNAUTHENTICATED),
+    (PermissionDeniedError, grpc.StatusCode.PERMISSION_DENIED),
+    (NotFoundError, grpc.StatusCode.NOT_FOUND),
+    (AlreadyExistsError, grpc.StatusCode.ALREADY_EXISTS),
+    (LeaseConflictError, grpc.StatusCode.FAILED_PRECONDITION),
+    (PolicyError, grpc.StatusCode.FAILED_PRECONDITION),
+    (AuthzUnavailableError, grpc.StatusCode.UNAVAILABLE),
+    (AuthzError, grpc.StatusCode.UNAVAILABLE),
+)
+
+
+def status_of(exc: AuthzError) -> grpc.Status:
+    """The status (code, message, ErrorInfo) an error is answered with."""
+    code = next(c for cls, c in _STATUS if isinstance(exc, cls))
+    field = getattr(exc, "field", "")
+    return error_status(code, str(exc), exc.reason, AUTHZ_DOMAIN, {"field": field} if field else None)
+
+
+def _internal(method: str) -> grpc.Status:
+    return error_status(grpc.StatusCode.INTERNAL, f"internal error in {method}", "INTERNAL", AUTHZ_DOMAIN)
+
 
 #: How long a Watch handler waits for an event before looking whether the call is still on.
 _WATCH_POLL_S = 1.0
@@ -75,11 +94,11 @@ def _rpc(method: _Handler[_Req, _Resp]) -> _Handler[_Req, _Resp]:
         try:
             return method(self, request, context)
         except AuthzError as exc:
-            code = _STATUS.get(type(exc), grpc.StatusCode.INTERNAL)
-            context.abort(code, str(exc))
-        except Exception:
+            context.abort_with_status(status_of(exc))
+        except Exception:  # a bug: logged with its traceback, answered without one
             log.exception("authz: %s failed", method.__name__)
-            context.abort(grpc.StatusCode.INTERNAL, f"internal error in {method.__name__}")
+            context.abort_with_status(_internal(method.__name__))
+        raise AssertionError("unreachable")  # abort_with_status raises
 
     return wrapper
 
@@ -94,23 +113,12 @@ def _stream_rpc(
         try:
             yield from method(self, request, context)
         except AuthzError as exc:
-            code = _STATUS.get(type(exc), grpc.StatusCode.INTERNAL)
-            context.abort(code, str(exc))
-        except Exception:
+            context.abort_with_status(status_of(exc))
+        except Exception:  # a bug: logged with its traceback, answered without one
             log.exception("authz: %s failed", method.__name__)
-            context.abort(grpc.StatusCode.INTERNAL, f"internal error in {method.__name__}")
+            context.abort_with_status(_internal(method.__name__))
 
     return wrapper
-
-
-def bearer_token(metadata: Sequence[tuple[str, str | bytes]] | None) -> str:
-    """The token of an ``authorization: Bearer <token>`` metadata entry, or ``""``."""
-    for key, value in metadata or ():
-        if key == "authorization" and isinstance(value, str):
-            scheme, _, token = value.partition(" ")
-            if scheme.lower() == "bearer":
-                return token.strip()
-    return ""
 
 
 class AuthzServicer(authz_pb2_grpc.AuthzServicer):
@@ -127,14 +135,12 @@ class AuthzServicer(authz_pb2_grpc.AuthzServicer):
 
     @_rpc
     def Check(self, request: pb.CheckRequest, context: grpc.ServicerContext) -> pb.CheckResponse:
-        token = bearer_token(context.invocation_metadata())
-        if not token:
-            raise UnauthenticatedError("missing bearer token")
-        caller = self.store.authenticate(token)
-        if caller is None:
+        try:
+            caller = self._caller(context)
+        except UnauthenticatedError:
             with contextlib.suppress(InvalidArgumentError):
                 self.authz.log_unauthenticated(_wire.check_request_from_pb(request))
-            raise UnauthenticatedError("unknown bearer token")
+            raise
         check = _wire.check_request_from_pb(request)
         return _wire.decision_to_pb(self.authz.check(caller, check))
 
@@ -217,6 +223,29 @@ class AuthzServicer(authz_pb2_grpc.AuthzServicer):
         caller = self._caller(context)
         return _wire_responses.who_am_i_response(caller)
 
+    # --- principals ---------------------------------------------------------------------------
+
+    @_rpc
+    def ListPrincipals(
+        self, request: pb.ListPrincipalsRequest, context: grpc.ServicerContext
+    ) -> pb.ListPrincipalsResponse:
+        caller = self._caller(context)
+        return _wire_responses.list_principals_response(self.authz.list_principals(caller), self.store.now_ms())
+
+    @_rpc
+    def RevokePrincipal(
+        self, request: pb.RevokePrincipalRequest, context: grpc.ServicerContext
+    ) -> pb.PrincipalResponse:
+        caller = self._caller(context)
+        info = self.authz.revoke_principal(caller, request.name)
+        return _wire_responses.principal_response(info, self.store.now_ms())
+
+    @_rpc
+    def RotateToken(self, request: pb.RotateTokenRequest, context: grpc.ServicerContext) -> pb.PrincipalResponse:
+        caller = self._caller(context)
+        info, token = self.authz.rotate_token(caller, request.name, request.expires_at_ms)
+        return _wire_responses.principal_response(info, self.store.now_ms(), token)
+
     # --- approvals ----------------------------------------------------------------------------
 
     @_rpc
@@ -244,7 +273,7 @@ class AuthzServicer(authz_pb2_grpc.AuthzServicer):
         caller = self._caller(context)
         approvals = self.authz.list_approvals(
             caller,
-            _wire.status_from_pb(request.status),
+            _wire.status_filter_from_pb(request.status),
             request.principal,
             request.target,
             request.limit,
@@ -282,7 +311,7 @@ class AuthzServicer(authz_pb2_grpc.AuthzServicer):
             caller,
             request.principal,
             request.target,
-            _wire.reason_from_pb(request.reason),
+            _wire.reason_filter_from_pb(request.reason),
             request.since_ms,
             request.limit,
         )
@@ -318,9 +347,13 @@ class AuthzServicer(authz_pb2_grpc.AuthzServicer):
                     got = sub.get(_WATCH_POLL_S)
                 except SubscriptionClosed as exc:
                     if exc.overflowed:
-                        context.abort(
-                            grpc.StatusCode.RESOURCE_EXHAUSTED,
-                            "watcher fell too far behind; watch again with since_seq",
+                        context.abort_with_status(
+                            error_status(
+                                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                "watcher fell too far behind; watch again with since_seq",
+                                "WATCH_OVERFLOW",
+                                AUTHZ_DOMAIN,
+                            )
                         )
                     return
                 if got is not None:
@@ -401,8 +434,11 @@ class AuthzServer(grpc.Server):
 
 def _lock_data_dir(data_dir: Path) -> int:
     """Hold ``authz.lock`` so that one sidecar at a time serves a data directory."""
-    data_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(data_dir / "authz.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(data_dir / "authz.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise RuntimeError(f"cannot use the data directory {data_dir}: {exc.strerror}") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -482,9 +518,7 @@ def serve(
     executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="authz")
     # No SO_REUSEPORT: a second sidecar on the same port must fail, not share it.
     server = grpc.server(executor, options=[("grpc.so_reuseport", 0)])
-    authz_pb2_grpc.add_AuthzServicer_to_server(  # type: ignore[no-untyped-call]
-        AuthzServicer(authorizer), server
-    )
+    add_service(server, AuthzServicer(authorizer), pb.DESCRIPTOR.services_by_name["Authz"], pb, AUTHZ_DOMAIN)
 
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
@@ -492,16 +526,19 @@ def serve(
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
     try:
+        taken = port_taken(listen)
+        if taken:
+            raise RuntimeError(taken)
         if tls_cert is not None and tls_key is not None:
             credentials = grpc.ssl_server_credentials([(_read(tls_key), _read(tls_cert))])
             port = server.add_secure_port(listen, credentials)
         else:
             port = server.add_insecure_port(listen)
-    except (RuntimeError, OSError) as exc:
+    except (RuntimeError, OSError):
         executor.shutdown(wait=False)
         store.close()
         os.close(lock_fd)
-        raise RuntimeError(f"cannot listen on {listen}: {exc}") from None
+        raise RuntimeError(cannot_listen(listen)) from None
     server.start()
     authorizer.start()
     store.start_checkpointer()

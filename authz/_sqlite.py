@@ -25,7 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, Principal
+from handrail.authz._errors import AuthzError
+from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, Principal, PrincipalInfo
 from handrail.authz._sqlite_approvals import SqliteApprovals
 from handrail.authz._sqlite_db import SqliteDatabase, wall_clock_ms
 from handrail.authz._sqlite_decisions import Checkpointer, DecisionLog
@@ -61,12 +62,19 @@ class SqliteStore:
         journal: bool = False,
     ) -> None:
         self._clock = clock or wall_clock_ms
-        self.db = SqliteDatabase(path, self._clock)
+        try:
+            self.db = SqliteDatabase(path, self._clock)
+        except sqlite3.Error as exc:
+            raise AuthzError(f"cannot open {path}: {exc}", reason="STORE_UNAVAILABLE") from None
         self.path = self.db.path
         self._decisions = DecisionLog(self.db, durable=durable_decisions, journal=journal)
         self._migrations = Migrations()
-        self.migrate()
-        self._decisions.open()
+        try:
+            self.migrate()
+            self._decisions.open()
+        except (sqlite3.Error, OSError) as exc:
+            self.db.close()
+            raise AuthzError(f"cannot open {path}: {exc}", reason="STORE_UNAVAILABLE") from None
         self._principals = SqlitePrincipals(self.db)
         self._grants = SqliteGrants(self.db)
         self._leases = SqliteLeases(self.db)
@@ -79,7 +87,10 @@ class SqliteStore:
     def in_dir(cls, data_dir: str | Path, **kwargs: Any) -> SqliteStore:
         """Open (creating) ``authz.sqlite`` under ``data_dir``."""
         directory = Path(data_dir)
-        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise AuthzError(f"cannot create {directory}: {exc.strerror}", reason="STORE_UNAVAILABLE") from None
         return cls(directory / DB_NAME, **kwargs)
 
     # --- the file -----------------------------------------------------------------------------
@@ -111,6 +122,7 @@ class SqliteStore:
         if not self.db.closed:
             self._decisions.close()
         self.db.close()
+        self._principals.close()
 
     def __enter__(self) -> SqliteStore:
         return self
@@ -120,17 +132,37 @@ class SqliteStore:
 
     # --- principals ---------------------------------------------------------------------------
 
-    def add_principal(self, name: str, role: str, token: str | None = None) -> str:
+    def add_principal(self, name: str, role: str, token: str | None = None, expires_at_ms: int = 0) -> str:
         """See :meth:`AuthzStore.add_principal`."""
-        return self._principals.add(name, role, token)
+        return self._principals.add(name, role, token, expires_at_ms)
 
     def list_principals(self) -> list[tuple[str, str, int]]:
         """See :meth:`AuthzStore.list_principals`."""
         return self._principals.all()
 
+    def principals(self) -> list[PrincipalInfo]:
+        """See :meth:`AuthzStore.principals`."""
+        return self._principals.infos()
+
+    def principal(self, name: str) -> PrincipalInfo | None:
+        """See :meth:`AuthzStore.principal`."""
+        return self._principals.by_name(name)
+
+    def token_owner(self, token: str) -> PrincipalInfo | None:
+        """See :meth:`AuthzStore.token_owner`."""
+        return self._principals.by_token(token)
+
     def authenticate(self, token: str) -> Principal | None:
         """See :meth:`AuthzStore.authenticate`."""
         return self._principals.authenticate(token)
+
+    def revoke_principal(self, name: str) -> PrincipalInfo:
+        """See :meth:`AuthzStore.revoke_principal`."""
+        return self._principals.revoke(name)
+
+    def rotate_token(self, name: str, token: str | None = None, expires_at_ms: int = 0) -> tuple[PrincipalInfo, str]:
+        """See :meth:`AuthzStore.rotate_token`."""
+        return self._principals.rotate(name, token, expires_at_ms)
 
     # --- grants -------------------------------------------------------------------------------
 

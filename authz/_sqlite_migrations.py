@@ -140,6 +140,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         DROP TABLE decisions;
         """,
     ),
+    Migration(
+        3,
+        "principal expiry and revocation",
+        """
+        ALTER TABLE principals ADD COLUMN expires_at_ms INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE principals ADD COLUMN revoked_at_ms INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE principals_version (v INTEGER NOT NULL);  -- bumped by every change
+        INSERT INTO principals_version (v) VALUES (0);
+        """,
+    ),
 )
 
 

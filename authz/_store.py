@@ -42,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, Principal
+from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, Principal, PrincipalInfo
 
 
 class AuthzStore(Protocol):
@@ -60,14 +60,29 @@ class AuthzStore(Protocol):
         """Release every resource."""
 
     # principals
-    def add_principal(self, name: str, role: str, token: str | None = None) -> str:
+    def add_principal(self, name: str, role: str, token: str | None = None, expires_at_ms: int = 0) -> str:
         """Create a principal; return its bearer token."""
 
     def list_principals(self) -> list[tuple[str, str, int]]:
         """Every principal as ``(name, role, created_at_ms)``."""
 
+    def principals(self) -> list[PrincipalInfo]:
+        """Every principal, by name."""
+
+    def principal(self, name: str) -> PrincipalInfo | None:
+        """The principal called ``name`` as it stands now (whatever its state), or None."""
+
+    def token_owner(self, token: str) -> PrincipalInfo | None:
+        """The principal a bearer token names as it stands now (whatever its state), or None."""
+
     def authenticate(self, token: str) -> Principal | None:
-        """The principal a bearer token names, or None."""
+        """The live principal a bearer token names, or None (unknown, revoked, expired)."""
+
+    def revoke_principal(self, name: str) -> PrincipalInfo:
+        """Revoke a principal: its token stops authenticating at once (NotFoundError)."""
+
+    def rotate_token(self, name: str, token: str | None = None, expires_at_ms: int = 0) -> tuple[PrincipalInfo, str]:
+        """Give a principal a new token (the old one stops at once); (principal, token)."""
 
     # grants
     def add_grant(self, grant: GrantInfo, granted_by: str) -> GrantInfo:

@@ -26,8 +26,11 @@ from handrail.authz._models import (
     Decision,
     DecisionRecord,
     GrantInfo,
+    GrantState,
     HolderKind,
     LeaseInfo,
+    PrincipalInfo,
+    PrincipalState,
     Role,
     WatchEventInfo,
 )
@@ -56,6 +59,36 @@ _PB_TO_KIND = {v: k for k, v in _KIND_TO_PB.items()}
 
 _REASON_TO_PB = {r.value: cast("pb.Reason", pb.Reason.Value(r.value)) for r in DECISION_REASONS}
 _PB_TO_REASON: dict[int, str] = {v: k for k, v in _REASON_TO_PB.items()}
+
+_GRANT_STATE_TO_PB = {s.value: cast("pb.GrantState", pb.GrantState.Value(f"GRANT_STATE_{s.name}")) for s in GrantState}
+_PRINCIPAL_STATE_TO_PB = {
+    s.value: cast("pb.PrincipalState", pb.PrincipalState.Value(f"PRINCIPAL_STATE_{s.name}")) for s in PrincipalState
+}
+#: Watch event kinds and changes: the words of WatchEventInfo, and their wire enums.
+EVENT_KINDS = ("lease", "grant", "approval", "policy")
+EVENT_CHANGES = (
+    "acquire",
+    "renew",
+    "release",
+    "takeover",
+    "handback",
+    "activity",
+    "expire",
+    "resync",
+    "grant",
+    "revoke",
+    "consume",
+    "close",
+    "create",
+    "approve",
+    "deny",
+    "use",
+    "reload",
+)
+_KIND_EVENT_TO_PB = {k: cast("pb.EventKind", pb.EventKind.Value(f"EVENT_KIND_{k.upper()}")) for k in EVENT_KINDS}
+_PB_TO_KIND_EVENT = {v: k for k, v in _KIND_EVENT_TO_PB.items()}
+_CHANGE_TO_PB = {c: cast("pb.Change", pb.Change.Value(f"CHANGE_{c.upper()}")) for c in EVENT_CHANGES}
+_PB_TO_CHANGE = {v: k for k, v in _CHANGE_TO_PB.items()}
 
 
 def verb_to_pb(field: str, verb: str) -> pb.Verb:
@@ -99,6 +132,28 @@ def status_to_pb(status: str) -> pb.ApprovalStatus:
 def status_from_pb(value: int) -> str:
     """``APPROVAL_STATUS_PENDING`` → ``"PENDING"`` (``""`` when unspecified)."""
     return _PB_TO_STATUS.get(value, "")  # type: ignore[call-overload, no-any-return]
+
+
+def status_filter_from_pb(value: int) -> str:
+    """A request's approval-status filter: ``""`` for unspecified; INVALID_ARGUMENT
+    naming ``status`` for a number the enum does not list."""
+    if value == pb.APPROVAL_STATUS_UNSPECIFIED:
+        return ""
+    status = _PB_TO_STATUS.get(value)  # type: ignore[call-overload]
+    if not status:
+        raise InvalidArgumentError("status", f"unknown approval status value {value}")
+    return str(status)
+
+
+def reason_filter_from_pb(value: int) -> str:
+    """A request's reason filter: ``""`` for unspecified; INVALID_ARGUMENT naming
+    ``reason`` for a number that is not a decision reason."""
+    if value == pb.REASON_UNSPECIFIED:
+        return ""
+    reason = _PB_TO_REASON.get(value)
+    if reason is None:
+        raise InvalidArgumentError("reason", f"unknown reason value {value}")
+    return reason
 
 
 def reason_to_pb(reason: str) -> pb.Reason:
@@ -234,6 +289,7 @@ def grant_to_pb(grant: GrantInfo, now_ms: int = 0) -> pb.Grant:
         used_at_ms=grant.used_at_ms,
         closed_at_ms=grant.closed_at_ms,
         state=grant.state(now_ms) if now_ms else "",
+        grant_state=_GRANT_STATE_TO_PB[grant.state(now_ms)] if now_ms else pb.GRANT_STATE_UNSPECIFIED,
         grant_id=grant.grant_id,
         principal=grant.principal,
         target=grant.target,
@@ -455,6 +511,8 @@ def event_to_pb(event: WatchEventInfo) -> pb.WatchEvent:
         target=event.target,
         at_ms=event.at_ms,
         change=event.change,
+        event_kind=_KIND_EVENT_TO_PB.get(event.kind, pb.EVENT_KIND_UNSPECIFIED),
+        event_change=_CHANGE_TO_PB.get(event.change, pb.CHANGE_UNSPECIFIED),
     )
     if event.lease is not None:
         msg.lease.CopyFrom(lease_msg(event.lease))
@@ -471,9 +529,9 @@ def event_from_pb(msg: pb.WatchEvent) -> WatchEventInfo:
     approval = approval_from_pb(msg.approval) if msg.HasField("approval") else None
     return WatchEventInfo(
         seq=msg.seq,
-        kind=msg.kind,
+        kind=_PB_TO_KIND_EVENT.get(msg.event_kind, msg.kind),
         target=msg.target,
-        change=msg.change,
+        change=_PB_TO_CHANGE.get(msg.event_change, msg.change),
         lease=lease_from_msg(msg.lease) if msg.HasField("lease") else None,
         grant_id=grant.grant_id if grant is not None else "",
         approval_id=approval.approval_id if approval is not None else "",
@@ -482,3 +540,20 @@ def event_from_pb(msg: pb.WatchEvent) -> WatchEventInfo:
         grant=grant,
         approval=approval,
     )
+
+
+def principal_to_pb(info: PrincipalInfo, now_ms: int) -> pb.Principal:
+    """Encode a principal (never a token), with its state at ``now_ms``."""
+    return pb.Principal(
+        name=info.name,
+        role=role_to_pb(info.role),
+        created_at_ms=info.created_at_ms,
+        expires_at_ms=info.expires_at_ms,
+        revoked_at_ms=info.revoked_at_ms,
+        state=_PRINCIPAL_STATE_TO_PB[info.state(now_ms)],
+    )
+
+
+def principal_from_pb(msg: pb.Principal) -> PrincipalInfo:
+    """Decode a principal."""
+    return PrincipalInfo(msg.name, role_from_pb(msg.role), msg.created_at_ms, msg.expires_at_ms, msg.revoked_at_ms)

@@ -22,6 +22,7 @@ from handrail.authz._models import (
     DecisionRecord,
     GrantInfo,
     LeaseInfo,
+    PrincipalInfo,
 )
 from handrail.authz._wire import (
     approval_from_pb,
@@ -31,6 +32,7 @@ from handrail.authz._wire import (
     grant_to_pb,
     lease_from_msg,
     lease_from_pb,
+    principal_from_pb,
     reason_to_pb,
     record_from_pb,
     role_from_pb,
@@ -215,6 +217,36 @@ def who_am_i() -> Call[tuple[str, str]]:
 
 def _who_of(response: Any) -> tuple[str, str]:
     return response.principal, role_from_pb(response.role)
+
+
+# --- principals -------------------------------------------------------------------------------
+
+
+def list_principals() -> Call[list[PrincipalInfo]]:
+    """``ListPrincipals``."""
+    return Call("ListPrincipals", pb.ListPrincipalsRequest(), _principals_of)
+
+
+def revoke_principal(name: str) -> Call[PrincipalInfo]:
+    """``RevokePrincipal``."""
+    return Call("RevokePrincipal", pb.RevokePrincipalRequest(name=name), _principal_of)
+
+
+def rotate_token(name: str, expires_at_ms: int = 0) -> Call[tuple[PrincipalInfo, str]]:
+    """``RotateToken``: (the principal, its new token)."""
+    return Call("RotateToken", pb.RotateTokenRequest(name=name, expires_at_ms=expires_at_ms), _rotated_of)
+
+
+def _principals_of(response: Any) -> list[PrincipalInfo]:
+    return [principal_from_pb(p) for p in response.principals]
+
+
+def _principal_of(response: Any) -> PrincipalInfo:
+    return principal_from_pb(response.principal)
+
+
+def _rotated_of(response: Any) -> tuple[PrincipalInfo, str]:
+    return principal_from_pb(response.principal), response.token
 
 
 # --- approvals --------------------------------------------------------------------------------

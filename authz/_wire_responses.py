@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, Principal
-from handrail.authz._wire import approval_to_pb, grant_to_pb, record_to_pb, role_to_pb
+from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, Principal, PrincipalInfo
+from handrail.authz._wire import approval_to_pb, grant_to_pb, principal_to_pb, record_to_pb, role_to_pb
 from handrail.proto.authz.v1 import authz_pb2 as pb
 
 
@@ -37,7 +37,17 @@ def close_task_response(grants: Iterable[GrantInfo], now_ms: int) -> pb.CloseTas
 
 def who_am_i_response(caller: Principal) -> pb.WhoAmIResponse:
     """``WhoAmI``."""
-    return pb.WhoAmIResponse(principal=caller.name, role=role_to_pb(caller.role))
+    return pb.WhoAmIResponse(principal=caller.name, role=role_to_pb(caller.role), expires_at_ms=caller.expires_at_ms)
+
+
+def list_principals_response(principals: Iterable[PrincipalInfo], now_ms: int) -> pb.ListPrincipalsResponse:
+    """``ListPrincipals``."""
+    return pb.ListPrincipalsResponse(principals=[principal_to_pb(p, now_ms) for p in principals])
+
+
+def principal_response(info: PrincipalInfo, now_ms: int, token: str = "") -> pb.PrincipalResponse:
+    """``RevokePrincipal`` and ``RotateToken`` (which alone sends the new token)."""
+    return pb.PrincipalResponse(principal=principal_to_pb(info, now_ms), token=token)
 
 
 def approval_response(approval: ApprovalInfo) -> pb.ApprovalResponse:

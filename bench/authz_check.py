@@ -147,6 +147,8 @@ def seed(data_dir: Path) -> dict[str, str]:
     with SqliteStore.in_dir(data_dir) as store:
         tokens["exe"] = store.add_principal("bench-exe", "executor")
         tokens["op"] = store.add_principal("bench-op", "operator")
+        for a in range(N_AGENTS):  # a check acts only for an agent that exists and is live
+            store.add_principal(f"agent-{a}", "agent")
         grants = [
             GrantInfo(
                 "",

@@ -66,9 +66,9 @@ def main() -> None:
                 ops.grant("bench-agent", "browser:bench", ["submit"], [base])
             # The authz Check round trip, as the executor sees it (an executor token).
             with AuthzClient(authz.address, tokens["exec"]) as ex:
-                lease = ex.acquire("browser:check", holder="bench-agent", ttl_ms=600_000)
-                with AuthzClient(authz.address, tokens["ops"]) as ops:
+                with AuthzClient(authz.address, tokens["ops"]) as ops:  # only a grant holder takes a lease
                     ops.grant("bench-agent", "browser:check", ["submit"], [base])
+                lease = ex.acquire("browser:check", holder="bench-agent", ttl_ms=600_000)
                 check = []
                 for i in range(n * 5 + 50):
                     t = time.perf_counter()

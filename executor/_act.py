@@ -41,6 +41,11 @@ DEFAULT_ACTION_TIMEOUT_MS = 5_000
 SETTLE_TIMEOUT_MS = 3_000
 
 
+def _prefixed(prefix: str, message: str) -> str:
+    """``message`` with ``prefix`` in front, once (a backend's message may carry it already)."""
+    return message if message.startswith(prefix) else prefix + message
+
+
 class ActPath:
     """Runs write actions (and bounded waits) of sessions through the gates of the loop.
 
@@ -80,7 +85,7 @@ class ActPath:
         """
         async with session.write_lock:
             results: list[ActionResult] = []
-            stop_reason = ""
+            stop_reason = stop = ""
             for i, spec in enumerate(specs):
                 if i and session.latest is not None:
                     # Did the last action change the page's structure (navigation, a
@@ -88,6 +93,7 @@ class ActPath:
                     changed = await session.backend.check_fresh(session.latest, spec, None)
                     if changed is not None:
                         stop_reason = f"action {i - 1} changed the surface: {changed.message}"
+                        stop = "surface_changed"
                         break
                 response = await self._act(session, spec, batch=True)
                 results.append(response.result)
@@ -96,13 +102,14 @@ class ActPath:
                     stop_reason = f"action {len(results) - 1} ended {r.outcome.value}"
                     named = r.reason and r.reason != Reason.ALLOW
                     stop_reason += f" {r.reason}: {r.message}" if named else f": {r.message}"
+                    stop = "not_done"
                     break
             observation = None
             if any(r.execution_started for r in results):
                 await session.backend.settle(SETTLE_TIMEOUT_MS)
                 observation = await self._observer.observe(session)
             not_started = tuple(range(len(results), len(specs)))
-            return BatchResult(tuple(results), not_started, stop_reason, observation)
+            return BatchResult(tuple(results), not_started, stop_reason, observation, stop)
 
     async def _act(self, session: Session, spec: ActionSpec, *, batch: bool) -> ActResponse:
         if session.closed:
@@ -197,7 +204,7 @@ class ActPath:
                 decision,
                 Outcome.FAILED,
                 dispatched.reason or Reason.ALLOW,
-                f"not dispatched: {dispatched.message}",
+                _prefixed("not dispatched: ", dispatched.message),
                 started=False,
                 evidence=Evidence.NONE,
             )
@@ -284,7 +291,7 @@ class ActPath:
                 if approval != ApprovalStatus.PENDING:  # the sidecar's answer now: allow, denied or expired
                     decision = await self._check(session, spec, action_id, target, fingerprint)
         except AuthzError as exc:
-            return refuse(session, spec, action_id, target, Reason.AUTHZ_UNAVAILABLE, f"authz: {exc}")
+            return refuse(session, spec, action_id, target, Reason.AUTHZ_UNAVAILABLE, str(exc))
         self._leases.saw_decision(session, decision)
         if not decision.allow:
             return refuse(session, spec, action_id, target, decision.reason, decision.message, decision)

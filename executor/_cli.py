@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from handrail.executor._errors import ExecutorError
+from handrail._errors import HandrailError
 
 DEFAULT_LISTEN = "127.0.0.1:7701"
 
@@ -76,8 +76,11 @@ def _serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         return asyncio.run(_serve_async(args))
-    except ExecutorError as exc:
+    except (HandrailError, ValueError) as exc:  # an operator's mistake: one line, no traceback
         print(f"handrail executor serve: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"handrail executor serve: {exc.strerror or exc}", file=sys.stderr)
         return 1
 
 

@@ -10,12 +10,16 @@
         await session.observe()
         result = (await session.click(session.find("button", "Pay"))).result
 
-Every action cites the session's latest observation unless told otherwise, and takes a
-fresh idempotency key unless given one. Results come back as data; ``strict=True`` (or
-``ActResponse.raise_for_outcome()``) raises one typed error per reason code instead.
-Requests are built by ``_wire``; the clients only send them. A call the executor answers
-with an error status raises ``ExecutorRpcError`` (``ExecutorUnavailableError`` when it
-cannot be reached in time) — for one release also a ``grpc.RpcError`` with ``code()``.
+``open_session`` takes the first observation too (``session.latest``), so the session can
+act at once. Every action cites the session's latest observation unless told otherwise,
+and takes a fresh idempotency key unless given one. Results come back as data;
+``strict=True`` (or ``ActResponse.raise_for_outcome()``) raises one typed error per reason
+code instead, whatever the outcome (a FAILED action with STALE_REF raises
+``StaleRefError``). Requests are built by ``_wire``; the clients only send them. A call the
+executor answers with an error status raises an ``ExecutorRpcError`` that is also the
+error of its code (``NotFoundError``, ``InvalidArgumentError`` with ``.field``,
+``LeaseHeldError`` ...); ``ExecutorUnavailableError`` when it cannot be reached in time.
+Never a raw ``grpc.RpcError`` — though, for one release, each is also one with ``code()``.
 """
 
 from __future__ import annotations
@@ -166,10 +170,25 @@ class ExecutorClient:
         start_url: str = "",
         agent: str = "",
         desktop: DesktopTarget | None = None,
+        session_ttl_ms: int = 0,
+        observe: bool = True,
     ) -> Session:
-        """Open a session on ``target``: a browser at ``start_url``, or a desktop window."""
-        info = self._call(_wire.open_session(target, start_url, agent, desktop))
-        return Session(self, info, self._strict)
+        """Open a session on ``target``: a browser at ``start_url``, or a desktop window.
+
+        With ``observe`` (the default) the first observation is taken at once and is
+        ``session.latest``. ``session.info.lease_epoch`` 0 means no lease is held
+        (``session.info.lease_reason`` says why). ``session_ttl_ms``: how long the session
+        lives without a call (0: the executor's default, ten minutes).
+
+        Raises:
+            LeaseHeldError: another agent holds the target's lease.
+            PermissionDeniedError: the token is not an agent's.
+        """
+        info = self._call(_wire.open_session(target, start_url, agent, desktop, session_ttl_ms))
+        session = Session(self, info, self._strict)
+        if observe:
+            session.observe()
+        return session
 
     def close(self) -> None:
         self._channel.close()
@@ -342,9 +361,15 @@ class AsyncExecutorClient:
         start_url: str = "",
         agent: str = "",
         desktop: DesktopTarget | None = None,
+        session_ttl_ms: int = 0,
+        observe: bool = True,
     ) -> AsyncSession:
-        info = await self._call(_wire.open_session(target, start_url, agent, desktop))
-        return AsyncSession(self, info, self._strict)
+        """See ``ExecutorClient.open_session``."""
+        info = await self._call(_wire.open_session(target, start_url, agent, desktop, session_ttl_ms))
+        session = AsyncSession(self, info, self._strict)
+        if observe:
+            await session.observe()
+        return session
 
     async def close(self) -> None:
         await self._channel.close(None)

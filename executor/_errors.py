@@ -5,17 +5,26 @@
     HandrailError
     └── ExecutorError
         ├── InvalidArgumentError   a request field is missing, malformed or too large
-        ├── NotFoundError          an unknown session, observation or ref
+        ├── NotFoundError          an unknown session, observation or ref (or another agent's)
         ├── UnauthenticatedError   no or a bad bearer token
-        ├── PermissionDeniedError  the caller's role may not call this (operator-only RPCs)
+        ├── PermissionDeniedError  a token of another role than the call needs (an
+        │                          agent's; an operator's for the console's RPCs)
         ├── SessionClosedError     the session was closed
+        ├── LeaseHeldError         another agent holds the target's lease
         ├── BackendError           the browser or desktop could not be started or used
-        ├── ExecutorRpcError       (SDK) the executor answered a call with an error status
+        ├── ExecutorRpcError       (SDK) the executor answered a call with an error status;
+        │   │                      it is also the error of its code above (``except
+        │   │                      NotFoundError`` catches a remote NOT_FOUND), with the
+        │   │                      ErrorInfo's ``reason`` and ``field``
         │   └── ExecutorUnavailableError   (SDK) unreachable, or no answer by the deadline
         └── ActionError            (SDK, raise_for_outcome) an action that did not end DONE
             ├── ActionRefusedError     REFUSED; one subclass per ``Reason`` (REFUSAL_ERRORS)
-            ├── ActionFailedError      FAILED
+            ├── ActionFailedError      FAILED (with a reason, also that reason's class:
+            │                          a dispatch-time STALE_REF is a StaleRefError)
             └── OutcomeUnknownError    UNKNOWN
+
+The servicer answers each server-side error with its status code and an ``ErrorInfo``
+(docs/errors.md); the SDK turns them back into this tree (``_wire.rpc_error``).
 
 This module sits right above the shared vocabulary and imports nothing else of the
 executor's, so that the data module can raise these without a loop.
@@ -60,7 +69,8 @@ class UnauthenticatedError(ExecutorError):
 
 
 class PermissionDeniedError(ExecutorError):
-    """The caller's role may not make this call (the console's RPCs are operators' only)."""
+    """The caller's token is not of the role the call needs (an agent's; an operator's for
+    the console's RPCs)."""
 
     reason = "PERMISSION_DENIED"
 
@@ -68,7 +78,13 @@ class PermissionDeniedError(ExecutorError):
 class SessionClosedError(ExecutorError):
     """The session was closed."""
 
-    reason = "FAILED_PRECONDITION"
+    reason = "SESSION_CLOSED"
+
+
+class LeaseHeldError(ExecutorError):
+    """Another agent holds the lease of the target a session was asked for."""
+
+    reason = "LEASE_HELD"
 
 
 class BackendError(ExecutorError):
@@ -81,14 +97,21 @@ class ExecutorRpcError(ExecutorError):
     """The executor answered an SDK call with an error status.
 
     Attributes:
-        code_name: the gRPC status name (``"INVALID_ARGUMENT"``, ``"NOT_FOUND"`` ...); also
-            the error's ``reason``.
+        code_name: the gRPC status name (``"INVALID_ARGUMENT"``, ``"NOT_FOUND"`` ...).
+        reason: the ``ErrorInfo`` reason (``"LEASE_HELD"``, ``"TOKEN_REVOKED"`` ...), else
+            the code's name.
+        field: the bad request field (``ErrorInfo.metadata["field"]``), or ``""``.
+        metadata: the whole ``ErrorInfo.metadata``.
     """
 
-    def __init__(self, code_name: str, details: str) -> None:
-        super().__init__(f"{code_name}: {details}", reason=code_name)
+    def __init__(
+        self, code_name: str, details: str, *, reason: str = "", metadata: dict[str, str] | None = None
+    ) -> None:
+        ExecutorError.__init__(self, f"{code_name}: {details}", reason=reason or code_name)
         self.code_name = code_name
         self._details = details
+        self.metadata = dict(metadata or {})
+        self.field = self.metadata.get("field", "")
 
     def details(self) -> str:
         """The executor's message; for a bad field it starts with the field's name."""
@@ -97,6 +120,51 @@ class ExecutorRpcError(ExecutorError):
 
 class ExecutorUnavailableError(ExecutorRpcError):
     """The executor could not be reached, or did not answer within the call's deadline."""
+
+
+class RemoteInvalidArgumentError(ExecutorRpcError, InvalidArgumentError):
+    """(SDK) INVALID_ARGUMENT: ``field`` names the bad field."""
+
+
+class RemoteNotFoundError(ExecutorRpcError, NotFoundError):
+    """(SDK) NOT_FOUND: an unknown id, or another agent's."""
+
+
+class RemoteUnauthenticatedError(ExecutorRpcError, UnauthenticatedError):
+    """(SDK) UNAUTHENTICATED: the token is missing, unknown, revoked or expired (``reason``)."""
+
+
+class RemotePermissionDeniedError(ExecutorRpcError, PermissionDeniedError):
+    """(SDK) PERMISSION_DENIED: the token is not an agent's."""
+
+
+class RemoteFailedPreconditionError(ExecutorRpcError, SessionClosedError):
+    """(SDK) FAILED_PRECONDITION: the state forbids the call now (``reason`` says which:
+    SESSION_CLOSED, LEASE_HELD, BACKEND ...)."""
+
+
+class RemoteLeaseHeldError(RemoteFailedPreconditionError, LeaseHeldError):
+    """(SDK) FAILED_PRECONDITION, reason LEASE_HELD: another agent holds the target."""
+
+
+class RemoteBackendError(RemoteFailedPreconditionError, BackendError):
+    """(SDK) FAILED_PRECONDITION, reason BACKEND: the page or window could not be used."""
+
+
+def remote_error_class(code_name: str, reason: str) -> type[ExecutorRpcError]:
+    """The SDK's class of an error status (code and ErrorInfo reason)."""
+    if code_name in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
+        return ExecutorUnavailableError
+    if code_name == "FAILED_PRECONDITION":
+        return {"LEASE_HELD": RemoteLeaseHeldError, "BACKEND": RemoteBackendError}.get(
+            reason, RemoteFailedPreconditionError
+        )
+    return {
+        "INVALID_ARGUMENT": RemoteInvalidArgumentError,
+        "NOT_FOUND": RemoteNotFoundError,
+        "UNAUTHENTICATED": RemoteUnauthenticatedError,
+        "PERMISSION_DENIED": RemotePermissionDeniedError,
+    }.get(code_name, ExecutorRpcError)
 
 
 class ActionError(ExecutorError):
@@ -200,14 +268,34 @@ class _Ended(Protocol):
     def message(self) -> str: ...
 
 
+_FAILED_WITH: dict[Reason, type[ActionFailedError]] = {}
+
+
+def failed_error(reason: Reason) -> type[ActionFailedError]:
+    """The error of a FAILED result with ``reason``: both ``ActionFailedError`` and the
+    reason's refusal class (a dispatch-time STALE_REF is a ``StaleRefError`` too)."""
+    cls = _FAILED_WITH.get(reason)
+    if cls is None:
+        base = REFUSAL_ERRORS[reason]
+        cls = _FAILED_WITH[reason] = type(base.__name__, (base, ActionFailedError), {"__doc__": base.__doc__})
+    return cls
+
+
 def raise_for_outcome(result: _Ended) -> None:
-    """Raise the typed error of a result that is not DONE or RECONCILED."""
+    """Raise the typed error of a result that is not DONE or RECONCILED.
+
+    The error is chosen by the reason whatever the outcome: a FAILED result with a reason
+    raises that reason's class (which is also an ``ActionFailedError``).
+    """
     if result.outcome in (Outcome.DONE, Outcome.RECONCILED):
         return
-    text = f"{result.outcome.value} {result.reason}: {result.message}"
+    reason = result.reason
+    said = f" {reason}" if reason else ""
+    text = f"{result.outcome.value}{said}: {result.message}"
     if result.outcome is Outcome.UNKNOWN:
         raise OutcomeUnknownError(result, text)
+    known = reason in REFUSAL_ERRORS
     if result.outcome is Outcome.FAILED:
-        raise ActionFailedError(result, text)
-    cls = REFUSAL_ERRORS.get(result.reason, ActionRefusedError)  # type: ignore[call-overload]
+        raise (failed_error(Reason(reason)) if known else ActionFailedError)(result, text)
+    cls = REFUSAL_ERRORS.get(reason, ActionRefusedError)  # type: ignore[call-overload]
     raise cls(result, text)

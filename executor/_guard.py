@@ -19,16 +19,19 @@ without the sidecar.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from handrail._vocabulary import Verdict
-from handrail.authz import AsyncAuthzClient
+from handrail._vocabulary import Reason, Verdict
+from handrail.authz import AsyncAuthzClient, AuthzError, AuthzUnavailableError
 from handrail.executor._act import DEFAULT_ACTION_TIMEOUT_MS, SETTLE_TIMEOUT_MS, ActPath
 from handrail.executor._backend import Backend, ObserveOptions
 from handrail.executor._console import ConsoleDesk
-from handrail.executor._errors import InvalidArgumentError
+from handrail.executor._errors import ExecutorError, InvalidArgumentError, LeaseHeldError, PermissionDeniedError
 from handrail.executor._faults import FaultPoint, NoFault
 from handrail.executor._lease import LEASE_TTL_MS, LeaseKeeper
 from handrail.executor._models import (
@@ -44,11 +47,14 @@ from handrail.executor._models import (
 from handrail.executor._observe import FULL, Observer
 from handrail.executor._outcomes import Outcomes, UnknownAction
 from handrail.executor._session import Session, Sessions, token_digest
-from handrail.recorder import Ledger, SessionOpenBody
+from handrail.recorder import Ledger, SessionCloseBody, SessionOpenBody
 
 __all__ = [
     "DEFAULT_ACTION_TIMEOUT_MS",
+    "DEFAULT_SESSION_TTL_MS",
     "LEASE_TTL_MS",
+    "MAX_SESSION_TTL_MS",
+    "MIN_SESSION_TTL_MS",
     "SETTLE_TIMEOUT_MS",
     "BackendFactory",
     "GuardedExecutor",
@@ -57,6 +63,11 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+#: A session's TTL when its agent names none, and the bounds of what it may name (ms).
+DEFAULT_SESSION_TTL_MS = 600_000
+MIN_SESSION_TTL_MS = 1_000
+MAX_SESSION_TTL_MS = 86_400_000
 
 
 @dataclass(frozen=True)
@@ -67,6 +78,7 @@ class OpenSpec:
     target: str = ""  # the lease target the session controls
     start_url: str = ""
     desktop: DesktopTarget | None = None
+    session_ttl_ms: int = 0  # 0: DEFAULT_SESSION_TTL_MS
 
 
 BackendFactory = Callable[[OpenSpec], Awaitable[Backend]]
@@ -101,16 +113,43 @@ class GuardedExecutor:
         self._observer = Observer(self._leases)
         self._acts = ActPath(authz, self._leases, self._outcomes, self._observer, fault or NoFault())
         self.console = ConsoleDesk(authz, ledger, self.sessions, self._leases, self._outcomes)
+        self._reaper: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        """Recover the ledger (intents without results become UNKNOWN), then watch leases."""
+        """Recover the ledger (intents without results become UNKNOWN), then watch leases
+        and close the sessions whose agents are gone."""
         self._outcomes.recover()
         self._leases.start()
+        self._reaper = asyncio.create_task(self._reap_forever())
 
     async def close(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
         await self._leases.close()
         for session in self.sessions.all():
-            await self.close_session(session)
+            await self.close_session(session, reason="shutdown")
+
+    async def _reap_forever(self) -> None:
+        while True:
+            await asyncio.sleep(0.25)
+            await self.reap()
+
+    async def reap(self) -> list[str]:
+        """Close every session with no call within its TTL (and no Attach stream open);
+        return their ids."""
+        now = time.monotonic()
+        gone = [s for s in self.sessions.all() if not s.closed and s.idle_for(now) * 1000 > s.ttl_ms]
+        for session in gone:
+            log.info(
+                "session %s of %s: no call within %d ms, closing it", session.session_id, session.agent, session.ttl_ms
+            )
+            try:
+                await self.close_session(session, reason="ttl")
+            except Exception:  # one session's surface failing to close must not stop the reaper
+                log.exception("closing idle session %s failed", session.session_id)
+        return [s.session_id for s in gone]
 
     @property
     def watching_leases(self) -> bool:
@@ -124,16 +163,57 @@ class GuardedExecutor:
     # -- sessions -----------------------------------------------------------------------
 
     async def authenticate(self, token: str) -> str:
-        """The agent principal a bearer token belongs to, as the sidecar says."""
+        """The agent principal a bearer token belongs to, as the sidecar says.
+
+        Raises:
+            PermissionDeniedError: the token is another role's.
+            AuthzError: the sidecar refused the token (UNAUTHENTICATED) or did not answer.
+        """
         principal, role = await self._authz.who_am_i(token=token)
         if role != "agent":
-            raise InvalidArgumentError("authorization", f"{principal} is a {role}, not an agent")
+            raise PermissionDeniedError(f"{principal} is a {role}, not an agent: only agents open sessions")
         return principal
 
+    async def session_for(self, session_id: str, token: str) -> tuple[Session, asyncio.Task[None]]:
+        """The open session ``session_id`` of the token's agent, and the check of the token.
+
+        The token is checked with the sidecar on every call (the returned task: await it
+        before answering), so a revoked or expired agent is refused (UNAUTHENTICATED) on
+        its very next call; the check runs beside the call's own work, which costs no
+        latency (a write is refused by the sidecar's own check of the agent anyway). While
+        the sidecar cannot answer, the token that opened the session still reads it.
+        Another agent's session is NOT_FOUND, exactly like an unknown one; an unknown
+        token is UNAUTHENTICATED first.
+        """
+        auth = asyncio.create_task(self._check_token(token))
+        try:
+            session = self.sessions.get(session_id, token)
+        except ExecutorError:
+            await auth
+            raise
+        return session, auth
+
+    async def _check_token(self, token: str) -> None:
+        with contextlib.suppress(AuthzUnavailableError):
+            await self._authz.who_am_i(token=token)
+
     async def open_session(self, *, token: str, agent: str, target: str, spec: OpenSpec) -> SessionInfo:
+        """Open a session for the token's agent, holding the target's lease if it can.
+
+        Raises:
+            PermissionDeniedError: the token is not an agent's.
+            InvalidArgumentError: ``agent`` names someone else.
+            LeaseHeldError: another agent holds the target's lease.
+        """
         principal = await self.authenticate(token)
         if agent and agent != principal:
             raise InvalidArgumentError("agent", f"the token belongs to {principal!r}, not {agent!r}")
+        ttl_ms = spec.session_ttl_ms or DEFAULT_SESSION_TTL_MS
+        if not MIN_SESSION_TTL_MS <= ttl_ms <= MAX_SESSION_TTL_MS:
+            raise InvalidArgumentError(
+                "session_ttl_ms", f"must be within {MIN_SESSION_TTL_MS}..{MAX_SESSION_TTL_MS} (0 means the default)"
+            )
+        await self._refuse_if_held_by_another(target, principal)
         backend = await self._open_backend(spec)
         session = Session(
             session_id=Sessions.new_id(),
@@ -141,10 +221,13 @@ class GuardedExecutor:
             agent=principal,
             token_hash=token_digest(token),
             backend=backend,
-            fence=self.sessions.fence(target),
+            fence=self.sessions.fence(target).view(principal),
+            ttl_ms=ttl_ms,
         )
         self.sessions.add(session)
-        await self._leases.acquire(session)
+        why = await self._leases.acquire(session)
+        if why is Reason.NO_LEASE:
+            await self._refuse_if_held_by_another(target, principal, session)
         self._ledger.append(
             "session_open",
             session_id=session.session_id,
@@ -153,14 +236,38 @@ class GuardedExecutor:
             body=SessionOpenBody(target=target, backend=spec.backend.value, start_url=spec.start_url),
         )
         self._leases.keep(session)
-        return SessionInfo(session.session_id, target, principal, session.fence.epoch)
+        held = session.fence.held_epoch
+        return SessionInfo(
+            session.session_id, target, principal, held or 0, "" if held is not None else (why or ""), ttl_ms
+        )
 
-    async def close_session(self, session: Session) -> None:
+    async def _refuse_if_held_by_another(self, target: str, agent: str, opened: Session | None = None) -> None:
+        """LeaseHeldError when another agent holds ``target``'s lease now (closing ``opened``)."""
+        try:
+            lease = await self._authz.get_lease(target)
+        except AuthzError:
+            return  # reads may go on without the sidecar; writes are refused anyway
+        if lease.holder_kind == "agent" and lease.holder != agent:
+            if opened is not None:
+                self.sessions.remove(opened.session_id)
+                opened.closed = True
+                await opened.backend.close()
+            raise LeaseHeldError(f"another agent holds the lease on {target!r}; try again when it is free")
+
+    async def close_session(self, session: Session, reason: str = "") -> None:
+        """Close a session: its lease goes back, its surface closes, the ledger says so
+        (``reason``: why, when its agent did not ask)."""
         session.closed = True
         self.sessions.remove(session.session_id)
         await self._leases.release(session, self.sessions.all())
         await session.backend.close()
-        self._ledger.append("session_close", session_id=session.session_id, principal=session.agent)
+        self._ledger.append(
+            "session_close",
+            session_id=session.session_id,
+            principal=session.agent,
+            body=SessionCloseBody(reason),
+        )
+        session.tell(None)  # ends the session's Attach streams
 
     # -- the loop -------------------------------------------------------------------------
 

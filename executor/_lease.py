@@ -1,8 +1,10 @@
 """Lease upkeep: the control lease of every target the executor drives.
 
 The executor acquires a target's lease for the agent of a session that opens on it,
-renews it while the session is open and releases it when the last session on the target
-closes. It keeps, per target, a ``LeaseFence`` (``_session``): the highest epoch it has
+renews it while the session is open and releases it when that agent's last session on
+the target closes. A lease change is written to the ledger once per target (with no
+session id: every session's timeline of the target shows it) and told to the sessions'
+Attach streams. It keeps, per target, a ``LeaseFence`` (``_session``): the highest epoch it has
 seen, the epoch its agent holds, and whether a person holds the newest lease. Lease
 changes reach the fences two ways: pushed by the sidecar's ``Watch`` stream while it is
 up, and, while it is down, by asking the sidecar right before each dispatch. Whatever
@@ -15,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from handrail._vocabulary import Reason
 from handrail.authz import (
@@ -23,6 +26,7 @@ from handrail.authz import (
     AuthzUnavailableError,
     Decision,
     LeaseInfo,
+    PermissionDeniedError,
     WatchEventInfo,
 )
 from handrail.executor._models import Observation
@@ -34,6 +38,15 @@ log = logging.getLogger(__name__)
 LEASE_TTL_MS = 30_000
 # A refusal for one of these says the agent does not hold the lease (any more).
 _LOST = (Reason.STALE_EPOCH, Reason.HELD_BY_HUMAN, Reason.NO_LEASE)
+
+
+@dataclass(frozen=True)
+class LeaseNews:
+    """A lease change told to a session's Attach streams."""
+
+    epoch: int
+    human_holds: bool
+    message: str
 
 
 class LeaseKeeper:
@@ -107,29 +120,46 @@ class LeaseKeeper:
         if event.change in ("renew", "resync"):
             return
         kind = {"human": "human", "agent": "agent"}.get(lease.holder_kind, "system")
+        # Once per target, under no session: each session's timeline of the target reads it.
         self._ledger.lease_change(
             event.target,
             event.change,
             lease.holder or "-",
             kind,  # type: ignore[arg-type]
             lease.epoch,
-            session_id=open_here[0].session_id,
             detail={"holder_kind": lease.holder_kind, "next_holder": lease.next_holder},
         )
+        news = LeaseNews(lease.epoch, lease.holder_kind == "human", f"{event.change}: {lease.holder or 'free'}")
+        for session in open_here:
+            session.tell(news)
 
     # -- a session's lease ------------------------------------------------------------------
 
-    async def acquire(self, session: Session) -> None:
-        """Take the target's lease for the session's agent, if the sidecar gives it."""
+    async def acquire(self, session: Session) -> Reason | None:
+        """Take the target's lease for the session's agent, if the sidecar gives it.
+
+        Returns:
+            None when the agent holds it now; else why not: OUT_OF_SCOPE (no live grant),
+            HELD_BY_HUMAN, NO_LEASE (another agent holds it, or it is reserved for one),
+            AUTHZ_UNAVAILABLE.
+        """
         fence = session.fence
         try:
             lease = await self._authz.acquire(session.target, holder=session.agent, ttl_ms=self._ttl_ms)
         except AuthzError as exc:
             log.info("lease for %s not acquired: %s", session.target, exc)
-            with contextlib.suppress(AuthzError):
-                fence.saw((await self._authz.get_lease(session.target)).epoch)
-            return
+            if isinstance(exc, AuthzUnavailableError):
+                return Reason.AUTHZ_UNAVAILABLE
+            try:
+                current = await self._authz.get_lease(session.target)
+            except AuthzError:
+                return Reason.AUTHZ_UNAVAILABLE
+            fence.saw_lease(current.epoch, current.holder_kind)
+            if isinstance(exc, PermissionDeniedError):
+                return Reason.OUT_OF_SCOPE
+            return Reason.HELD_BY_HUMAN if current.holder_kind == "human" else Reason.NO_LEASE
         fence.hold(lease.epoch)
+        return None
 
     def keep(self, session: Session) -> None:
         """Renew the session's lease, a third of its TTL at a time, while the session is open."""
@@ -152,10 +182,12 @@ class LeaseKeeper:
                 fence.lose()
 
     async def release(self, session: Session, still_open: list[Session]) -> None:
-        """Stop renewing; give the lease back unless another open session rides on it."""
+        """Stop renewing; give the lease back unless another open session of the same agent
+        rides on it."""
         if session.renewer is not None:
             session.renewer.cancel()
-        if session.fence.held_epoch is not None and not any(s.target == session.target for s in still_open):
+        same = [s for s in still_open if s.target == session.target and s.agent == session.agent]
+        if session.fence.held_epoch is not None and not same:
             with contextlib.suppress(AuthzError):
                 await self._authz.release(session.target, session.fence.held_epoch, holder=session.agent)
             session.fence.lose()

@@ -331,15 +331,23 @@ class ActResponse:
 
 @dataclass(frozen=True)
 class BatchResult:
+    """What a batch did; ``stop`` is ``""`` (every action ran), ``"not_done"`` or
+    ``"surface_changed"``, and ``stop_reason`` says it in words."""
+
     results: tuple[ActionResult, ...]
     not_started: tuple[int, ...]
     stop_reason: str = ""
     observation: Observation | None = None
+    stop: str = ""
 
 
 @dataclass(frozen=True)
 class SessionInfo:
+    """An open session; ``lease_epoch`` 0 means no lease is held, ``lease_reason`` says why."""
+
     session_id: str
     target: str
     agent: str
     lease_epoch: int
+    lease_reason: str = ""
+    session_ttl_ms: int = 0

@@ -31,7 +31,7 @@ class ConsoleRpcs:
 
     _core: GuardedExecutor
     _run: Callable[..., Awaitable[Any]]
-    _session: Callable[[str, Context], Session]
+    _session: Callable[[str, Context], Awaitable[Session]]
     _token: Callable[[Context], str]
 
     async def _operator_session(self, context: Context, session_id: str) -> tuple[str, str, Session]:
@@ -123,8 +123,13 @@ class ConsoleRpcs:
     async def AskForPerson(self, request: pb.AskForPersonRequest, context: Context) -> pb.AskForPersonResponse:
         async def call() -> pb.AskForPersonResponse:
             reason, wait_ms, request_id = wire.ask_args(request)
-            session = self._session(request.session_id, context)
-            asked = await self._core.console.persons.ask(session, reason, wait_ms, request_id)
+            session = await self._session(request.session_id, context)
+            session.attached += 1  # waiting for a person is not being gone: no TTL meanwhile
+            try:
+                asked = await self._core.console.persons.ask(session, reason, wait_ms, request_id)
+            finally:
+                session.attached -= 1
+                session.touch()
             return pb.AskForPersonResponse(request=wire.person_pb(asked))
 
         result: pb.AskForPersonResponse = await self._run(context, call)

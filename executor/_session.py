@@ -2,7 +2,9 @@
 
 One ``Sessions`` object owns the registry; one ``LeaseFence`` per target remembers the
 highest lease epoch the executor has seen, so that a decision made just before a
-takeover cannot be dispatched after it.
+takeover cannot be dispatched after it, and which agent holds the lease. Each session
+sees the fence through its agent's ``FenceView``: sessions of different agents on one
+target never share a hold (one agent's refusal never drops another's lease).
 """
 
 from __future__ import annotations
@@ -11,11 +13,12 @@ import asyncio
 import hashlib
 import hmac
 import secrets
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from handrail.executor._backend import Backend
-from handrail.executor._errors import NotFoundError, SessionClosedError, UnauthenticatedError
+from handrail.executor._errors import NotFoundError, SessionClosedError
 from handrail.executor._models import Observation
 from handrail.executor._snapshot import RefInfo, find_ref
 
@@ -28,8 +31,9 @@ class LeaseFence:
 
     target: str
     highest_epoch: int = 0
-    held_epoch: int | None = None  # the epoch our agent holds, None when it holds none
+    held_epoch: int | None = None  # the epoch an agent of ours holds, None when none does
     human_holds: bool = False  # the newest lease seen is a person's
+    holder: str = ""  # the agent that holds held_epoch
 
     def saw(self, epoch: int) -> None:
         """Record an epoch seen in any answer from the sidecar; epochs never go back."""
@@ -45,17 +49,70 @@ class LeaseFence:
         if epoch >= self.highest_epoch:
             self.human_holds = holder_kind == "human"
 
-    def hold(self, epoch: int) -> None:
+    def hold(self, epoch: int, agent: str = "") -> None:
         self.saw(epoch)
         self.held_epoch = epoch
+        self.holder = agent
 
     def lose(self) -> None:
         self.held_epoch = None
+        self.holder = ""
 
     @property
     def epoch(self) -> int:
         """The epoch an observation is taken under: the held one, else the newest seen."""
         return self.held_epoch if self.held_epoch is not None else self.highest_epoch
+
+    def view(self, agent: str) -> FenceView:
+        """The fence as ``agent``'s sessions see it."""
+        return FenceView(self, agent)
+
+
+class FenceView:
+    """One agent's view of a target's ``LeaseFence``: it holds only what that agent holds,
+    and loses only that; the highest epoch seen and a person's hold are the target's."""
+
+    def __init__(self, fence: LeaseFence, agent: str) -> None:
+        self._fence = fence
+        self.agent = agent
+        self.target = fence.target
+
+    @property
+    def highest_epoch(self) -> int:
+        return self._fence.highest_epoch
+
+    @property
+    def human_holds(self) -> bool:
+        return self._fence.human_holds
+
+    @human_holds.setter
+    def human_holds(self, value: bool) -> None:
+        self._fence.human_holds = value
+
+    @property
+    def held_epoch(self) -> int | None:
+        """The epoch this agent holds, None when it holds none."""
+        return self._fence.held_epoch if self._fence.holder == self.agent else None
+
+    @property
+    def epoch(self) -> int:
+        """The epoch an observation is taken under: the held one, else the newest seen."""
+        held = self.held_epoch
+        return held if held is not None else self._fence.highest_epoch
+
+    def saw(self, epoch: int) -> None:
+        self._fence.saw(epoch)
+
+    def saw_lease(self, epoch: int, holder_kind: str) -> None:
+        self._fence.saw_lease(epoch, holder_kind)
+
+    def hold(self, epoch: int) -> None:
+        self._fence.hold(epoch, self.agent)
+
+    def lose(self) -> None:
+        """This agent no longer holds the lease (another agent's hold is left alone)."""
+        if self._fence.holder == self.agent:
+            self._fence.lose()
 
 
 @dataclass
@@ -65,7 +122,7 @@ class Session:
     agent: str
     token_hash: bytes
     backend: Backend
-    fence: LeaseFence
+    fence: FenceView
     generation: int = 0
     latest: Observation | None = None
     # The snapshots of the last few observations, by generation, to name the element a
@@ -84,6 +141,26 @@ class Session:
         self.asked[action_id] = params
         while len(self.asked) > 4 * _REMEMBERED:
             del self.asked[next(iter(self.asked))]
+
+    # How long the session lives without a call (ms), and when the last call came
+    # (monotonic seconds); an open Attach stream keeps it alive.
+    ttl_ms: int = 600_000
+    last_call: float = field(default_factory=time.monotonic)
+    attached: int = 0
+    events: list[asyncio.Queue[object]] = field(default_factory=list)
+
+    def touch(self) -> None:
+        """A call named this session: its TTL starts again."""
+        self.last_call = time.monotonic()
+
+    def idle_for(self, now: float) -> float:
+        """Seconds since the last call (0 while an Attach stream is open)."""
+        return 0.0 if self.attached else now - self.last_call
+
+    def tell(self, event: object) -> None:
+        """Push news to every Attach stream of the session."""
+        for queue in self.events:
+            queue.put_nowait(event)
 
     def remember(self, generation: int, snapshot: str) -> None:
         self.recent_snapshots[generation] = snapshot
@@ -121,14 +198,16 @@ class Sessions:
         self._sessions[session.session_id] = session
 
     def get(self, session_id: str, token: str) -> Session:
-        """The open session ``session_id``, if ``token`` is the one that opened it."""
+        """The open session ``session_id``, if ``token`` is the one that opened it.
+
+        Another principal's session reads exactly as an unknown one (no existence oracle).
+        """
         session = self._sessions.get(session_id)
-        if session is None:
+        if session is None or not hmac.compare_digest(session.token_hash, token_digest(token)):
             raise NotFoundError("session_id", f"no session {session_id!r}")
-        if not hmac.compare_digest(session.token_hash, token_digest(token)):
-            raise UnauthenticatedError("this session belongs to another principal")
         if session.closed:
             raise SessionClosedError(f"session {session_id} is closed")
+        session.touch()
         return session
 
     def find(self, session_id: str) -> Session:

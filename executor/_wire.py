@@ -14,7 +14,8 @@ from typing import Any, TypeVar
 
 import grpc
 
-from handrail.executor._errors import ExecutorRpcError, ExecutorUnavailableError
+from handrail._rpc import error_detail
+from handrail.executor._errors import ExecutorRpcError, remote_error_class
 from handrail.executor._models import (
     ActionKind,
     ActionResult,
@@ -76,13 +77,27 @@ BACKENDS = {
     pb.BACKEND_DESKTOP: BackendKind.DESKTOP,
 }
 VERDICTS = {pb.HAPPENED: Verdict.HAPPENED, pb.DID_NOT_HAPPEN: Verdict.DID_NOT_HAPPEN}
+_DIALOG_TYPES: dict[str, pb.DialogType] = {
+    "alert": pb.DIALOG_TYPE_ALERT,
+    "confirm": pb.DIALOG_TYPE_CONFIRM,
+    "prompt": pb.DIALOG_TYPE_PROMPT,
+    "beforeunload": pb.DIALOG_TYPE_BEFOREUNLOAD,
+}
+_DIALOG_NAMES = {v: k for k, v in _DIALOG_TYPES.items()}
+_BATCH_STOPS: dict[str, pb.BatchStop] = {
+    "": pb.BATCH_STOP_UNSPECIFIED,
+    "not_done": pb.BATCH_STOP_NOT_DONE,
+    "surface_changed": pb.BATCH_STOP_SURFACE_CHANGED,
+}
 
 
 # -- the SDK's calls ----------------------------------------------------------------------
 
 
-def open_session(target: str, start_url: str, agent: str, desktop: DesktopTarget | None) -> Call[SessionInfo]:
-    req = pb.OpenSessionRequest(target=target, start_url=start_url, agent=agent)
+def open_session(
+    target: str, start_url: str, agent: str, desktop: DesktopTarget | None, session_ttl_ms: int = 0
+) -> Call[SessionInfo]:
+    req = pb.OpenSessionRequest(target=target, start_url=start_url, agent=agent, session_ttl_ms=session_ttl_ms)
     if desktop is None:
         req.backend = pb.BACKEND_BROWSER
     else:
@@ -133,31 +148,29 @@ def close_session(session_id: str) -> Call[None]:
     return "CloseSession", pb.CloseSessionRequest(session_id=session_id), lambda _: None
 
 
-class _CompatRpcError(ExecutorRpcError, grpc.RpcError):
+class _GrpcCompat(grpc.RpcError):
     """Also the ``grpc.RpcError`` (with ``code()``) the SDK let through before, for one release."""
 
-    def __init__(self, status: grpc.StatusCode, details: str) -> None:
-        super().__init__(status.name, details)
-        self._status = status
+    _status: grpc.StatusCode
 
     def code(self) -> grpc.StatusCode:
         return self._status
 
 
-class _CompatUnavailableError(ExecutorUnavailableError, _CompatRpcError):
-    """``ExecutorUnavailableError``, also a ``grpc.RpcError`` for one release."""
-
-
-_UNAVAILABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+_COMPAT: dict[type[ExecutorRpcError], type[ExecutorRpcError]] = {}
 
 
 def rpc_error(exc: grpc.RpcError) -> ExecutorRpcError:
-    """The executor's error for a gRPC error an SDK call ended with."""
-    code: grpc.StatusCode = exc.code()
-    details: str = exc.details() or ""
-    if code in _UNAVAILABLE:
-        return _CompatUnavailableError(code, details)
-    return _CompatRpcError(code, details)
+    """The executor's error for a gRPC error an SDK call ended with: the class of its code
+    and ErrorInfo reason (``_errors.remote_error_class``), with its field and reason."""
+    detail = error_detail(exc)
+    cls = remote_error_class(detail.code.name, detail.reason)
+    compat = _COMPAT.get(cls)
+    if compat is None:
+        compat = _COMPAT[cls] = type(cls.__name__, (cls, _GrpcCompat), {"__doc__": cls.__doc__})
+    error = compat(detail.code.name, detail.message, reason=detail.reason, metadata=dict(detail.metadata))
+    error._status = detail.code  # type: ignore[attr-defined]
+    return error
 
 
 # -- wire -> data -----------------------------------------------------------------------
@@ -241,7 +254,7 @@ def observation_from_pb(msg: pb.Observation) -> Observation:
         tabs=tuple(TabInfo(t.tab_id, t.url, t.title, t.active) for t in msg.tabs),
         active_tab=msg.active_tab,
         frames=tuple(FrameInfo(f.frame_id, f.name, f.url) for f in msg.frames),
-        dialogs=tuple(DialogInfo(d.type, d.message) for d in msg.dialogs),
+        dialogs=tuple(DialogInfo(_DIALOG_NAMES.get(d.dialog_type, d.type), d.message) for d in msg.dialogs),
         viewport_width=msg.viewport_width,
         viewport_height=msg.viewport_height,
         mutation_counter=msg.mutation_counter,
@@ -275,11 +288,22 @@ def act_response_from_pb(msg: pb.ActResponse) -> ActResponse:
 
 def batch_from_pb(msg: pb.ActBatchResponse) -> BatchResult:
     obs = observation_from_pb(msg.observation) if msg.HasField("observation") else None
-    return BatchResult(tuple(result_from_pb(r) for r in msg.results), tuple(msg.not_started), msg.stop_reason, obs)
+    stop = {v: k for k, v in _BATCH_STOPS.items()}.get(msg.stop, "")
+    return BatchResult(
+        tuple(result_from_pb(r) for r in msg.results), tuple(msg.not_started), msg.stop_reason, obs, stop
+    )
 
 
 def session_from_pb(msg: pb.Session) -> SessionInfo:
-    return SessionInfo(msg.session_id, msg.target, msg.agent, msg.lease_epoch)
+    reason = pb.Reason.Name(msg.lease_reason) if msg.lease_reason in pb.Reason.values() else ""
+    return SessionInfo(
+        msg.session_id,
+        msg.target,
+        msg.agent,
+        msg.lease_epoch,
+        "" if reason == "REASON_UNSPECIFIED" else reason,
+        msg.session_ttl_ms,
+    )
 
 
 # -- data -> wire -----------------------------------------------------------------------
@@ -339,6 +363,8 @@ def session_pb(info: SessionInfo) -> pb.Session:
         target=info.target,
         agent=info.agent,
         lease_epoch=info.lease_epoch,
+        lease_reason=info.lease_reason or "REASON_UNSPECIFIED",
+        session_ttl_ms=info.session_ttl_ms,
     )
 
 
@@ -370,7 +396,10 @@ def observation_pb(obs: Observation) -> pb.Observation:
         tabs=[pb.Tab(tab_id=t.tab_id, url=t.url, title=t.title, active=t.active) for t in obs.tabs],
         active_tab=obs.active_tab,
         frames=[pb.Frame(frame_id=f.frame_id, name=f.name, url=f.url) for f in obs.frames],
-        dialogs=[pb.Dialog(type=d.type, message=d.message) for d in obs.dialogs],
+        dialogs=[
+            pb.Dialog(type=d.type, message=d.message, dialog_type=_DIALOG_TYPES.get(d.type, pb.DIALOG_TYPE_UNSPECIFIED))
+            for d in obs.dialogs
+        ],
         viewport_width=obs.viewport_width,
         viewport_height=obs.viewport_height,
         mutation_counter=obs.mutation_counter,
@@ -396,10 +425,12 @@ def observation_pb(obs: Observation) -> pb.Observation:
 
 
 def result_pb(result: ActionResult) -> pb.ActionResult:
+    # A result that is not a refusal carries no reason: ALLOW is never sent on a result.
+    reason = result.reason if result.reason and result.reason != Reason.ALLOW else "REASON_UNSPECIFIED"
     return pb.ActionResult(
         action_id=result.action_id,
         outcome=result.outcome.value,
-        reason=result.reason or "REASON_UNSPECIFIED",
+        reason=reason,
         message=result.message,
         execution_started=result.execution_started,
         evidence="EVIDENCE_" + result.evidence.value,
@@ -423,6 +454,7 @@ def batch_response_pb(batch: BatchResult) -> pb.ActBatchResponse:
         results=[result_pb(r) for r in batch.results],
         not_started=list(batch.not_started),
         stop_reason=batch.stop_reason,
+        stop=_BATCH_STOPS[batch.stop],
     )
     if batch.observation is not None:
         out.observation.CopyFrom(observation_pb(batch.observation))

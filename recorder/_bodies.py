@@ -266,16 +266,19 @@ class SessionOpenBody(Body):
 
 @dataclass(frozen=True)
 class SessionCloseBody(Body):
-    """A session closed."""
+    """A session closed; ``reason`` says why when its agent did not close it (``"ttl"``:
+    no call within its TTL; ``"detached"``: its Attach stream closed; ``"shutdown"``)."""
 
     KIND: ClassVar[str] = "session_close"
 
+    reason: str = ""
+
     def to_body(self) -> dict[str, Any]:
-        return {}
+        return {"reason": self.reason} if self.reason else {}
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> Self:
-        return cls()
+        return cls(_str(body, "reason"))
 
 
 @dataclass(frozen=True)

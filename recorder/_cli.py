@@ -1,5 +1,9 @@
 """``handrail ledger``: tail, show, verify, export and timeline.
 
+Every command only reads: the ledger is opened read-only (an auditor's copy in a read-only
+directory works; nothing is migrated and the head file is not written). ``--session S``
+shows the session's own entries and the lease changes of its target while it was open.
+
 Exit codes: 0 success; 1 the chain does not verify, or ``show`` found nothing; 2 the
 ledger cannot be found or read, or an argument is bad.
 """
@@ -143,13 +147,36 @@ def _filters(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _matches(entry: Entry, filters: dict[str, Any]) -> bool:
+    """Whether ``entry`` passes the filters other than the session (as the store applies them)."""
+    if filters.get("kind") and entry.kind != filters["kind"]:
+        return False
+    if filters.get("principal") and entry.principal != filters["principal"]:
+        return False
+    if filters.get("since_ms") is not None and entry.ts_ms < filters["since_ms"]:
+        return False
+    outcome = (filters.get("outcome") or "").upper()
+    if outcome:
+        stated = "REFUSED" if entry.kind == "refusal" else str(entry.body.get("outcome", "")).upper()
+        return stated == outcome
+    return True
+
+
+def _select(ledger: Ledger, filters: dict[str, Any]) -> list[Entry]:
+    """The filtered entries; a session's include its target's lease changes."""
+    session = filters.get("session_id")
+    if not session:
+        return ledger.entries(**filters)
+    return [e for e in ledger.session_entries(session) if _matches(e, filters)]
+
+
 def _open_existing(args: argparse.Namespace) -> Ledger | None:
     path = ledger_path(args.db, args.data_dir)
     if not path.is_file():
         print(f"error: no ledger at {path}", file=sys.stderr)
         return None
     try:
-        return Ledger(path)
+        return Ledger(path, read_only=True)
     except LedgerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
@@ -173,7 +200,10 @@ def run_tail(args: argparse.Namespace) -> int:
             return 2
         try:
             filters = _filters(args)
-            entries = ledger.tail(args.n, **filters) if args.n > 0 else []
+            if filters["session_id"]:
+                entries = _select(ledger, filters)[-args.n :] if args.n > 0 else []
+            else:
+                entries = ledger.tail(args.n, **filters) if args.n > 0 else []
             if entries:
                 print(timeline(entries), flush=True)
             if args.follow:
@@ -224,19 +254,22 @@ def run_show(args: argparse.Namespace) -> int:
                 print(f"no entries for action {args.action_id}", file=sys.stderr)
                 return 1
             sessions = sorted({entry.session_id for entry in entries})
-            context = [
-                entry
-                for sid in sessions
-                if sid
-                for entry in ledger.entries(session_id=sid, action_id="")
-                if entry.kind in ("session_open", "session_close", "lease_change")
-            ]
+            context = sorted(
+                {
+                    entry.seq: entry
+                    for sid in sessions
+                    if sid
+                    for entry in ledger.session_entries(sid)
+                    if entry.kind in ("session_open", "session_close", "lease_change")
+                }.values(),
+                key=lambda entry: entry.seq,
+            )
         except LedgerError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
     print(f"action {args.action_id}: {_status(entries)}")
     for sid in sessions:
-        opened = [e.content for e in context if e.session_id == sid]
+        opened = [e.content for e in context if e.session_id == sid and e.kind == "session_open"]
         target = next((b.target for b in opened if isinstance(b, SessionOpenBody)), "") or "?"
         print(f"session {sid or '(none)'}: target {target}")
     if context:
@@ -319,7 +352,7 @@ def run_timeline(args: argparse.Namespace) -> int:
         if ledger is None:
             return 2
         try:
-            entries = ledger.entries(**_filters(args))
+            entries = _select(ledger, _filters(args))
         except (LedgerError, ValueError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2

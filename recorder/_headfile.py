@@ -83,8 +83,9 @@ class HeadWriter:
     never overwritten then.
     """
 
-    def __init__(self, path: Path, interval_s: float, every: int) -> None:
+    def __init__(self, path: Path, interval_s: float, every: int, *, writable: bool = True) -> None:
         self.path = path
+        self._writable = writable
         self.frozen: str | None = None
         self._interval_s = interval_s
         self._every = every
@@ -155,7 +156,7 @@ class HeadWriter:
             self._write(seq, digest)  # outside the lock: appends never wait on it
 
     def _write(self, seq: int, digest: str) -> None:
-        if seq <= self._written_seq:
+        if seq <= self._written_seq or not self._writable:
             return
         try:
             # Another process appending to the same file may have written a newer head.

@@ -38,6 +38,8 @@ from ._bodies import (
     ReconcileBody,
     ResultBody,
     ResultExtra,
+    SessionCloseBody,
+    SessionOpenBody,
 )
 from ._entry import VERDICTS, Entry, NewEntry, PrincipalKind, prepare
 from ._errors import LedgerError, LedgerTamperedError
@@ -65,6 +67,8 @@ class Ledger:
         head_every: write the head file at once when this many entries are waiting.
         store: where the entries live instead of the SQLite file at ``path`` (which then
             only names the head file).
+        read_only: only read, never write (the file, its WAL or the head file): for
+            auditing a copy, even in a read-only directory. Appends raise ``LedgerError``.
     """
 
     def __init__(
@@ -75,12 +79,15 @@ class Ledger:
         head_interval_s: float = 0.1,
         head_every: int = 1000,
         store: LedgerStore | None = None,
+        read_only: bool = False,
     ) -> None:
         self._path = Path(path)
         self._closing = threading.Lock()
         self._closed = False
-        self._store: LedgerStore = store or SqliteLedgerStore(self._path, busy_timeout_s=busy_timeout_s)
-        self._head = HeadWriter(head_file_path(self._path), head_interval_s, head_every)
+        self._store: LedgerStore = store or SqliteLedgerStore(
+            self._path, busy_timeout_s=busy_timeout_s, read_only=read_only
+        )
+        self._head = HeadWriter(head_file_path(self._path), head_interval_s, head_every, writable=not read_only)
         self._writer = GroupCommit(self._store.append, self._committed)
         try:
             self._head.check(self._store)
@@ -428,6 +435,28 @@ class Ledger:
                 limit=limit,
             )
         )
+
+    def session_entries(self, session_id: str) -> list[Entry]:
+        """One session's timeline: its own entries, and every lease change of its target
+        while it was open, in seq order.
+
+        A lease change is written once per target (under no session); each session's
+        timeline of that target reads it here, so a takeover that refused a session's
+        action shows in that session's timeline whichever session was open first.
+        """
+        own = self.entries(session_id=session_id)
+        opened = next((e for e in own if e.kind == SessionOpenBody.KIND), None)
+        if opened is None:
+            return own
+        target = opened.body_as(SessionOpenBody).target
+        closed = next((e.seq for e in own if e.kind == SessionCloseBody.KIND), None)
+        seen = {e.seq for e in own}
+        changes = [
+            e
+            for e in self.entries(kind=LeaseChangeBody.KIND, since_seq=opened.seq)
+            if e.seq not in seen and (closed is None or e.seq < closed) and e.body_as(LeaseChangeBody).target == target
+        ]
+        return sorted(own + changes, key=lambda e: e.seq)
 
     def iter_entries(self, *, batch_size: int = 5000, **filters: Any) -> Iterator[Entry]:
         """Yield entries in seq order, a batch at a time; takes :meth:`entries`' filters.

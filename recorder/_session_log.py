@@ -28,7 +28,8 @@ class SessionLog:
         session_id: the session.
         principal: the agent that opened it.
         opened: its ``session_open`` body (target, backend, start URL).
-        entries: every entry of the session, oldest first.
+        entries: every entry of the session and the lease changes of its target while it
+            was open, oldest first.
     """
 
     session_id: str
@@ -48,7 +49,7 @@ def read_session(ledger: Ledger, session_id: str) -> SessionLog:
         LedgerError: the ledger has no entry of that session, or none that opens it
             (``NOT_FOUND``).
     """
-    entries = tuple(ledger.entries(session_id=session_id))
+    entries = tuple(ledger.session_entries(session_id))
     if not entries:
         raise LedgerError(f"no entries for session {session_id!r} in {ledger.path}", reason="NOT_FOUND")
     opened = next((e for e in entries if e.kind == SessionOpenBody.KIND), None)

@@ -10,7 +10,9 @@ one file: ``BEGIN IMMEDIATE`` serializes them. Every ``sqlite3`` error becomes a
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
+import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -125,12 +127,21 @@ class SqliteLedgerStore:
     Args:
         path: the SQLite file; created (with its parent folder) when missing.
         busy_timeout_s: how long to wait for another process's write lock.
+        read_only: only read (an auditor's copy): the file is opened read-only and never
+            migrated; when SQLite cannot read it in place (a read-only directory holding a
+            WAL database), a private copy of the file and its WAL is read instead.
     """
 
-    def __init__(self, path: str | Path, *, busy_timeout_s: float = 10.0) -> None:
+    def __init__(self, path: str | Path, *, busy_timeout_s: float = 10.0, read_only: bool = False) -> None:
         self.path = Path(path)
         self._lock = threading.RLock()  # guards the connection
         self._closed = False
+        self._copy_dir: str | None = None
+        self.read_only = read_only
+        self.read_path = self.path  # the file reads go to (a private copy, read-only at times)
+        if read_only:
+            self._conn = self._open_read_only()
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(
@@ -149,6 +160,37 @@ class SqliteLedgerStore:
             self._conn.close()
             raise LedgerError(f"cannot open ledger {self.path}: {exc}") from exc
 
+    def _open_read_only(self) -> sqlite3.Connection:
+        if not self.path.is_file():
+            raise LedgerError(f"no ledger at {self.path}", reason="NOT_FOUND")
+        try:
+            conn = _connect_read_only(self.path)
+            conn.execute("SELECT value FROM meta LIMIT 1").fetchall()
+            self.read_path = self.path
+            return conn
+        except sqlite3.Error:
+            pass  # e.g. a WAL database in a directory we may not write: read a copy
+        try:
+            self._copy_dir = tempfile.mkdtemp(prefix="handrail-ledger-ro-")
+            copy = Path(self._copy_dir) / self.path.name
+            shutil.copyfile(self.path, copy)
+            for suffix in ("-wal",):
+                side = self.path.with_name(self.path.name + suffix)
+                if side.is_file():
+                    shutil.copyfile(side, copy.with_name(copy.name + suffix))
+            conn = sqlite3.connect(copy, isolation_level=None, check_same_thread=False)
+            conn.execute("SELECT value FROM meta LIMIT 1").fetchall()  # replays the copied WAL
+            self.read_path = copy
+            return conn
+        except (OSError, sqlite3.Error) as exc:
+            self._drop_copy()
+            raise LedgerError(f"cannot read ledger {self.path}: {exc}") from None
+
+    def _drop_copy(self) -> None:
+        if self._copy_dir is not None:
+            shutil.rmtree(self._copy_dir, ignore_errors=True)
+            self._copy_dir = None
+
     @property
     def location(self) -> str:
         return str(self.path)
@@ -158,12 +200,15 @@ class SqliteLedgerStore:
             if not self._closed:
                 self._closed = True
                 self._conn.close()
+                self._drop_copy()
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
             if self._closed:
                 raise LedgerError(f"ledger {self.path} is closed")
+            if self.read_only:
+                raise LedgerError(f"ledger {self.path} is open read-only", reason="READ_ONLY")
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
@@ -261,7 +306,7 @@ class SqliteLedgerStore:
         return int(self._read(lambda conn: conn.execute("SELECT COUNT(*) FROM entries").fetchone())[0])
 
     def snapshot(self, batch_size: int) -> AbstractContextManager[ChainSnapshot]:
-        return snapshot(self.path, batch_size)
+        return snapshot(self.read_path if self.read_only else self.path, batch_size, read_only=self.read_only)
 
     def _read(self, read: Callable[[sqlite3.Connection], _T]) -> _T:
         with self._lock:
@@ -271,14 +316,19 @@ class SqliteLedgerStore:
                 raise LedgerError(f"cannot read ledger {self.path}: {exc}") from exc
 
 
+def _connect_read_only(db: Path) -> sqlite3.Connection:
+    """A read-only connection to ``db`` (``mode=ro``: never writes, never creates)."""
+    return sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+
+
 @contextmanager
-def snapshot(db: Path, batch_size: int) -> Iterator[ChainSnapshot]:
+def snapshot(db: Path, batch_size: int, *, read_only: bool = False) -> Iterator[ChainSnapshot]:
     """A read of the whole chain through a connection of its own (a WAL snapshot).
 
     Appends through other connections go on meanwhile.
     """
     try:
-        conn = sqlite3.connect(db, isolation_level=None)
+        conn = _connect_read_only(db) if read_only else sqlite3.connect(db, isolation_level=None)
     except sqlite3.Error as exc:
         raise LedgerError(f"cannot open ledger {db}: {exc}") from exc
     try:

@@ -131,6 +131,7 @@ def run_record(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
             fixture=args.fixture,
             name=args.name or args.output.stem,
             state_url=args.state_url,
+            warn=lambda text: print(f"handrail record: warning: {text}", file=sys.stderr),
         )
     except RecordError as exc:
         print(f"handrail record: {exc}", file=sys.stderr)

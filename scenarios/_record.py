@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ from handrail.recorder import (
 
 from ._acts import BROWSER_KINDS
 from ._errors import RecordError, ScenarioError
+from ._fit import check_fit
 from ._loading import parse_scenario
 
 __all__ = ["record_session", "scenario_from_session"]
@@ -59,6 +60,7 @@ def record_session(
     fixture: str = "subscription",
     name: str = "recorded",
     state_url: str | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> str:
     """Return the YAML text of a scenario that replays session ``session_id``.
 
@@ -69,15 +71,21 @@ def record_session(
         name: the scenario's name.
         state_url: the fixture's ``/state`` URL; when given, its fields and POST counts
             become the final state checks.
+        warn: told each way the session may not fit the fixture (also noted in the file).
 
     Raises:
-        RecordError: no such session, or the result is not a valid scenario.
+        RecordError: no such session, the session does not fit the fixture (it does not
+            serve the session's start page), or the result is not a valid scenario.
     """
     try:
-        with Ledger(ledger_path) as ledger:
+        with Ledger(ledger_path, read_only=True) as ledger:
             session = read_session(ledger, session_id)
     except LedgerError as exc:
         raise RecordError(str(exc)) from None
+    fit_warnings = check_fit(session, fixture)
+    for warning in fit_warnings:
+        if warn is not None:
+            warn(warning)
     grants = _stored_grants(ledger_path.parent / "authz.sqlite", session)
     state = _fetch_state(state_url) if state_url else None
     data, notes = scenario_from_session(session, fixture=fixture, name=name, grants=grants, state=state)
@@ -85,7 +93,7 @@ def record_session(
         f"# Recorded by `handrail record` from session {session_id} of {ledger_path}",
         f"# on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC.",
     ]
-    header += [f"# NOTE: {n}" for n in notes]
+    header += [f"# NOTE: {n}" for n in [*fit_warnings, *notes]]
     text = "\n".join(header) + "\n" + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=96)
     try:
         parse_scenario(text, f"{name}.yaml")
@@ -163,7 +171,7 @@ def scenario_from_session(
         elif isinstance(body, LeaseChangeBody):
             if body.event == "takeover":
                 steps.append({"fault": "takeover"})
-            elif body.event == "hand_back":
+            elif body.event in ("hand_back", "handback"):
                 to = body.detail.next_holder or ""
                 steps.append({"fault": {"kind": "hand_back", "to": to} if to else "hand_back"})
 

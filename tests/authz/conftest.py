@@ -11,8 +11,17 @@ from typing import Any
 
 import pytest
 
-from handrail.authz import AuthzClient, AuthzServer, serve
+from handrail.authz import AuthzClient, AuthzServer, GrantInfo, serve
+from handrail.authz._models import Principal
 from handrail.authz._policies import DEFAULT_POLICIES_DIR
+
+ADMIN = Principal("admin", "admin")
+LEASE_GRANT_NOTE = "standing read grant: lets the tests hold leases"
+
+
+def granted(grants: list[GrantInfo]) -> list[GrantInfo]:
+    """``grants`` without the fixture's standing read grants."""
+    return [g for g in grants if g.note != LEASE_GRANT_NOTE]
 
 
 class FakeClock:
@@ -72,7 +81,7 @@ def make_sidecar(tmp_path: Path, clock: FakeClock) -> Iterator[MakeSidecar]:
     """Start a sidecar in-process with ``serve(**kwargs)``; stopped at teardown."""
     made: list[Sidecar] = []
 
-    def make(**kwargs: Any) -> Sidecar:
+    def make(*, lease_grants: bool = True, **kwargs: Any) -> Sidecar:
         data = tmp_path / f"data{len(made)}"
         kwargs.setdefault("clock", clock)
         server, port = serve(data, "127.0.0.1:0", **kwargs)
@@ -86,6 +95,11 @@ def make_sidecar(tmp_path: Path, clock: FakeClock) -> Iterator[MakeSidecar]:
         }
         side = Sidecar(server, f"127.0.0.1:{port}", data, clock, tokens)
         made.append(side)
+        if lease_grants:
+            # Only a grant holder may take a target's lease: each agent gets a standing
+            # read grant on every target, so that the tests below can hold leases.
+            for agent in ("agent-a", "agent-b"):
+                side.server.authorizer.grant(ADMIN, GrantInfo("", agent, "*", ("read",), note=LEASE_GRANT_NOTE))
         return side
 
     try:

@@ -132,7 +132,10 @@ def test_who_may_see_and_decide(sidecar: Sidecar) -> None:
     assert sidecar.client("agent-a").get_approval(d.approval_id).principal == "agent-a"
     with pytest.raises(AuthzRpcError) as err:
         sidecar.client("agent-b").get_approval(d.approval_id)
-    assert err.value.code_name == "PERMISSION_DENIED"
+    assert err.value.code_name == "NOT_FOUND"  # another principal's id reads as an unknown one
+    with pytest.raises(AuthzRpcError) as unknown:
+        sidecar.client("agent-b").get_approval("no-such-approval")
+    assert unknown.value.details.replace("no-such-approval", d.approval_id) == err.value.details
     assert sidecar.client("agent-b").list_approvals() == []
     for who in ("agent-a", "exe"):
         with pytest.raises(AuthzRpcError) as err:

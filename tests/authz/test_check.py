@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from handrail.authz import AuthzClient, AuthzRpcError
-from tests.authz.conftest import Sidecar
+from tests.authz.conftest import Sidecar, granted
 
 TARGET = "browser:1"
 ORIGIN = "http://127.0.0.1:8000"
@@ -152,8 +152,8 @@ def test_grant_revoked_on_the_next_check(sidecar: Sidecar) -> None:
     assert revoked.revoked
     d = _check(sidecar, epoch)
     assert d.reason == "GRANT_REVOKED" and d.grant_id == grant_id  # type: ignore[attr-defined]
-    assert sidecar.client("op").list_grants("agent-a") == []
-    assert sidecar.client("op").list_grants("agent-a", include_inactive=True)[0].revoked
+    assert granted(sidecar.client("op").list_grants("agent-a")) == []
+    assert granted(sidecar.client("op").list_grants("agent-a", include_inactive=True))[0].revoked
 
 
 def test_policy_forbid_names_the_policy(sidecar: Sidecar) -> None:
@@ -226,7 +226,7 @@ def test_every_decision_is_logged(sidecar: Sidecar) -> None:
     _check(sidecar, epoch)
     _check(sidecar, epoch + 1)
     _check(sidecar, epoch, element_name="delete me")
-    sidecar.client("agent-a").check("agent-a", TARGET, epoch, "read", url=URL)
+    sidecar.client("agent-a").check("agent-a", TARGET, epoch, "download", url=URL)
     with pytest.raises(AuthzRpcError):
         _check(sidecar, -1)  # invalid: no decision
     rows = _decisions(sidecar)

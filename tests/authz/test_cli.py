@@ -16,7 +16,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from handrail.authz import Store, _cli
 from handrail.authz._policies import DEFAULT_POLICIES_DIR
-from tests.authz.conftest import Sidecar
+from tests.authz.conftest import Sidecar, granted
 
 
 def _handrail(*args: str) -> list[str]:
@@ -167,7 +167,7 @@ def test_grant_scope_flags_close_task_watch_and_reload(sidecar: Sidecar, capsys:
     out, err = capsys.readouterr()
     assert code == 0, err
     grant_id = out.strip()
-    (grant,) = sidecar.client("op").list_grants("agent-a")
+    (grant,) = granted(sidecar.client("op").list_grants("agent-a"))
     assert grant.grant_id == grant_id and grant.single_use and grant.task_id == "t-1"
     assert grant.path_globs == ("/account/*",) and grant.name_patterns == ("Delete*",)
     assert grant.require_approval_verbs == ("delete",) and grant.approval_timeout_ms == 30_000

@@ -41,7 +41,8 @@ def test_record_carries_inputs_caller_agent_and_lease(sidecar: Sidecar) -> None:
     assert "s3cr3t" not in r.url and "tab=2" in r.url
     assert (r.action_id, r.fingerprint, r.observation_id) == ("act-9", "fp-9", "obs-9")
     assert record.lease is not None and record.lease.holder == "agent-a"
-    assert record.grants_considered == (grant_id,)
+    standing = {g.grant_id for g in sidecar.client("op").list_grants("agent-a")} - {grant_id}
+    assert set(record.grants_considered) - standing == {grant_id}
     assert record.decision == d
     assert "caller exe asked for agent agent-a" in text
     assert f"{grant_id} (" in text and "covers it and was active ← decided on" in text

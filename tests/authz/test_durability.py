@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from handrail.authz import AuthzClient, AuthzError, SqliteStore
+from handrail.authz import AuthzClient, AuthzError, GrantInfo, SqliteStore
 from handrail.scenarios import start_authz
 
 TARGET = "browser:d"
@@ -19,6 +19,9 @@ def test_kill_9_under_load_loses_nothing_acknowledged(tmp_path: Path) -> None:
     with SqliteStore.in_dir(tmp_path) as store:
         op_token = store.add_principal("op", "operator")
         exe_token = store.add_principal("exe", "executor")
+        store.add_principal("agent-a", "agent")
+        # Only a grant holder may take the lease: a standing read grant lets it.
+        store.add_grant(GrantInfo("", "agent-a", TARGET, ("read",)), "op")
     server = start_authz(tmp_path)
     grants: dict[str, bool] = {}  # acknowledged grant id -> acknowledged revoked
     decisions: dict[str, bool] = {}  # acknowledged decision id -> allow

@@ -50,6 +50,8 @@ class LeaseMachine(RuleBasedStateMachine):
         self.clock = Clock()
         self.store = SqliteStore.in_dir(self.dir, clock=self.clock)
         self.authz = Authorizer(self.store, ENGINE)
+        for agent in AGENTS:
+            self.store.add_principal(agent, "agent")
         op = Principal("op-1", "operator")
         for agent in AGENTS:
             self.authz.grant(op, GrantInfo("", agent, TARGET, ("submit",), ()))

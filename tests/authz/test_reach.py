@@ -46,6 +46,8 @@ def test_a_bad_console_origin_is_named() -> None:
 @pytest.fixture
 def authorizer(tmp_path: Path) -> Authorizer:
     store = SqliteStore.in_dir(tmp_path)
+    for name, role in (("ops-a", "operator"), ("ops-b", "operator"), ("agent-1", "agent"), ("exec-1", "executor")):
+        store.add_principal(name, role)
     return Authorizer(store, PolicyEngine.load(), console_origins=ConsoleOrigins.parse(["http://127.0.0.1:7710"]))
 
 
@@ -62,6 +64,7 @@ def _human(person: str, epoch: int) -> CheckInput:
 def test_only_the_person_holding_the_lease_at_its_epoch_may_send_input(authorizer: Authorizer) -> None:
     a = authorizer
     assert a.check_human_input(OPS, _human("ops-a", 0)).reason == "NO_LEASE"  # nobody holds it
+    a.grant(OPS, GrantInfo("", "agent-1", "browser:t", ("input",), ("http://shop.test",)))
     a.acquire(AGENT, "browser:t", "", 0)
     assert a.check_human_input(OPS, _human("ops-a", 1)).reason == "NO_LEASE"  # an agent holds it
     lease = a.take_over(OPS, "browser:t", 0, "")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from handrail.authz import AuthzRpcError
-from tests.authz.conftest import Sidecar
+from tests.authz.conftest import Sidecar, granted
 
 TARGET = "browser:1"
 ORIGIN = "http://127.0.0.1:8000"
@@ -122,7 +122,7 @@ def test_single_use_then_exhausted(sidecar: Sidecar) -> None:
     assert first.allow and first.grant_consumed
     second = _check(sidecar, epoch)
     assert second.reason == "GRANT_EXHAUSTED" and second.grant_id == grant.grant_id
-    (listed,) = sidecar.client("op").list_grants("agent-a", include_inactive=True)
+    (listed,) = granted(sidecar.client("op").list_grants("agent-a", include_inactive=True))
     assert listed.used_at_ms == sidecar.clock.now and listed.state(sidecar.clock.now) == ("exhausted")
 
 
@@ -171,6 +171,6 @@ def test_grant_round_trips_every_field(sidecar: Sidecar) -> None:
         require_approval_verbs=["purchase"],
         approval_timeout_ms=30_000,
     )
-    (listed,) = sidecar.client("op").list_grants("agent-a")
+    (listed,) = granted(sidecar.client("op").list_grants("agent-a"))
     assert listed == g
     assert g.require_approval_verbs == ("purchase",) and g.approval_timeout_ms == 30_000

@@ -96,8 +96,11 @@ def test_tokens_are_required_and_sessions_are_private(
     assert code == grpc.StatusCode.UNAUTHENTICATED
     other = stack.add_principal("agent")
     md = (("authorization", f"Bearer {other.token}"),)
-    code, _ = _code(lambda: stub.Act(_act(obs), metadata=md))
-    assert code == grpc.StatusCode.UNAUTHENTICATED
+    # Another agent's session reads exactly as an unknown one: no existence oracle.
+    code, details = _code(lambda: stub.Act(_act(obs), metadata=md))
+    assert code == grpc.StatusCode.NOT_FOUND
+    unknown_code, unknown = _code(lambda: stub.Act(_act(obs, session_id="s_000000000000"), metadata=md))
+    assert unknown_code == code and unknown.replace("s_000000000000", sid) == details
     code, _ = _code(
         lambda: stub.Observe(pb.ObserveRequest(session_id=sid), metadata=(("authorization", "Bearer nope"),))
     )
@@ -118,10 +121,10 @@ def test_open_session_validates(stack: Stack, agent: AgentSetup) -> None:
             code, details = _code(lambda req=req: stub.OpenSession(req, metadata=md))
             assert code == grpc.StatusCode.INVALID_ARGUMENT
             assert details.startswith(field + ":"), details
-        # An operator's token opens no agent session.
+        # An operator's token opens no agent session: the role is wrong, not a field.
         md = (("authorization", f"Bearer {stack.operator.token}"),)
         code, _ = _code(lambda: stub.OpenSession(pb.OpenSessionRequest(target="t"), metadata=md))
-        assert code == grpc.StatusCode.INVALID_ARGUMENT
+        assert code == grpc.StatusCode.PERMISSION_DENIED
     finally:
         channel.close()
 

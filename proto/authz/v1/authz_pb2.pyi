@@ -59,6 +59,51 @@ class HolderKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     HOLDER_KIND_UNSPECIFIED: _ClassVar[HolderKind]
     HOLDER_AGENT: _ClassVar[HolderKind]
     HOLDER_HUMAN: _ClassVar[HolderKind]
+
+class GrantState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    GRANT_STATE_UNSPECIFIED: _ClassVar[GrantState]
+    GRANT_STATE_ACTIVE: _ClassVar[GrantState]
+    GRANT_STATE_REVOKED: _ClassVar[GrantState]
+    GRANT_STATE_EXPIRED: _ClassVar[GrantState]
+    GRANT_STATE_EXHAUSTED: _ClassVar[GrantState]
+    GRANT_STATE_CLOSED: _ClassVar[GrantState]
+
+class PrincipalState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PRINCIPAL_STATE_UNSPECIFIED: _ClassVar[PrincipalState]
+    PRINCIPAL_STATE_ACTIVE: _ClassVar[PrincipalState]
+    PRINCIPAL_STATE_REVOKED: _ClassVar[PrincipalState]
+    PRINCIPAL_STATE_EXPIRED: _ClassVar[PrincipalState]
+
+class EventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    EVENT_KIND_UNSPECIFIED: _ClassVar[EventKind]
+    EVENT_KIND_LEASE: _ClassVar[EventKind]
+    EVENT_KIND_GRANT: _ClassVar[EventKind]
+    EVENT_KIND_APPROVAL: _ClassVar[EventKind]
+    EVENT_KIND_POLICY: _ClassVar[EventKind]
+
+class Change(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CHANGE_UNSPECIFIED: _ClassVar[Change]
+    CHANGE_ACQUIRE: _ClassVar[Change]
+    CHANGE_RENEW: _ClassVar[Change]
+    CHANGE_RELEASE: _ClassVar[Change]
+    CHANGE_TAKEOVER: _ClassVar[Change]
+    CHANGE_HANDBACK: _ClassVar[Change]
+    CHANGE_ACTIVITY: _ClassVar[Change]
+    CHANGE_EXPIRE: _ClassVar[Change]
+    CHANGE_RESYNC: _ClassVar[Change]
+    CHANGE_GRANT: _ClassVar[Change]
+    CHANGE_REVOKE: _ClassVar[Change]
+    CHANGE_CONSUME: _ClassVar[Change]
+    CHANGE_CLOSE: _ClassVar[Change]
+    CHANGE_CREATE: _ClassVar[Change]
+    CHANGE_APPROVE: _ClassVar[Change]
+    CHANGE_DENY: _ClassVar[Change]
+    CHANGE_USE: _ClassVar[Change]
+    CHANGE_RELOAD: _ClassVar[Change]
 REASON_UNSPECIFIED: Reason
 ALLOW: Reason
 UNAUTHENTICATED: Reason
@@ -97,6 +142,39 @@ ROLE_ADMIN: Role
 HOLDER_KIND_UNSPECIFIED: HolderKind
 HOLDER_AGENT: HolderKind
 HOLDER_HUMAN: HolderKind
+GRANT_STATE_UNSPECIFIED: GrantState
+GRANT_STATE_ACTIVE: GrantState
+GRANT_STATE_REVOKED: GrantState
+GRANT_STATE_EXPIRED: GrantState
+GRANT_STATE_EXHAUSTED: GrantState
+GRANT_STATE_CLOSED: GrantState
+PRINCIPAL_STATE_UNSPECIFIED: PrincipalState
+PRINCIPAL_STATE_ACTIVE: PrincipalState
+PRINCIPAL_STATE_REVOKED: PrincipalState
+PRINCIPAL_STATE_EXPIRED: PrincipalState
+EVENT_KIND_UNSPECIFIED: EventKind
+EVENT_KIND_LEASE: EventKind
+EVENT_KIND_GRANT: EventKind
+EVENT_KIND_APPROVAL: EventKind
+EVENT_KIND_POLICY: EventKind
+CHANGE_UNSPECIFIED: Change
+CHANGE_ACQUIRE: Change
+CHANGE_RENEW: Change
+CHANGE_RELEASE: Change
+CHANGE_TAKEOVER: Change
+CHANGE_HANDBACK: Change
+CHANGE_ACTIVITY: Change
+CHANGE_EXPIRE: Change
+CHANGE_RESYNC: Change
+CHANGE_GRANT: Change
+CHANGE_REVOKE: Change
+CHANGE_CONSUME: Change
+CHANGE_CLOSE: Change
+CHANGE_CREATE: Change
+CHANGE_APPROVE: Change
+CHANGE_DENY: Change
+CHANGE_USE: Change
+CHANGE_RELOAD: Change
 
 class Resource(_message.Message):
     __slots__ = ("url", "element_role", "element_name", "window_class", "window_title", "password_field")
@@ -159,7 +237,7 @@ class CheckResponse(_message.Message):
     def __init__(self, allow: _Optional[bool] = ..., reason: _Optional[_Union[Reason, str]] = ..., message: _Optional[str] = ..., decision_id: _Optional[str] = ..., policies: _Optional[_Iterable[str]] = ..., grant_id: _Optional[str] = ..., lease_epoch: _Optional[int] = ..., approval_id: _Optional[str] = ..., shadow_policies: _Optional[_Iterable[str]] = ..., grant_consumed: _Optional[bool] = ...) -> None: ...
 
 class Grant(_message.Message):
-    __slots__ = ("grant_id", "principal", "target", "verbs", "origins", "expires_at_ms", "granted_by", "note", "created_at_ms", "revoked", "path_globs", "role_patterns", "name_patterns", "window_class_patterns", "window_title_patterns", "allow_password_input", "single_use", "task_id", "require_approval_verbs", "approval_timeout_ms", "revoked_at_ms", "used_at_ms", "closed_at_ms", "state")
+    __slots__ = ("grant_id", "principal", "target", "verbs", "origins", "expires_at_ms", "granted_by", "note", "created_at_ms", "revoked", "path_globs", "role_patterns", "name_patterns", "window_class_patterns", "window_title_patterns", "allow_password_input", "single_use", "task_id", "require_approval_verbs", "approval_timeout_ms", "revoked_at_ms", "used_at_ms", "closed_at_ms", "state", "grant_state")
     GRANT_ID_FIELD_NUMBER: _ClassVar[int]
     PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     TARGET_FIELD_NUMBER: _ClassVar[int]
@@ -184,6 +262,7 @@ class Grant(_message.Message):
     USED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     CLOSED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
+    GRANT_STATE_FIELD_NUMBER: _ClassVar[int]
     grant_id: str
     principal: str
     target: str
@@ -208,7 +287,8 @@ class Grant(_message.Message):
     used_at_ms: int
     closed_at_ms: int
     state: str
-    def __init__(self, grant_id: _Optional[str] = ..., principal: _Optional[str] = ..., target: _Optional[str] = ..., verbs: _Optional[_Iterable[_Union[Verb, str]]] = ..., origins: _Optional[_Iterable[str]] = ..., expires_at_ms: _Optional[int] = ..., granted_by: _Optional[str] = ..., note: _Optional[str] = ..., created_at_ms: _Optional[int] = ..., revoked: _Optional[bool] = ..., path_globs: _Optional[_Iterable[str]] = ..., role_patterns: _Optional[_Iterable[str]] = ..., name_patterns: _Optional[_Iterable[str]] = ..., window_class_patterns: _Optional[_Iterable[str]] = ..., window_title_patterns: _Optional[_Iterable[str]] = ..., allow_password_input: _Optional[bool] = ..., single_use: _Optional[bool] = ..., task_id: _Optional[str] = ..., require_approval_verbs: _Optional[_Iterable[_Union[Verb, str]]] = ..., approval_timeout_ms: _Optional[int] = ..., revoked_at_ms: _Optional[int] = ..., used_at_ms: _Optional[int] = ..., closed_at_ms: _Optional[int] = ..., state: _Optional[str] = ...) -> None: ...
+    grant_state: GrantState
+    def __init__(self, grant_id: _Optional[str] = ..., principal: _Optional[str] = ..., target: _Optional[str] = ..., verbs: _Optional[_Iterable[_Union[Verb, str]]] = ..., origins: _Optional[_Iterable[str]] = ..., expires_at_ms: _Optional[int] = ..., granted_by: _Optional[str] = ..., note: _Optional[str] = ..., created_at_ms: _Optional[int] = ..., revoked: _Optional[bool] = ..., path_globs: _Optional[_Iterable[str]] = ..., role_patterns: _Optional[_Iterable[str]] = ..., name_patterns: _Optional[_Iterable[str]] = ..., window_class_patterns: _Optional[_Iterable[str]] = ..., window_title_patterns: _Optional[_Iterable[str]] = ..., allow_password_input: _Optional[bool] = ..., single_use: _Optional[bool] = ..., task_id: _Optional[str] = ..., require_approval_verbs: _Optional[_Iterable[_Union[Verb, str]]] = ..., approval_timeout_ms: _Optional[int] = ..., revoked_at_ms: _Optional[int] = ..., used_at_ms: _Optional[int] = ..., closed_at_ms: _Optional[int] = ..., state: _Optional[str] = ..., grant_state: _Optional[_Union[GrantState, str]] = ...) -> None: ...
 
 class GrantRequest(_message.Message):
     __slots__ = ("grant",)
@@ -351,12 +431,14 @@ class WhoAmIRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class WhoAmIResponse(_message.Message):
-    __slots__ = ("principal", "role")
+    __slots__ = ("principal", "role", "expires_at_ms")
     PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_MS_FIELD_NUMBER: _ClassVar[int]
     principal: str
     role: Role
-    def __init__(self, principal: _Optional[str] = ..., role: _Optional[_Union[Role, str]] = ...) -> None: ...
+    expires_at_ms: int
+    def __init__(self, principal: _Optional[str] = ..., role: _Optional[_Union[Role, str]] = ..., expires_at_ms: _Optional[int] = ...) -> None: ...
 
 class CloseTaskRequest(_message.Message):
     __slots__ = ("task_id",)
@@ -565,7 +647,7 @@ class WatchRequest(_message.Message):
     def __init__(self, targets: _Optional[_Iterable[str]] = ..., since_seq: _Optional[int] = ...) -> None: ...
 
 class WatchEvent(_message.Message):
-    __slots__ = ("seq", "kind", "target", "lease", "grant", "approval", "at_ms", "change")
+    __slots__ = ("seq", "kind", "target", "lease", "grant", "approval", "at_ms", "change", "event_kind", "event_change")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     TARGET_FIELD_NUMBER: _ClassVar[int]
@@ -574,6 +656,8 @@ class WatchEvent(_message.Message):
     APPROVAL_FIELD_NUMBER: _ClassVar[int]
     AT_MS_FIELD_NUMBER: _ClassVar[int]
     CHANGE_FIELD_NUMBER: _ClassVar[int]
+    EVENT_KIND_FIELD_NUMBER: _ClassVar[int]
+    EVENT_CHANGE_FIELD_NUMBER: _ClassVar[int]
     seq: int
     kind: str
     target: str
@@ -582,7 +666,57 @@ class WatchEvent(_message.Message):
     approval: Approval
     at_ms: int
     change: str
-    def __init__(self, seq: _Optional[int] = ..., kind: _Optional[str] = ..., target: _Optional[str] = ..., lease: _Optional[_Union[Lease, _Mapping]] = ..., grant: _Optional[_Union[Grant, _Mapping]] = ..., approval: _Optional[_Union[Approval, _Mapping]] = ..., at_ms: _Optional[int] = ..., change: _Optional[str] = ...) -> None: ...
+    event_kind: EventKind
+    event_change: Change
+    def __init__(self, seq: _Optional[int] = ..., kind: _Optional[str] = ..., target: _Optional[str] = ..., lease: _Optional[_Union[Lease, _Mapping]] = ..., grant: _Optional[_Union[Grant, _Mapping]] = ..., approval: _Optional[_Union[Approval, _Mapping]] = ..., at_ms: _Optional[int] = ..., change: _Optional[str] = ..., event_kind: _Optional[_Union[EventKind, str]] = ..., event_change: _Optional[_Union[Change, str]] = ...) -> None: ...
+
+class Principal(_message.Message):
+    __slots__ = ("name", "role", "created_at_ms", "expires_at_ms", "revoked_at_ms", "state")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    REVOKED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    role: Role
+    created_at_ms: int
+    expires_at_ms: int
+    revoked_at_ms: int
+    state: PrincipalState
+    def __init__(self, name: _Optional[str] = ..., role: _Optional[_Union[Role, str]] = ..., created_at_ms: _Optional[int] = ..., expires_at_ms: _Optional[int] = ..., revoked_at_ms: _Optional[int] = ..., state: _Optional[_Union[PrincipalState, str]] = ...) -> None: ...
+
+class ListPrincipalsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListPrincipalsResponse(_message.Message):
+    __slots__ = ("principals",)
+    PRINCIPALS_FIELD_NUMBER: _ClassVar[int]
+    principals: _containers.RepeatedCompositeFieldContainer[Principal]
+    def __init__(self, principals: _Optional[_Iterable[_Union[Principal, _Mapping]]] = ...) -> None: ...
+
+class RevokePrincipalRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class RotateTokenRequest(_message.Message):
+    __slots__ = ("name", "expires_at_ms")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    expires_at_ms: int
+    def __init__(self, name: _Optional[str] = ..., expires_at_ms: _Optional[int] = ...) -> None: ...
+
+class PrincipalResponse(_message.Message):
+    __slots__ = ("principal", "token")
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    principal: Principal
+    token: str
+    def __init__(self, principal: _Optional[_Union[Principal, _Mapping]] = ..., token: _Optional[str] = ...) -> None: ...
 
 class ListLeasesRequest(_message.Message):
     __slots__ = ()

@@ -26,7 +26,8 @@ if _version_not_supported:
 
 
 class AuthzStub:
-    """Missing associated documentation comment in .proto file."""
+    """The authorization sidecar's service.
+    """
 
     def __init__(self, channel):
         """Constructor.
@@ -144,6 +145,21 @@ class AuthzStub:
                 request_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.WatchRequest.SerializeToString,
                 response_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.WatchEvent.FromString,
                 _registered_method=True)
+        self.ListPrincipals = channel.unary_unary(
+                '/handrail.authz.v1.Authz/ListPrincipals',
+                request_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ListPrincipalsRequest.SerializeToString,
+                response_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ListPrincipalsResponse.FromString,
+                _registered_method=True)
+        self.RevokePrincipal = channel.unary_unary(
+                '/handrail.authz.v1.Authz/RevokePrincipal',
+                request_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.RevokePrincipalRequest.SerializeToString,
+                response_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.PrincipalResponse.FromString,
+                _registered_method=True)
+        self.RotateToken = channel.unary_unary(
+                '/handrail.authz.v1.Authz/RotateToken',
+                request_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.RotateTokenRequest.SerializeToString,
+                response_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.PrincipalResponse.FromString,
+                _registered_method=True)
         self.CheckHumanInput = channel.unary_unary(
                 '/handrail.authz.v1.Authz/CheckHumanInput',
                 request_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.CheckRequest.SerializeToString,
@@ -157,141 +173,181 @@ class AuthzStub:
 
 
 class AuthzServicer:
-    """Missing associated documentation comment in .proto file."""
+    """The authorization sidecar's service.
+    """
 
     def Check(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """May this exact action go ahead? (executor, admin; an agent for itself). A refusal is
+        an OK answer with allow = false; every answer is logged.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Grant(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Make a grant (operator, admin).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Revoke(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Revoke a grant (operator, admin); the very next check sees it.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListGrants(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """List grants (operator, admin, executor; an agent its own).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Acquire(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Take a lease (an agent with a live grant on the target, or executor/operator/admin for one).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Renew(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Extend a held lease; the epoch stays.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Release(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Give a held lease up; the epoch goes up.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def TakeOver(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """A person takes control (operator, admin): preemptive, the epoch goes up.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def HandBack(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """A person frees the lease, maybe for one agent (operator, admin).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetLease(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The current lease of a target (any role).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def WhoAmI(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Who the caller's token names (any role): how a process checks its own token.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ReportActivity(self, request, context):
-        """executor: a person is at the desk; takes the lease over for "desk:<target>".
+        """A person is at the desk; takes the lease over for "desk:<target>" (executor, admin).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ExpireLease(self, request, context):
-        """admin: the current lease lapses now (fault injection, operations).
+        """The current lease lapses now (admin; fault injection, operations).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def CloseTask(self, request, context):
-        """operator/admin: end every grant bound to a task.
+        """End every grant bound to a task (operator, admin).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Approve(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Approve a pending approval (operator, admin).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Deny(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Deny a pending approval (operator, admin).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetApproval(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """One approval (executor, operator, admin; an agent its own).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListApprovals(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Approvals, newest first (executor, operator, admin; an agent its own).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ReloadPolicies(self, request, context):
-        """operator/admin: reload the Cedar policies (and shadow policies); a bad set is refused
-        with FILE:LINE and the old one stays.
+        """Reload the Cedar policies (operator, admin); a bad set is refused with FILE:LINE
+        (FAILED_PRECONDITION, reason POLICY_ERROR) and the old one stays.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ExplainDecision(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """One logged decision, explained (executor, operator, admin).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListDecisions(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Logged decisions, newest first (executor, operator, admin).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Watch(self, request, context):
-        """executor/operator/admin: lease, grant, approval and policy changes as they commit.
+        """Lease, grant, approval and policy changes as they commit (executor, operator, admin).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListPrincipals(self, request, context):
+        """Every principal, never a token (operator, admin).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RevokePrincipal(self, request, context):
+        """Revoke a principal: its token fails on the very next call (admin).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RotateToken(self, request, context):
+        """A new token for a principal; the old one fails at once (admin).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -429,6 +485,21 @@ def add_AuthzServicer_to_server(servicer, server):
                     request_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.WatchRequest.FromString,
                     response_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.WatchEvent.SerializeToString,
             ),
+            'ListPrincipals': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPrincipals,
+                    request_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ListPrincipalsRequest.FromString,
+                    response_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ListPrincipalsResponse.SerializeToString,
+            ),
+            'RevokePrincipal': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokePrincipal,
+                    request_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.RevokePrincipalRequest.FromString,
+                    response_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.PrincipalResponse.SerializeToString,
+            ),
+            'RotateToken': grpc.unary_unary_rpc_method_handler(
+                    servicer.RotateToken,
+                    request_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.RotateTokenRequest.FromString,
+                    response_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.PrincipalResponse.SerializeToString,
+            ),
             'CheckHumanInput': grpc.unary_unary_rpc_method_handler(
                     servicer.CheckHumanInput,
                     request_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.CheckRequest.FromString,
@@ -448,7 +519,8 @@ def add_AuthzServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class Authz:
-    """Missing associated documentation comment in .proto file."""
+    """The authorization sidecar's service.
+    """
 
     @staticmethod
     def Check(request,
@@ -1034,6 +1106,87 @@ class Authz:
             '/handrail.authz.v1.Authz/Watch',
             handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.WatchRequest.SerializeToString,
             handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.WatchEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListPrincipals(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/handrail.authz.v1.Authz/ListPrincipals',
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ListPrincipalsRequest.SerializeToString,
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ListPrincipalsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevokePrincipal(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/handrail.authz.v1.Authz/RevokePrincipal',
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.RevokePrincipalRequest.SerializeToString,
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.PrincipalResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RotateToken(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/handrail.authz.v1.Authz/RotateToken',
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.RotateTokenRequest.SerializeToString,
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.PrincipalResponse.FromString,
             options,
             channel_credentials,
             insecure,

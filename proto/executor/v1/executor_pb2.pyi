@@ -88,6 +88,27 @@ class Verdict(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     HAPPENED: _ClassVar[Verdict]
     DID_NOT_HAPPEN: _ClassVar[Verdict]
 
+class DialogType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DIALOG_TYPE_UNSPECIFIED: _ClassVar[DialogType]
+    DIALOG_TYPE_ALERT: _ClassVar[DialogType]
+    DIALOG_TYPE_CONFIRM: _ClassVar[DialogType]
+    DIALOG_TYPE_PROMPT: _ClassVar[DialogType]
+    DIALOG_TYPE_BEFOREUNLOAD: _ClassVar[DialogType]
+
+class BatchStop(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    BATCH_STOP_UNSPECIFIED: _ClassVar[BatchStop]
+    BATCH_STOP_NOT_DONE: _ClassVar[BatchStop]
+    BATCH_STOP_SURFACE_CHANGED: _ClassVar[BatchStop]
+
+class SessionEventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SESSION_EVENT_KIND_UNSPECIFIED: _ClassVar[SessionEventKind]
+    SESSION_EVENT_ATTACHED: _ClassVar[SessionEventKind]
+    SESSION_EVENT_LEASE_CHANGED: _ClassVar[SessionEventKind]
+    SESSION_EVENT_CLOSED: _ClassVar[SessionEventKind]
+
 class PersonRequestStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     PERSON_REQUEST_STATUS_UNSPECIFIED: _ClassVar[PersonRequestStatus]
@@ -157,6 +178,18 @@ BACKEND_DESKTOP: Backend
 VERDICT_UNSPECIFIED: Verdict
 HAPPENED: Verdict
 DID_NOT_HAPPEN: Verdict
+DIALOG_TYPE_UNSPECIFIED: DialogType
+DIALOG_TYPE_ALERT: DialogType
+DIALOG_TYPE_CONFIRM: DialogType
+DIALOG_TYPE_PROMPT: DialogType
+DIALOG_TYPE_BEFOREUNLOAD: DialogType
+BATCH_STOP_UNSPECIFIED: BatchStop
+BATCH_STOP_NOT_DONE: BatchStop
+BATCH_STOP_SURFACE_CHANGED: BatchStop
+SESSION_EVENT_KIND_UNSPECIFIED: SessionEventKind
+SESSION_EVENT_ATTACHED: SessionEventKind
+SESSION_EVENT_LEASE_CHANGED: SessionEventKind
+SESSION_EVENT_CLOSED: SessionEventKind
 PERSON_REQUEST_STATUS_UNSPECIFIED: PersonRequestStatus
 PERSON_WAITING: PersonRequestStatus
 PERSON_WITH_PERSON: PersonRequestStatus
@@ -177,30 +210,36 @@ class DesktopTarget(_message.Message):
     def __init__(self, display: _Optional[str] = ..., window_id: _Optional[int] = ..., pid: _Optional[int] = ..., wm_class: _Optional[str] = ..., title_pattern: _Optional[str] = ...) -> None: ...
 
 class OpenSessionRequest(_message.Message):
-    __slots__ = ("target", "backend", "start_url", "agent", "desktop")
+    __slots__ = ("target", "backend", "start_url", "agent", "desktop", "session_ttl_ms")
     TARGET_FIELD_NUMBER: _ClassVar[int]
     BACKEND_FIELD_NUMBER: _ClassVar[int]
     START_URL_FIELD_NUMBER: _ClassVar[int]
     AGENT_FIELD_NUMBER: _ClassVar[int]
     DESKTOP_FIELD_NUMBER: _ClassVar[int]
+    SESSION_TTL_MS_FIELD_NUMBER: _ClassVar[int]
     target: str
     backend: Backend
     start_url: str
     agent: str
     desktop: DesktopTarget
-    def __init__(self, target: _Optional[str] = ..., backend: _Optional[_Union[Backend, str]] = ..., start_url: _Optional[str] = ..., agent: _Optional[str] = ..., desktop: _Optional[_Union[DesktopTarget, _Mapping]] = ...) -> None: ...
+    session_ttl_ms: int
+    def __init__(self, target: _Optional[str] = ..., backend: _Optional[_Union[Backend, str]] = ..., start_url: _Optional[str] = ..., agent: _Optional[str] = ..., desktop: _Optional[_Union[DesktopTarget, _Mapping]] = ..., session_ttl_ms: _Optional[int] = ...) -> None: ...
 
 class Session(_message.Message):
-    __slots__ = ("session_id", "target", "agent", "lease_epoch")
+    __slots__ = ("session_id", "target", "agent", "lease_epoch", "lease_reason", "session_ttl_ms")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TARGET_FIELD_NUMBER: _ClassVar[int]
     AGENT_FIELD_NUMBER: _ClassVar[int]
     LEASE_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    LEASE_REASON_FIELD_NUMBER: _ClassVar[int]
+    SESSION_TTL_MS_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     target: str
     agent: str
     lease_epoch: int
-    def __init__(self, session_id: _Optional[str] = ..., target: _Optional[str] = ..., agent: _Optional[str] = ..., lease_epoch: _Optional[int] = ...) -> None: ...
+    lease_reason: Reason
+    session_ttl_ms: int
+    def __init__(self, session_id: _Optional[str] = ..., target: _Optional[str] = ..., agent: _Optional[str] = ..., lease_epoch: _Optional[int] = ..., lease_reason: _Optional[_Union[Reason, str]] = ..., session_ttl_ms: _Optional[int] = ...) -> None: ...
 
 class ObserveRequest(_message.Message):
     __slots__ = ("session_id", "screenshot", "screenshot_scale", "viewport_only", "depth", "diff")
@@ -241,12 +280,14 @@ class Frame(_message.Message):
     def __init__(self, frame_id: _Optional[str] = ..., name: _Optional[str] = ..., url: _Optional[str] = ...) -> None: ...
 
 class Dialog(_message.Message):
-    __slots__ = ("type", "message")
+    __slots__ = ("type", "message", "dialog_type")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    DIALOG_TYPE_FIELD_NUMBER: _ClassVar[int]
     type: str
     message: str
-    def __init__(self, type: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+    dialog_type: DialogType
+    def __init__(self, type: _Optional[str] = ..., message: _Optional[str] = ..., dialog_type: _Optional[_Union[DialogType, str]] = ...) -> None: ...
 
 class Window(_message.Message):
     __slots__ = ("window_id", "pid", "wm_class", "title", "x", "y", "width", "height")
@@ -489,16 +530,18 @@ class ActBatchRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., actions: _Optional[_Iterable[_Union[ActRequest, _Mapping]]] = ...) -> None: ...
 
 class ActBatchResponse(_message.Message):
-    __slots__ = ("results", "not_started", "stop_reason", "observation")
+    __slots__ = ("results", "not_started", "stop_reason", "observation", "stop")
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     NOT_STARTED_FIELD_NUMBER: _ClassVar[int]
     STOP_REASON_FIELD_NUMBER: _ClassVar[int]
     OBSERVATION_FIELD_NUMBER: _ClassVar[int]
+    STOP_FIELD_NUMBER: _ClassVar[int]
     results: _containers.RepeatedCompositeFieldContainer[ActionResult]
     not_started: _containers.RepeatedScalarFieldContainer[int]
     stop_reason: str
     observation: Observation
-    def __init__(self, results: _Optional[_Iterable[_Union[ActionResult, _Mapping]]] = ..., not_started: _Optional[_Iterable[int]] = ..., stop_reason: _Optional[str] = ..., observation: _Optional[_Union[Observation, _Mapping]] = ...) -> None: ...
+    stop: BatchStop
+    def __init__(self, results: _Optional[_Iterable[_Union[ActionResult, _Mapping]]] = ..., not_started: _Optional[_Iterable[int]] = ..., stop_reason: _Optional[str] = ..., observation: _Optional[_Union[Observation, _Mapping]] = ..., stop: _Optional[_Union[BatchStop, str]] = ...) -> None: ...
 
 class CloseSessionRequest(_message.Message):
     __slots__ = ("session_id",)
@@ -509,6 +552,24 @@ class CloseSessionRequest(_message.Message):
 class CloseSessionResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class AttachRequest(_message.Message):
+    __slots__ = ("session_id",)
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class SessionEvent(_message.Message):
+    __slots__ = ("kind", "lease_epoch", "human_holds", "message")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    LEASE_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    HUMAN_HOLDS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    kind: SessionEventKind
+    lease_epoch: int
+    human_holds: bool
+    message: str
+    def __init__(self, kind: _Optional[_Union[SessionEventKind, str]] = ..., lease_epoch: _Optional[int] = ..., human_holds: _Optional[bool] = ..., message: _Optional[str] = ...) -> None: ...
 
 class ListSessionsRequest(_message.Message):
     __slots__ = ("session_id",)

@@ -26,7 +26,9 @@ if _version_not_supported:
 
 
 class ExecutorStub:
-    """Missing associated documentation comment in .proto file."""
+    """The executor's service. Every RPC takes an agent's token (see the top of this file),
+    but the console's (ListSessions to DescribeAction) an operator's or admin's.
+    """
 
     def __init__(self, channel):
         """Constructor.
@@ -63,6 +65,11 @@ class ExecutorStub:
                 '/handrail.executor.v1.Executor/CloseSession',
                 request_serializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.CloseSessionRequest.SerializeToString,
                 response_deserializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.CloseSessionResponse.FromString,
+                _registered_method=True)
+        self.Attach = channel.unary_stream(
+                '/handrail.executor.v1.Executor/Attach',
+                request_serializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.AttachRequest.SerializeToString,
+                response_deserializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.SessionEvent.FromString,
                 _registered_method=True)
         self.ListSessions = channel.unary_unary(
                 '/handrail.executor.v1.Executor/ListSessions',
@@ -102,40 +109,55 @@ class ExecutorStub:
 
 
 class ExecutorServicer:
-    """Missing associated documentation comment in .proto file."""
+    """The executor's service. Every RPC takes an agent's token (see the top of this file),
+    but the console's (ListSessions to DescribeAction) an operator's or admin's.
+    """
 
     def OpenSession(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Open a session on a target for the calling agent; takes the lease when it can (see Session).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Observe(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Take a fresh observation; the previous one can no longer be cited.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Act(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """One action through every gate; a refusal is an OK answer with outcome REFUSED.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ActBatch(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Actions in order; stops at the first that does not end DONE.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Reconcile(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Settle an UNKNOWN action by what the real state shows.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def CloseSession(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """End the session and release its lease.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Attach(self, request, context):
+        """Keep the session alive while the stream is open; closing it closes the session.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -226,6 +248,11 @@ def add_ExecutorServicer_to_server(servicer, server):
                     request_deserializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.CloseSessionRequest.FromString,
                     response_serializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.CloseSessionResponse.SerializeToString,
             ),
+            'Attach': grpc.unary_stream_rpc_method_handler(
+                    servicer.Attach,
+                    request_deserializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.AttachRequest.FromString,
+                    response_serializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.SessionEvent.SerializeToString,
+            ),
             'ListSessions': grpc.unary_unary_rpc_method_handler(
                     servicer.ListSessions,
                     request_deserializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ListSessionsRequest.FromString,
@@ -270,7 +297,9 @@ def add_ExecutorServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class Executor:
-    """Missing associated documentation comment in .proto file."""
+    """The executor's service. Every RPC takes an agent's token (see the top of this file),
+    but the console's (ListSessions to DescribeAction) an operator's or admin's.
+    """
 
     @staticmethod
     def OpenSession(request,
@@ -424,6 +453,33 @@ class Executor:
             '/handrail.executor.v1.Executor/CloseSession',
             handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.CloseSessionRequest.SerializeToString,
             handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.CloseSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Attach(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/handrail.executor.v1.Executor/Attach',
+            handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.AttachRequest.SerializeToString,
+            handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.SessionEvent.FromString,
             options,
             channel_credentials,
             insecure,
