@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-import time
 from collections.abc import AsyncIterator
 from typing import cast
 
@@ -34,7 +33,6 @@ from handrail.executor._errors import (
     BackendError,
     NotFoundError,
     PermissionDeniedError,
-    UnauthenticatedError,
 )
 from handrail.executor._lease import LeaseKeeper
 from handrail.executor._live import Box, HumanInput, LiveSurface, ScreenFrame, SessionSummary, TimelineItem
@@ -48,7 +46,6 @@ from handrail.recorder import Entry, Ledger, ReconcileBody, RefusalBody, ResultB
 __all__ = ["ConsoleDesk", "element_context"]
 
 _OPERATOR_ROLES = ("operator", "admin")
-_WHO_CACHE_S = 10.0
 _TIMELINE_POLL_S = 0.1
 _INPUT_TIMEOUT_MS = 5_000
 
@@ -98,7 +95,6 @@ class ConsoleDesk:
         self._leases = leases
         self._outcomes = outcomes
         self.persons = PersonDesk(authz, ledger, sessions, leases)
-        self._who: dict[str, tuple[str, float]] = {}
         self._input_locks: dict[str, asyncio.Lock] = {}
 
     # -- who may call ------------------------------------------------------------------
@@ -106,24 +102,16 @@ class ConsoleDesk:
     async def operator(self, token: str) -> str:
         """The operator (or admin) a bearer token belongs to, as the sidecar says.
 
+        Asked on every call (the sidecar answers from memory): nothing here remembers a
+        token, so a revoked or expired operator is refused on their very next call.
+
         Raises:
-            UnauthenticatedError: the sidecar knows no such token.
+            AuthzRpcError: the sidecar refused the token (UNAUTHENTICATED, with its reason).
             PermissionDeniedError: the token is an agent's or an executor's.
         """
-        cached = self._who.get(token)
-        if cached is not None and time.monotonic() - cached[1] < _WHO_CACHE_S:
-            return cached[0]
-        try:
-            principal, role = await self._authz.who_am_i(token=token)
-        except AuthzRpcError as exc:
-            if exc.code_name == "UNAUTHENTICATED":
-                raise UnauthenticatedError("the sidecar knows no such token") from None
-            raise
+        principal, role = await self._authz.who_am_i(token=token)
         if role not in _OPERATOR_ROLES:
             raise PermissionDeniedError(f"{principal} is a {role}: only an operator may call this")
-        if len(self._who) > 1000:
-            self._who.clear()
-        self._who[token] = (principal, time.monotonic())
         return principal
 
     # -- reading -----------------------------------------------------------------------
@@ -221,9 +209,9 @@ class ConsoleDesk:
             )  # fmt: skip
         except AuthzUnavailableError as exc:
             return self._refuse(session, person, spec, action_id, key, Reason.AUTHZ_UNAVAILABLE, f"authz: {exc}")
+        except AuthzRpcError:
+            raise  # the person's token or role refused (UNAUTHENTICATED, PERMISSION_DENIED): an error
         except AuthzError as exc:
-            if isinstance(exc, AuthzRpcError) and exc.code_name == "PERMISSION_DENIED":
-                raise PermissionDeniedError(str(exc)) from None
             return self._refuse(session, person, spec, action_id, key, Reason.AUTHZ_UNAVAILABLE, f"authz: {exc}")
         session.fence.saw(decision.lease_epoch)
         if not decision.allow:

@@ -8,12 +8,14 @@ under the person; an agent asks for a person and waits for the hand-back.
 from __future__ import annotations
 
 import asyncio
+import secrets
 import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 
+from handrail.authz import Store
 from handrail.executor import ActionKind, ConsoleClient, ExecutorRpcError, HumanInput, Outcome, PersonStatus
 from handrail.recorder import Ledger
 from handrail.scenarios import SecondFactorApp
@@ -219,4 +221,36 @@ def test_human_input_bad_fields_are_named(stack: Stack, agent: AgentSetup, fa: S
         "INVALID_ARGUMENT text",
     ]
     assert got[4] == "NOT_FOUND"
+    session.close()
+
+
+def test_a_revoked_operator_is_refused_on_the_next_call(stack: Stack, agent: AgentSetup, fa: SecondFactorApp) -> None:
+    """The executor asks the sidecar who the caller is on every console call: nothing
+    remembers an operator's token past its revocation."""
+    session = agent.client.open_session(target=agent.target, start_url=fa.url + "/")
+    name, token = f"ops-{secrets.token_hex(3)}", secrets.token_urlsafe(24)
+    with Store(stack.data_dir / "authz.sqlite") as store:
+        store.add_principal(name, "operator", token)
+
+    async def go() -> tuple[int, str, str]:
+        client = ConsoleClient(stack.executor.address)
+        try:
+            seen = len(await client.list_sessions(token, session.session_id))
+            with Store(stack.data_dir / "authz.sqlite") as store:
+                store.revoke_principal(name)
+            codes = []
+            for call in (
+                client.list_sessions(token, session.session_id),
+                client.human_input(token, session.session_id, HumanInput(ActionKind.CLICK, 1, 10, 10)),
+            ):
+                try:
+                    await call
+                    codes.append("OK")
+                except ExecutorRpcError as exc:
+                    codes.append(f"{exc.code_name} {exc.reason}")
+            return seen, codes[0], codes[1]
+        finally:
+            await client.close()
+
+    assert _run(go()) == (1, "UNAUTHENTICATED TOKEN_REVOKED", "UNAUTHENTICATED TOKEN_REVOKED")
     session.close()
