@@ -37,18 +37,21 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from handrail._errors import HandrailError
 from handrail._vocabulary import ActionKind
 from handrail.authz import AuthzError, AuthzRpcError
 from handrail.console._backends import Backends
 from handrail.console._config import ConsoleConfig
 from handrail.console._signin import COOKIE, PRE_COOKIE, SignIn, SignIns, same
-from handrail.executor import ExecutorRpcError, HumanInput
+from handrail.executor import ExecutorError, ExecutorRpcError, HumanInput
 
 __all__ = ["create_app"]
 
 log = logging.getLogger("handrail.console")
 
 _OPERATOR_ROLES = ("operator", "admin")
+_SIGN_IN_AGAIN = "The sidecar no longer knows your token: sign in again."
+_RECHECK_S = 2.0  # how often a live stream asks the sidecar whether its operator's token still holds
 _Handler = Callable[[Request, SignIn], Awaitable[Response]]
 
 
@@ -64,6 +67,35 @@ class _Console:
         )
         self.templates.filters["when"] = _when
         self.templates.filters["short"] = lambda s, n=80: s if len(s) <= n else s[: n - 1] + "…"
+
+    async def token_ok(self, me: SignIn) -> bool:
+        """Whether the sidecar still knows the operator's token; if it refuses it (revoked,
+        expired), the sign-in ends here. A sidecar that cannot answer ends nothing: it
+        refuses what needs it anyway."""
+        try:
+            await self.backends.sidecar(me.token).who_am_i()
+        except AuthzRpcError as exc:
+            if exc.code_name != "UNAUTHENTICATED":
+                return True
+            if self.signins.get(me.session_id) is not None:
+                log.info("console: %s signed out: the sidecar refuses their token (%s)", me.principal, exc.reason)
+            self.signins.close(me.session_id)
+            return False
+        except AuthzError:
+            return True
+        return True
+
+    async def guard(self, me: SignIn) -> None:
+        """For a live stream: return once the sign-in ends (sign-out, expiry, or a token the
+        sidecar no longer knows: asked every ``_RECHECK_S``)."""
+        asked = asyncio.get_running_loop().time()
+        while self.signins.alive(me.session_id):
+            await asyncio.sleep(0.5)
+            now = asyncio.get_running_loop().time()
+            if now - asked >= _RECHECK_S:
+                asked = now
+                if not await self.token_ok(me):
+                    return
 
     def page(self, name: str, status: int = 200, **values: Any) -> HTMLResponse:
         return HTMLResponse(self.templates.get_template(name).render(**values), status_code=status)
@@ -94,19 +126,50 @@ def create_app(config: ConsoleConfig) -> Starlette:
                 )
             sign_in = console.signins.get(request.cookies.get(COOKIE))
             if sign_in is None:
-                if page and request.method == "GET":
-                    pre = _new_token()
-                    form = console.page("signin.html", 401, csrf=pre, next=_safe_next(request.url.path), error="")
-                    console.cookie(form, PRE_COOKIE, pre, 600)
-                    return form
-                return PlainTextResponse("sign in first (/signin)\n", 401)
+                return signin_again(request, page, "")
             if state_changing:
                 problem = await _csrf_problem(request, sign_in)
                 if problem:
                     return PlainTextResponse(problem + "\n", 403)
-            return await handler(request, sign_in)
+            # The token is asked about beside the request's own work (no added latency); the
+            # sidecar and the executors refuse a revoked token's calls on their own anyway.
+            check = asyncio.ensure_future(console.token_ok(sign_in))
+            try:
+                response = await handler(request, sign_in)
+            except (AuthzError, ExecutorError) as exc:  # a back end refused or failed: one clear answer
+                if not await check:
+                    return signin_again(request, page, _SIGN_IN_AGAIN)
+                return trouble(request, sign_in, page, exc)
+            except BaseException:
+                check.cancel()
+                raise
+            if not await check:
+                return signin_again(request, page, _SIGN_IN_AGAIN)
+            return response
 
         return endpoint
+
+    def trouble(request: Request, me: SignIn, page: bool, exc: HandrailError) -> Response:
+        code = getattr(exc, "code_name", "")
+        status = _http_status(code) if code else 503
+        message = getattr(exc, "details", None) if isinstance(exc, AuthzRpcError) else str(exc)
+        if isinstance(exc, ExecutorRpcError):
+            message = exc.details()
+        log.info("console: %s %s: %s", request.method, request.url.path, exc)
+        if page and request.method == "GET":
+            title = "The sidecar or an executor cannot answer" if status >= 500 else "Refused"
+            return console.page("trouble.html", status, me=me, title=title, message=message or str(exc), csrf=me.csrf)
+        return JSONResponse({"error": message or str(exc)}, status)
+
+    def signin_again(request: Request, page: bool, error: str) -> Response:
+        if page and request.method == "GET":
+            pre = _new_token()
+            form = console.page("signin.html", 401, csrf=pre, next=_safe_next(request.url.path), error=error)
+            console.cookie(form, PRE_COOKIE, pre, 600)
+            if error:
+                form.delete_cookie(COOKIE, path="/")
+            return form
+        return PlainTextResponse((error or "sign in first (/signin)") + "\n", 401)
 
     async def signin_page(request: Request) -> Response:
         if "authorization" in request.headers:
@@ -167,9 +230,10 @@ def create_app(config: ConsoleConfig) -> Starlette:
                     woke.set()
 
             watcher = asyncio.create_task(watch())
+            guard = asyncio.create_task(console.guard(me))
             last = ""
             try:
-                while console.signins.alive(me.session_id):
+                while console.signins.alive(me.session_id) and not guard.done():
                     data = await console.backends.overview(me.token)
                     digest = data.digest()
                     if digest != last:
@@ -183,6 +247,7 @@ def create_app(config: ConsoleConfig) -> Starlette:
                     woke.clear()
             finally:
                 watcher.cancel()
+                guard.cancel()
 
         return EventSourceResponse(stream(), ping=15)
 
@@ -240,14 +305,19 @@ def create_app(config: ConsoleConfig) -> Starlette:
                 await queue.put({"event": "entry", "data": json.dumps(data)})
 
         async def stream() -> AsyncIterator[dict[str, str]]:
-            tasks = [asyncio.create_task(frames()), asyncio.create_task(entries())]
+            guard = asyncio.create_task(console.guard(me))  # ends with the sign-in
+            tasks = [asyncio.create_task(frames()), asyncio.create_task(entries()), guard]
             try:
-                while console.signins.alive(me.session_id):
+                while console.signins.alive(me.session_id) and not guard.done():
                     while not queue.empty():
                         yield queue.get_nowait()
                     getter = asyncio.ensure_future(queue.get())
                     framed = asyncio.ensure_future(frame_ready.wait())
-                    done, _ = await asyncio.wait({getter, framed}, return_when=asyncio.FIRST_COMPLETED)
+                    done, _ = await asyncio.wait({getter, framed, guard}, return_when=asyncio.FIRST_COMPLETED)
+                    if guard in done:
+                        getter.cancel()
+                        framed.cancel()
+                        break
                     if getter in done:
                         yield getter.result()
                     else:

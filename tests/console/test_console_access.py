@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from handrail.authz import AuthzClient, AuthzRpcError
+from handrail.authz import AuthzClient, AuthzRpcError, Store
 from handrail.console._signin import SignIns
 from handrail.executor import ExecutorClient, Outcome
 from tests.console.conftest import ConsoleStack
@@ -103,6 +103,35 @@ def test_operator_signs_in_and_out_and_state_changes_need_csrf(console_stack: Co
     assert ok.status_code == 200 and ok.json()["holder"] == console_stack.operator.name
     assert c.post("/signout", data={"csrf": token}).status_code == 303
     assert c.get("/").status_code == 401
+    c.close()
+
+
+def test_a_revoked_operator_is_signed_out_on_the_next_request(console_stack: ConsoleStack) -> None:
+    """The sidecar revokes an operator: their sign-in ends on the very next request, and an
+    open live stream ends too (no sign-in outlives the token behind it)."""
+    who = console_stack.add("operator", "ops-revoked")
+    c, r = _signed_in(console_stack, who.token)
+    assert r.status_code == 303 and c.get("/").status_code == 200
+    with c.stream("GET", "/events") as events:
+        assert events.status_code == 200
+        lines = events.iter_lines()
+        assert next(line for line in lines if line.startswith("event:")) == "event: overview"
+        with Store(console_stack.data_dir / "authz.sqlite") as store:
+            store.revoke_principal(who.name)
+        started = time.monotonic()
+        for _ in lines:  # the stream ends within a few seconds of the revocation
+            assert time.monotonic() - started < 10
+    assert c.get("/").status_code == 401  # the stream's check ended the sign-in
+    c.close()
+    # Without a stream open: the next request finds out, says so, and ends the sign-in.
+    who = console_stack.add("operator", "ops-revoked")
+    c, r = _signed_in(console_stack, who.token)
+    assert r.status_code == 303 and c.get("/approvals").status_code == 200
+    with Store(console_stack.data_dir / "authz.sqlite") as store:
+        store.revoke_principal(who.name)
+    page = c.get("/approvals")
+    assert page.status_code == 401 and "no longer knows your token: sign in again" in page.text
+    assert c.get("/approvals").status_code == 401  # the sign-in is gone, not only refused once
     c.close()
 
 
