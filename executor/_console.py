@@ -96,6 +96,10 @@ class ConsoleDesk:
         self._outcomes = outcomes
         self.persons = PersonDesk(authz, ledger, sessions, leases)
         self._input_locks: dict[str, asyncio.Lock] = {}
+        # Which operator each token named when the sidecar last said so. Only a person's
+        # input reads it, and only to skip a round trip: the sidecar's CheckHumanInput
+        # authenticates the token itself and refuses a principal that is not the caller.
+        self._named: dict[str, str] = {}
 
     # -- who may call ------------------------------------------------------------------
 
@@ -112,6 +116,9 @@ class ConsoleDesk:
         principal, role = await self._authz.who_am_i(token=token)
         if role not in _OPERATOR_ROLES:
             raise PermissionDeniedError(f"{principal} is a {role}: only an operator may call this")
+        if len(self._named) > 1000:
+            self._named.clear()
+        self._named[token] = principal
         return principal
 
     # -- reading -----------------------------------------------------------------------
@@ -184,22 +191,38 @@ class ConsoleDesk:
 
     # -- a person at the wheel -----------------------------------------------------------
 
-    async def human_input(self, token: str, person: str, session: Session, spec: HumanInput) -> ActionResult:
-        """One input of ``person`` through the gate (see the module docstring)."""
+    async def person_of(self, token: str) -> tuple[str, bool]:
+        """The person a token names, and whether that comes from memory (the sidecar not
+        asked on this call: see ``human_input``)."""
+        remembered = self._named.get(token)
+        return (remembered, True) if remembered else (await self.operator(token), False)
+
+    async def human_input(
+        self, token: str, person: str, unasked: bool, session: Session, spec: HumanInput
+    ) -> ActionResult:
+        """One input of ``person`` (the token's, from :meth:`person_of`) through the gate
+        (see the module docstring).
+
+        When the person's name came from memory, the sidecar's CheckHumanInput, which
+        authenticates the token on this very call, is the only round trip before the
+        dispatch; an answer given without it asks the sidecar first.
+        """
         surface = live(session)
         lock = self._input_locks.setdefault(session.session_id, asyncio.Lock())
         async with lock:  # a person's inputs land in the order they were sent
-            return await self._human_input(token, person, session, surface, spec)
+            return await self._human_input(token, person, unasked, session, surface, spec)
 
     async def _human_input(
-        self, token: str, person: str, session: Session, surface: LiveSurface, spec: HumanInput
+        self, token: str, person: str, unasked: bool, session: Session, surface: LiveSurface, spec: HumanInput
     ) -> ActionResult:
         key = spec.input_id or "h_" + secrets.token_hex(8)
+        blocked = self._outcomes.blocked(session.target)
+        if unasked and (blocked is not None or self._ledger.find_result_by_key(session.session_id, key)):
+            await self.operator(token)  # no answer goes out before the sidecar has seen the token
         replayed = self._replay(session, key)
         if replayed is not None:
             return replayed
         action_id = "h_" + secrets.token_hex(8)
-        blocked = self._outcomes.blocked(session.target)
         if blocked is not None:
             return self._refuse(session, person, spec, action_id, key, Reason.RECONCILE_REQUIRED, blocked)
         try:

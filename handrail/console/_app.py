@@ -118,7 +118,14 @@ def create_app(config: ConsoleConfig) -> Starlette:
     """The console as an ASGI application (serve it with uvicorn: ``run_console``)."""
     console = _Console(config)
 
-    def signed_in(handler: _Handler, *, state_changing: bool = False, page: bool = True) -> Callable[..., Any]:
+    def signed_in(
+        handler: _Handler, *, state_changing: bool = False, page: bool = True, ask_sidecar: bool = True
+    ) -> Callable[..., Any]:
+        """The route's guard: no bearer tokens, a live sign-in, CSRF on a state change, and
+        the operator's token still known to the sidecar (asked beside the request's work;
+        ``ask_sidecar=False``: the one back end the route calls authenticates the token on
+        the same call, and its UNAUTHENTICATED ends the sign-in the same way)."""
+
         async def endpoint(request: Request) -> Response:
             if "authorization" in request.headers:
                 return PlainTextResponse(
@@ -133,10 +140,14 @@ def create_app(config: ConsoleConfig) -> Starlette:
                     return PlainTextResponse(problem + "\n", 403)
             # The token is asked about beside the request's own work (no added latency); the
             # sidecar and the executors refuse a revoked token's calls on their own anyway.
-            check = asyncio.ensure_future(console.token_ok(sign_in))
+            check = asyncio.ensure_future(console.token_ok(sign_in) if ask_sidecar else _true())
             try:
                 response = await handler(request, sign_in)
             except (AuthzError, ExecutorError) as exc:  # a back end refused or failed: one clear answer
+                if getattr(exc, "code_name", "") == "UNAUTHENTICATED":
+                    check.cancel()
+                    console.signins.close(sign_in.session_id)
+                    return signin_again(request, page, _SIGN_IN_AGAIN)
                 if not await check:
                     return signin_again(request, page, _SIGN_IN_AGAIN)
                 return trouble(request, sign_in, page, exc)
@@ -362,6 +373,8 @@ def create_app(config: ConsoleConfig) -> Starlette:
         try:
             result = await console.backends.executor(address).human_input(me.token, sid, spec)
         except ExecutorRpcError as exc:
+            if exc.code_name == "UNAUTHENTICATED":
+                raise  # the sign-in ends (``signed_in``)
             return JSONResponse({"error": str(exc)}, _http_status(exc.code_name))
         return JSONResponse(
             {
@@ -469,7 +482,11 @@ def create_app(config: ConsoleConfig) -> Starlette:
         Route("/events", signed_in(events, page=False), methods=["GET"]),
         Route("/sessions/{sid}", signed_in(session_page), methods=["GET"]),
         Route("/sessions/{sid}/live", signed_in(live, page=False), methods=["GET"]),
-        Route("/sessions/{sid}/input", signed_in(human_input, state_changing=True, page=False), methods=["POST"]),
+        Route(
+            "/sessions/{sid}/input",
+            signed_in(human_input, state_changing=True, page=False, ask_sidecar=False),
+            methods=["POST"],
+        ),
         Route("/api/sessions/{sid}/locate", signed_in(locate, page=False), methods=["GET"]),
         Route("/takeover", signed_in(takeover, state_changing=True, page=False), methods=["POST"]),
         Route("/handback", signed_in(handback, state_changing=True, page=False), methods=["POST"]),
@@ -492,6 +509,10 @@ def create_app(config: ConsoleConfig) -> Starlette:
     )
     app.state.console = console
     return app
+
+
+async def _true() -> bool:
+    return True
 
 
 def _new_token() -> str:

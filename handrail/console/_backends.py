@@ -9,7 +9,6 @@ pending approvals, the requests for a person and the actions awaiting reconcilia
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -120,11 +119,15 @@ class Backends:
     async def find_session(self, token: str, session_id: str) -> tuple[str, SessionSummary] | None:
         """The executor that has ``session_id``, and the session with its latest snapshot."""
         for address in self.addresses:
-            with contextlib.suppress(ExecutorRpcError):
+            try:
                 got = await self.executor(address).list_sessions(token, session_id)
-                if got:
-                    self._where[session_id] = address
-                    return address, got[0]
+            except ExecutorRpcError as exc:
+                if exc.code_name == "UNAUTHENTICATED":
+                    raise  # the operator's token, not the session: the sign-in ends
+                continue
+            if got:
+                self._where[session_id] = address
+                return address, got[0]
         return None
 
     async def overview(self, token: str) -> Overview:

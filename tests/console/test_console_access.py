@@ -133,6 +133,18 @@ def test_a_revoked_operator_is_signed_out_on_the_next_request(console_stack: Con
     assert page.status_code == 401 and "no longer knows your token: sign in again" in page.text
     assert c.get("/approvals").status_code == 401  # the sign-in is gone, not only refused once
     c.close()
+    # A person's input, whose route leaves the asking to the executor: the same.
+    who = console_stack.add("operator", "ops-revoked")
+    c, r = _signed_in(console_stack, who.token)
+    csrf = _csrf(c)
+    with Store(console_stack.data_dir / "authz.sqlite") as store:
+        store.revoke_principal(who.name)
+    sent = c.post(
+        "/sessions/s_x/input", json={"kind": "click", "epoch": 1, "x": 1, "y": 1}, headers={"X-CSRF-Token": csrf}
+    )
+    assert sent.status_code == 401 and "sign in again" in sent.text
+    assert c.get("/approvals").status_code == 401
+    c.close()
 
 
 def test_sign_ins_expire() -> None:
