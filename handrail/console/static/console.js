@@ -35,7 +35,9 @@
   var shown = null, pending = null;  // the metadata of the frame on screen, and of the one decoding
   window.__console = {frames: 0, lastFrame: null, inputs: []};
 
-  var live = new EventSource("/sessions/" + encodeURIComponent(sid) + "/live");
+  // Frames no wider than the screen shows them (fewer pixels to encode, send and decode).
+  var shownWidth = Math.ceil((wrap.clientWidth || 1280) * (window.devicePixelRatio || 1));
+  var live = new EventSource("/sessions/" + encodeURIComponent(sid) + "/live?w=" + shownWidth);
   live.addEventListener("frame", function (e) {
     var meta = JSON.parse(e.data);
     pending = meta;
