@@ -8,8 +8,10 @@ The modules, bottom up (each imports only modules above it in this list)::
     _errors            the error tree
     _models            the records (checks, decisions, grants, leases, approvals, events)
                        and the sidecar's own words (Role, GrantState, ApprovalStatus ...)
+    _urls              URLs and origins as a browser parses them (WHATWG, ada-url)
     _core              the pure rules: validation, who may do what, lease transitions
     _decide            the decision function (lease, scope, Cedar, approvals)
+    _risk              the risk class of an element: destructive, from its name and context
     _policy_index      which Cedar policies can fire for a request
     _policies          the Cedar policy engine
     _explain           redaction of the log, the approval a check asks for, explaining a decision
@@ -61,6 +63,7 @@ from handrail.authz._models import (
     ApprovalStatus,
     Decision,
     DecisionRecord,
+    ElementContext,
     GrantInfo,
     GrantState,
     HolderKind,
@@ -74,6 +77,7 @@ from handrail.authz._policies import PolicyEngine
 from handrail.authz._service import AuthzServer, serve
 from handrail.authz._sqlite import SqliteStore, Store
 from handrail.authz._store import AuthzStore
+from handrail.authz._urls import ParsedUrl, parse_url
 
 __all__ = [
     "VERBS",
@@ -90,6 +94,7 @@ __all__ = [
     "AuthzUnavailableError",
     "Decision",
     "DecisionRecord",
+    "ElementContext",
     "GrantInfo",
     "GrantState",
     "HolderKind",
@@ -97,6 +102,7 @@ __all__ = [
     "LeaseConflictError",
     "LeaseInfo",
     "NotFoundError",
+    "ParsedUrl",
     "PermissionDeniedError",
     "PolicyEngine",
     "PolicyError",
@@ -110,5 +116,6 @@ __all__ = [
     "Verb",
     "WatchEventInfo",
     "WatchStream",
+    "parse_url",
     "serve",
 ]

@@ -19,6 +19,7 @@ from handrail.authz._models import (
     ApprovalInfo,
     Decision,
     DecisionRecord,
+    ElementContext,
     GrantInfo,
     LeaseInfo,
     PrincipalInfo,
@@ -85,6 +86,8 @@ class AsyncAuthzClient:
         window_title: str = "",
         fingerprint: str = "",
         observation_id: str = "",
+        context: ElementContext | None = None,
+        document_load: bool = False,
     ) -> Decision:
         """See :meth:`AuthzClient.check`."""
         return await self._send(
@@ -102,6 +105,8 @@ class AsyncAuthzClient:
                 window_title=window_title,
                 fingerprint=fingerprint,
                 observation_id=observation_id,
+                context=context,
+                document_load=document_load,
             )
         )
 

@@ -185,6 +185,11 @@ def register(subparsers: _Subparsers) -> None:
     ):
         grant.add_argument(flag, action="append", default=[], help=f"{what} (repeatable)")
     grant.add_argument("--allow-password-input", action="store_true", help="may type into password fields")
+    grant.add_argument(
+        "--idempotency-header",
+        action="store_true",
+        help="add an Idempotency-Key header (from the action id) to the side-effecting requests of its actions",
+    )
     grant.add_argument("--single-use", action="store_true", help="used up by the first allow")
     grant.add_argument("--task", default="", help="bind to a task; close-task ends it")
     grant.add_argument("--require-approval", default="", help="comma-separated verbs that need approval")

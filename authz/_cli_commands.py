@@ -201,6 +201,7 @@ def _show_grant(grant: GrantInfo, now_ms: int) -> str:
     for flag, label in (
         (grant.single_use, "single use"),
         (grant.allow_password_input, "password input"),
+        (grant.idempotency_header, "Idempotency-Key header"),
         (bool(grant.task_id), f"task {grant.task_id}"),
     ):
         if flag:
@@ -275,6 +276,7 @@ def cmd_grant(client: AuthzClient, args: argparse.Namespace) -> None:
         window_class_patterns=args.window_class,
         window_title_patterns=args.window_title,
         allow_password_input=args.allow_password_input,
+        idempotency_header=args.idempotency_header,
         single_use=args.single_use,
         task_id=args.task,
         require_approval_verbs=_verbs(args.require_approval),

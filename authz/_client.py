@@ -24,6 +24,7 @@ from handrail.authz._models import (
     ApprovalInfo,
     Decision,
     DecisionRecord,
+    ElementContext,
     GrantInfo,
     LeaseInfo,
     PrincipalInfo,
@@ -124,6 +125,8 @@ class AuthzClient:
         window_title: str = "",
         fingerprint: str = "",
         observation_id: str = "",
+        context: ElementContext | None = None,
+        document_load: bool = False,
     ) -> Decision:
         """Ask whether ``principal`` may do ``verb`` on ``target`` under ``lease_epoch``.
 
@@ -145,6 +148,8 @@ class AuthzClient:
                 window_title=window_title,
                 fingerprint=fingerprint,
                 observation_id=observation_id,
+                context=context,
+                document_load=document_load,
             )
         )
 

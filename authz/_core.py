@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from urllib.parse import urlsplit
 
+from handrail._patterns import PatternError, glob_matcher
 from handrail._vocabulary import VERBS, Reason
+from handrail.authz import _urls
 from handrail.authz._errors import (
     InvalidArgumentError,
     LeaseConflictError,
@@ -108,9 +109,6 @@ DEFAULT_AGENT_TTL_MS = 30_000
 DEFAULT_HUMAN_TTL_MS = 10 * 60_000
 MAX_TTL_MS = 60 * 60_000
 
-_DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
-
-
 # --- validation -------------------------------------------------------------------------------
 
 
@@ -147,45 +145,20 @@ def check_ttl(field: str, ttl_ms: int, default_ms: int) -> int:
 
 
 def url_origin(field: str, url: str) -> str:
-    """Return the origin ``scheme://host[:port]`` of ``url`` (default ports left out).
+    """Return the origin ``scheme://host[:port]`` of ``url`` as a browser computes it.
 
-    An empty URL has the empty origin (desktop targets). Raises InvalidArgumentError for a URL
-    without a scheme, an http(s)/ws(s) URL without a host, or a bad port.
+    WHATWG parsing (see :mod:`._urls`): default ports left out, hosts lowercased and in
+    punycode, IPv4 in dotted decimal; ``null`` for an opaque origin (``data:``,
+    ``javascript:``, ``file:`` ...). An empty URL has the empty origin (desktop targets).
+    Raises InvalidArgumentError for a URL a browser would not load.
     """
-    if not url:
-        return ""
-    check_text(field, url)
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as exc:
-        raise InvalidArgumentError(field, f"malformed URL {url!r}: {exc}") from None
-    scheme = parts.scheme.lower()
-    if not scheme:
-        raise InvalidArgumentError(field, f"malformed URL {url!r}: no scheme")
-    host = (parts.hostname or "").lower()
-    if scheme in _DEFAULT_PORTS and not host:
-        raise InvalidArgumentError(field, f"malformed URL {url!r}: no host")
-    if ":" in host:  # IPv6 literal
-        host = f"[{host}]"
-    if port is not None and port != _DEFAULT_PORTS.get(scheme):
-        return f"{scheme}://{host}:{port}"
-    return f"{scheme}://{host}"
+    return _urls.url_origin(field, url)
 
 
 def normalize_origin(field: str, origin: str) -> str:
     """Validate a grant origin (``scheme://host[:port]``, nothing else) and normalize it."""
     check_text(field, origin, required=True)
-    try:
-        parts = urlsplit(origin)
-        parts.port  # noqa: B018 - raises ValueError on a bad port
-    except ValueError as exc:
-        raise InvalidArgumentError(field, f"malformed origin {origin!r}: {exc}") from None
-    if not parts.scheme or not parts.hostname:
-        raise InvalidArgumentError(field, f"origin {origin!r} must look like scheme://host[:port]")
-    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username:
-        raise InvalidArgumentError(field, f"origin {origin!r} must be scheme://host[:port] without path or query")
-    return url_origin(field, origin)
+    return _urls.grant_origin(field, origin)
 
 
 def validate_check(request: CheckInput) -> str:
@@ -247,6 +220,12 @@ def validate_grant(grant: GrantInfo, now_ms: int) -> GrantInfo:
         patterns[name] = tuple(
             dict.fromkeys(check_text(f"grant.{name}[{i}]", v, required=True) for i, v in enumerate(values))
         )
+    for name, values in patterns.items():
+        for i, glob in enumerate(values):
+            try:
+                glob_matcher(glob)
+            except PatternError as exc:
+                raise InvalidArgumentError(f"grant.{name}[{i}]", str(exc)) from None
     for i, glob in enumerate(patterns["path_globs"]):
         if not glob.startswith(("/", "*")):
             raise InvalidArgumentError(f"grant.path_globs[{i}]", f"{glob!r} must start with / or *")

@@ -24,12 +24,12 @@ The order of judgement, each refusal with its own reason:
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
+from handrail._patterns import glob_matcher
 from handrail._vocabulary import Reason
+from handrail.authz import _urls
 from handrail.authz._models import (
     DEFAULT_APPROVAL_TIMEOUT_MS,
     ApprovalInfo,
@@ -73,20 +73,19 @@ class Verdict:
 
 
 def url_path(url: str) -> str:
-    """The path of ``url`` (``""`` for no URL)."""
-    return urlsplit(url).path or "/" if url else ""
+    """The path of ``url`` as a browser parses it (``""`` for no URL)."""
+    return _urls.url_path(url)
 
 
 def _any(value: str, patterns: tuple[str, ...], *, fold: bool = True) -> bool:
-    if fold:
-        value = value.lower()
-        return any(fnmatch.fnmatchcase(value, p.lower()) for p in patterns)
-    return any(fnmatch.fnmatchcase(value, p) for p in patterns)
+    # Globs run in RE2 (linear time), compiled once per pattern: a grant's pattern cannot
+    # stall the sidecar however it is written (see handrail._patterns).
+    return any(glob_matcher(p, ignore_case=fold)(value) for p in patterns)
 
 
 def target_matches(grant_target: str, target: str) -> bool:
     """Whether a grant's target (one target or an fnmatch pattern) covers ``target``."""
-    return grant_target == target or fnmatch.fnmatchcase(target, grant_target)
+    return grant_target == target or glob_matcher(grant_target)(target)
 
 
 def grant_mismatch(grant: GrantInfo, request: CheckInput, origin: str, path: str) -> str | None:
@@ -240,6 +239,7 @@ def decide(
             grant_id=grant.grant_id,
             lease_epoch=epoch,
             grant_consumed=grant.single_use,
+            idempotency_header=grant.idempotency_header,
         )
         return Verdict(decision, grant, consume=grant.single_use, considered=considered)
 
@@ -289,6 +289,7 @@ def _approval_verdict(
             f"allowed by grant {grant.grant_id} with approval {existing.approval_id} by {existing.decided_by}",
             approval_id=existing.approval_id,
             grant_consumed=grant.single_use,
+            idempotency_header=grant.idempotency_header,
             **common,  # type: ignore[arg-type]
         )
         return Verdict(decision, grant, consume=grant.single_use, approval=APPROVAL_USE, considered=considered)

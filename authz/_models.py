@@ -108,8 +108,35 @@ class PrincipalInfo:
 
 
 @dataclass(frozen=True)
+class ElementContext:
+    """Where the element an action touches sits, as the page shows it.
+
+    The sidecar classifies the action's risk from the element's name and these (a generic
+    "Yes" in a dialog titled "Close your account?" is destructive).
+
+    Attributes:
+        dialog_title: the title of the dialog the element is in.
+        form_name: the name of the form it is in.
+        heading: the nearest heading before it.
+        description: its description (``aria-describedby``, ``title``).
+    """
+
+    dialog_title: str = ""
+    form_name: str = ""
+    heading: str = ""
+    description: str = ""
+
+    def __bool__(self) -> bool:
+        return bool(self.dialog_title or self.form_name or self.heading or self.description)
+
+
+@dataclass(frozen=True)
 class CheckInput:
-    """One action to decide on, already decoded from the wire."""
+    """One action to decide on, already decoded from the wire.
+
+    ``context`` is the element's context; ``document_load`` says the check is for a
+    top-level document the browser is about to load (only origins a grant names load).
+    """
 
     principal: str
     target: str
@@ -124,6 +151,8 @@ class CheckInput:
     action_id: str = ""
     fingerprint: str = ""
     observation_id: str = ""
+    context: ElementContext = ElementContext()
+    document_load: bool = False
 
 
 @dataclass(frozen=True)
@@ -142,6 +171,8 @@ class Decision:
         approval_id: the pending approval (APPROVAL_REQUIRED), or the approval an allow used.
         shadow_policies: shadow (dry-run) policies that would have denied; never enforced.
         grant_consumed: the allow used up a single-use grant.
+        idempotency_header: the grant of the allow asks the executor to add an
+            ``Idempotency-Key`` header to the side-effecting requests the action starts.
     """
 
     allow: bool
@@ -154,6 +185,7 @@ class Decision:
     approval_id: str = ""
     shadow_policies: tuple[str, ...] = ()
     grant_consumed: bool = False
+    idempotency_header: bool = False
 
 
 @dataclass(frozen=True)
@@ -213,6 +245,8 @@ class GrantInfo:
         require_approval_verbs: verbs that need an operator's approval even when granted.
         approval_timeout_ms: deadline of the approvals it asks for (0: server default).
         revoked_at_ms, used_at_ms, closed_at_ms: set by the server (0 when not).
+        idempotency_header: the executor adds an ``Idempotency-Key`` header (derived from
+            the action id) to the side-effecting requests an action it allows starts.
     """
 
     grant_id: str
@@ -238,6 +272,7 @@ class GrantInfo:
     revoked_at_ms: int = 0
     used_at_ms: int = 0
     closed_at_ms: int = 0
+    idempotency_header: bool = False
 
     def state(self, now_ms: int) -> GrantState:
         """The grant's :class:`GrantState` at ``now_ms``."""

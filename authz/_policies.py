@@ -48,6 +48,7 @@ from handrail.authz._policy_index import (
     context_attrs,
     guards_of,
 )
+from handrail.authz._risk import RiskClass, RiskInput, classify
 
 #: The policies shipped with the package.
 DEFAULT_POLICIES_DIR = Path(__file__).resolve().parent / "policies"
@@ -294,8 +295,17 @@ class PolicyEngine:
     def base_context(request: CheckInput, origin: str, path: str, *, console: bool = False) -> dict[str, Any]:
         """The part of the Cedar context that does not depend on the grant.
 
+        It carries the element's risk class, classified here from its name and context
+        (:mod:`._risk`), so that a standing policy can say "not unless the grant says so".
         ``console``: the URL is served by the operator console (``origin_is_console``).
         """
+        risk = RiskClass.NONE
+        if request.element_name:
+            c = request.context
+            element = RiskInput(
+                request.element_name, request.element_role, c.dialog_title, c.form_name, c.heading, c.description
+            )
+            risk = classify(element)
         return {
             "target": request.target,
             "url": request.url,
@@ -308,6 +318,13 @@ class PolicyEngine:
             "window_class": request.window_class,
             "window_title": request.window_title,
             "origin_is_console": console,
+            "dialog_title": request.context.dialog_title,
+            "form_name": request.context.form_name,
+            "heading": request.context.heading,
+            "description": request.context.description,
+            "document_load": request.document_load,
+            "destructive": risk is RiskClass.DESTRUCTIVE,
+            "risk": risk.value,
         }
 
     def evaluate(

@@ -56,6 +56,11 @@ _STRING_FIELDS = frozenset(
         "window_class",
         "window_title",
         "grant_task",
+        "dialog_title",
+        "form_name",
+        "heading",
+        "description",
+        "risk",
     }
 )
 _BOOL_FIELDS = frozenset(
@@ -66,6 +71,8 @@ _BOOL_FIELDS = frozenset(
         "grant_allows_password",
         "grant_single_use",
         "origin_is_console",
+        "document_load",
+        "destructive",
     }
 )
 

@@ -16,6 +16,7 @@ from handrail.authz._models import (
     CheckInput,
     Decision,
     DecisionRecord,
+    ElementContext,
     GrantInfo,
     LeaseInfo,
 )
@@ -76,6 +77,7 @@ def grant_row(row: tuple[Any, ...]) -> GrantInfo:
         used_at_ms=int(used or 0),
         closed_at_ms=int(closed or 0),
         allow_password_input=bool(scope.get("allow_password_input", False)),
+        idempotency_header=bool(scope.get("idempotency_header", False)),
         approval_timeout_ms=int(scope.get("approval_timeout_ms", 0)),
         **{f: tuple(scope.get(f, ())) for f in SCOPE_FIELDS},
     )
@@ -84,6 +86,8 @@ def grant_row(row: tuple[Any, ...]) -> GrantInfo:
 def grant_scope_json(grant: GrantInfo) -> str:
     scope: dict[str, Any] = {f: list(getattr(grant, f)) for f in SCOPE_FIELDS}
     scope["allow_password_input"] = grant.allow_password_input
+    if grant.idempotency_header:
+        scope["idempotency_header"] = True
     scope["approval_timeout_ms"] = grant.approval_timeout_ms
     return json.dumps(scope)
 
@@ -167,13 +171,26 @@ def decision_row(record: DecisionRecord) -> tuple[Any, ...]:
         f'"grant_id": {_q(d.grant_id)}, "current_epoch": {d.lease_epoch:d}, '
         f'"approval_id": {_q(d.approval_id)}, "grant_consumed": {_BOOL[d.grant_consumed]}, '
         f'"shadow_policies": {_strings(d.shadow_policies)}, "lease": {lease_text}, '
-        f'"grants_considered": {_strings(record.grants_considered)}}}]'
+        f'"grants_considered": {_strings(record.grants_considered)}'
+        f"{_context_text(r)}}}]"
     )
     return (seq, record.decision_id, record.at_ms, r.principal, r.target, d.reason, text)
 
 
 _q = encode_basestring_ascii  # a JSON string literal, as json.dumps writes it
 _BOOL = {False: "false", True: "true"}
+
+
+def _context_text(r: CheckInput) -> str:
+    """The element context and the document-load flag of a check, when it has them."""
+    c = r.context
+    if not c and not r.document_load:
+        return ""
+    return (
+        f', "dialog_title": {_q(c.dialog_title)}, "form_name": {_q(c.form_name)}, '
+        f'"heading": {_q(c.heading)}, "description": {_q(c.description)}, '
+        f'"document_load": {_BOOL[r.document_load]}'
+    )
 
 
 def _strings(values: tuple[str, ...]) -> str:
@@ -214,6 +231,14 @@ def decision_parts(record: DecisionRecord) -> tuple[Any, ...]:
         "lease": None if record.lease is None else lease_dict(record.lease),
         "grants_considered": record.grants_considered,
     }
+    if r.context or r.document_load:
+        body.update(
+            dialog_title=r.context.dialog_title,
+            form_name=r.context.form_name,
+            heading=r.context.heading,
+            description=r.context.description,
+            document_load=r.document_load,
+        )
     return (
         seq_of(record.decision_id),
         record.decision_id,
@@ -251,6 +276,13 @@ def decision_record(row: tuple[Any, ...]) -> DecisionRecord:
             action_id=str(b.get("action_id", "")),
             fingerprint=str(b.get("fingerprint", "")),
             observation_id=str(b.get("observation_id", "")),
+            context=ElementContext(
+                str(b.get("dialog_title", "")),
+                str(b.get("form_name", "")),
+                str(b.get("heading", "")),
+                str(b.get("description", "")),
+            ),
+            document_load=bool(b.get("document_load", False)),
         ),
         decision=Decision(
             allow=bool(b.get("allow", False)),

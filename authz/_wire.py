@@ -25,6 +25,7 @@ from handrail.authz._models import (
     CheckInput,
     Decision,
     DecisionRecord,
+    ElementContext,
     GrantInfo,
     GrantState,
     HolderKind,
@@ -195,7 +196,16 @@ def _resource(request: CheckInput) -> pb.Resource:
         window_class=request.window_class,
         window_title=request.window_title,
         password_field=request.password_field,
+        dialog_title=request.context.dialog_title,
+        form_name=request.context.form_name,
+        heading=request.context.heading,
+        description=request.context.description,
+        document_load=request.document_load,
     )
+
+
+def _context(res: pb.Resource) -> ElementContext:
+    return ElementContext(res.dialog_title, res.form_name, res.heading, res.description)
 
 
 def check_request_to_pb(request: CheckInput) -> pb.CheckRequest:
@@ -229,6 +239,8 @@ def check_request_from_pb(msg: pb.CheckRequest) -> CheckInput:
         action_id=msg.action_id,
         fingerprint=msg.fingerprint,
         observation_id=msg.observation_id,
+        context=_context(res),
+        document_load=res.document_load,
     )
 
 
@@ -246,6 +258,7 @@ def decision_to_pb(decision: Decision) -> pb.CheckResponse:
         lease_epoch=decision.lease_epoch,
         approval_id=decision.approval_id,
         grant_consumed=decision.grant_consumed,
+        idempotency_header=decision.idempotency_header,
     )
     if decision.policies:  # the repeated fields only when set (most decisions have none)
         msg.policies.extend(decision.policies)
@@ -267,6 +280,7 @@ def decision_from_pb(msg: pb.CheckResponse) -> Decision:
         approval_id=msg.approval_id,
         shadow_policies=tuple(msg.shadow_policies),
         grant_consumed=msg.grant_consumed,
+        idempotency_header=msg.idempotency_header,
     )
 
 
@@ -279,6 +293,7 @@ def grant_to_pb(grant: GrantInfo, now_ms: int = 0) -> pb.Grant:
         window_class_patterns=list(grant.window_class_patterns),
         window_title_patterns=list(grant.window_title_patterns),
         allow_password_input=grant.allow_password_input,
+        idempotency_header=grant.idempotency_header,
         single_use=grant.single_use,
         task_id=grant.task_id,
         require_approval_verbs=[
@@ -322,6 +337,7 @@ def grant_from_pb(msg: pb.Grant) -> GrantInfo:
         window_class_patterns=tuple(msg.window_class_patterns),
         window_title_patterns=tuple(msg.window_title_patterns),
         allow_password_input=msg.allow_password_input,
+        idempotency_header=msg.idempotency_header,
         single_use=msg.single_use,
         task_id=msg.task_id,
         require_approval_verbs=tuple(
@@ -479,6 +495,8 @@ def record_from_pb(msg: pb.DecisionRecord) -> DecisionRecord:
         action_id=msg.action_id,
         fingerprint=msg.fingerprint,
         observation_id=msg.observation_id,
+        context=_context(res),
+        document_load=res.document_load,
     )
     decision = Decision(
         allow=msg.allow,

@@ -20,6 +20,7 @@ from handrail.authz._models import (
     CheckInput,
     Decision,
     DecisionRecord,
+    ElementContext,
     GrantInfo,
     LeaseInfo,
     PrincipalInfo,
@@ -76,6 +77,8 @@ def check(
     window_title: str = "",
     fingerprint: str = "",
     observation_id: str = "",
+    context: ElementContext | None = None,
+    document_load: bool = False,
 ) -> Call[Decision]:
     """``Check``: may ``principal`` do ``verb`` on ``target`` under ``lease_epoch``?"""
     request = CheckInput(
@@ -92,6 +95,8 @@ def check(
         action_id=action_id,
         fingerprint=fingerprint,
         observation_id=observation_id,
+        context=context or ElementContext(),
+        document_load=document_load,
     )
     return Call("Check", check_request_to_pb(request), decision_from_pb)
 

@@ -149,7 +149,7 @@ async def run(n: int) -> None:
         sessions = []
         with AuthzClient(authz.address, tokens["ops"]) as ops:
             for i in range(5):
-                ops.grant("bench-agent", f"browser:bench-{i}", ["input"], [site])
+                ops.grant("bench-agent", f"browser:bench-{i}", ["navigate", "input"], [site])
         # The animated sessions open only for the frame-rate part: the latencies are measured
         # with one session open, as the raw parts are.
         sessions.append(agent.open_session(target="browser:bench-0", start_url=f"{site}/?src=live"))

@@ -63,11 +63,11 @@ def main() -> None:
         executor = start_executor(data, authz.address, tokens["exec"])
         try:
             with AuthzClient(authz.address, tokens["ops"]) as ops:
-                ops.grant("bench-agent", "browser:bench", ["submit"], [base])
+                ops.grant("bench-agent", "browser:bench", ["submit", "navigate"], [base])
             # The authz Check round trip, as the executor sees it (an executor token).
             with AuthzClient(authz.address, tokens["exec"]) as ex:
                 with AuthzClient(authz.address, tokens["ops"]) as ops:  # only a grant holder takes a lease
-                    ops.grant("bench-agent", "browser:check", ["submit"], [base])
+                    ops.grant("bench-agent", "browser:check", ["submit", "navigate"], [base])
                 lease = ex.acquire("browser:check", holder="bench-agent", ttl_ms=600_000)
                 check = []
                 for i in range(n * 5 + 50):

@@ -91,7 +91,10 @@ def reconcile_unknown(session: Session, action_id: str) -> int:
 
 def turn_off_renewal(session: Session) -> int:
     if session.info.lease_epoch == 0:
-        print(f"no control lease yet ({session.info.lease_reason or 'unknown reason'}); trying anyway")
+        why = session.info.lease_reason or "unknown reason"
+        if session.latest is not None and session.latest.url == "about:blank":  # nothing loads unjudged
+            raise Stop(2, f"no control lease ({why}): the start page was not loaded")
+        print(f"no control lease yet ({why}); trying anyway")
     if RENEWAL_OFF in session.snapshot:
         print("auto-renew is already off")
         return 0

@@ -1,7 +1,8 @@
 """The executor: sessions on a browser or a desktop; every write goes observe -> check -> act -> re-observe.
 
-The agent SDK (``ExecutorClient``, ``AsyncExecutorClient``), the data it speaks and its
-errors. The guarded loop is ``_guard`` and the modules it names; the backends are the
+The agent SDK (``ExecutorClient``, ``AsyncExecutorClient``), the data it speaks — among
+it the structured element list of an observation (``Element``), which ``find`` looks up —
+and its errors. The guarded loop is ``_guard`` and the modules it names; the backends are the
 sub-packages ``browser`` and ``desktop``; ``testing`` holds a scripted fake backend.
 """
 
@@ -15,16 +16,20 @@ from handrail.executor._client import (
     Session,
 )
 from handrail.executor._console_client import ActionDescription, ConsoleClient
+from handrail.executor._elements import Box, Context, Element
 from handrail.executor._errors import (
     REFUSAL_ERRORS,
     ActionError,
     ActionFailedError,
     ActionRefusedError,
+    AmbiguousElementError,
     ApprovalDeniedError,
     ApprovalExpiredError,
     ApprovalRequiredError,
     AuthzUnavailableRefusalError,
     BackendError,
+    ElementLookupError,
+    ElementNotFoundError,
     ExecutorError,
     ExecutorRpcError,
     ExecutorUnavailableError,
@@ -43,18 +48,21 @@ from handrail.executor._errors import (
     PermissionDeniedError,
     PolicyForbidError,
     ReconcileRequiredError,
+    ScopeRefusedError,
     SessionClosedError,
     StaleEpochError,
     StaleObservationError,
     StaleRefError,
     TargetChangedError,
+    TargetGoneError,
+    TargetGoneRefusedError,
     UnauthenticatedError,
 )
 from handrail.executor._live import (
-    Box,
     HumanInput,
     PersonRequest,
     PersonStatus,
+    ScreenBox,
     ScreenFrame,
     SessionSummary,
     TimelineItem,
@@ -89,6 +97,7 @@ __all__ = [
     "ActionRefusedError",
     "ActionResult",
     "ActionSpec",
+    "AmbiguousElementError",
     "ApprovalDeniedError",
     "ApprovalExpiredError",
     "ApprovalRequiredError",
@@ -100,8 +109,12 @@ __all__ = [
     "Box",
     "BrowserSession",
     "ConsoleClient",
+    "Context",
     "DesktopState",
     "DesktopTarget",
+    "Element",
+    "ElementLookupError",
+    "ElementNotFoundError",
     "Evidence",
     "ExecutorClient",
     "ExecutorError",
@@ -129,6 +142,8 @@ __all__ = [
     "PolicyForbidError",
     "Reason",
     "ReconcileRequiredError",
+    "ScopeRefusedError",
+    "ScreenBox",
     "ScreenFrame",
     "Session",
     "SessionClosedError",
@@ -138,6 +153,8 @@ __all__ = [
     "StaleObservationError",
     "StaleRefError",
     "TargetChangedError",
+    "TargetGoneError",
+    "TargetGoneRefusedError",
     "TimelineItem",
     "UnauthenticatedError",
     "Verdict",

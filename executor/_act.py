@@ -22,11 +22,15 @@ import hashlib
 import logging
 import secrets
 import time
+from collections.abc import Awaitable
+from dataclasses import replace
+from typing import Any, TypeVar
 
-from handrail._vocabulary import Evidence, Outcome, Reason
-from handrail.authz import ApprovalStatus, AsyncAuthzClient, AuthzError, Decision
-from handrail.executor._backend import DispatchResult, DispatchStatus
-from handrail.executor._errors import NotFoundError, SessionClosedError
+from handrail._vocabulary import ActionKind, Evidence, Outcome, Reason, Verb
+from handrail.authz import ApprovalStatus, AsyncAuthzClient, AuthzError, Decision, ElementContext, parse_url
+from handrail.authz import InvalidArgumentError as AuthzInvalidArgumentError
+from handrail.executor._backend import AuthzResource, DispatchResult, DispatchStatus
+from handrail.executor._errors import NotFoundError, SessionClosedError, TargetGoneError
 from handrail.executor._faults import FaultPoint
 from handrail.executor._lease import LeaseKeeper
 from handrail.executor._models import ActionResult, ActionSpec, ActResponse, BatchResult, Observation
@@ -34,8 +38,30 @@ from handrail.executor._observe import Observer
 from handrail.executor._outcomes import Outcomes
 from handrail.executor._session import Session
 from handrail.executor._snapshot import RefInfo
+from handrail.executor._watch import ActionNetwork, SessionWatch
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
+#: The actions that only look: let through while the target awaits a reconcile (a GET
+#: navigation, in this tab or a new one, back in history, or another tab brought forward).
+READ_KINDS = frozenset({ActionKind.NAVIGATE, ActionKind.TAB_OPEN, ActionKind.BACK, ActionKind.TAB_SWITCH})
+
+
+# Verbs whose allow covers a form post to the action's own origins.
+_WRITES = frozenset({Verb.SUBMIT, Verb.PURCHASE, Verb.DELETE})
+
+
+def _origin(url: str) -> str:
+    try:
+        return parse_url("url", url).origin if url else ""
+    except AuthzInvalidArgumentError:
+        return ""
+
+
+def _context(resource: AuthzResource) -> ElementContext:
+    return ElementContext(resource.dialog_title, resource.form_name, resource.heading, resource.description)
+
 
 DEFAULT_ACTION_TIMEOUT_MS = 5_000
 SETTLE_TIMEOUT_MS = 3_000
@@ -64,15 +90,47 @@ class ActPath:
         outcomes: Outcomes,
         observer: Observer,
         fault: FaultPoint,
+        watches: dict[str, SessionWatch] | None = None,
     ) -> None:
         self._authz = authz
+        self._watches: dict[str, SessionWatch] = watches if watches is not None else {}
         self._leases = leases
         self._outcomes = outcomes
         self._observer = observer
         self._fault = fault
+        # Acts that run on after their caller went away, until they have written their result.
+        self._running: set[asyncio.Future[object]] = set()
+
+    async def _shielded(self, work: Awaitable[_T]) -> _T:
+        """Run ``work`` to its end whatever its caller does (invariant 14).
+
+        gRPC cancels a handler whose client went away or whose deadline passed; an action
+        that has begun must still end with a result in the ledger (UNKNOWN blocking as
+        usual), so the work runs in a task of its own and the caller only waits for it.
+        """
+        task: asyncio.Future[_T] = asyncio.ensure_future(work)
+        self._running.add(task)  # type: ignore[arg-type]
+        task.add_done_callback(self._ended)
+        return await asyncio.shield(task)
+
+    def _ended(self, task: asyncio.Future[Any]) -> None:
+        self._running.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.debug("an act ended with %r", task.exception())
+
+    async def drain(self, timeout_s: float = 10.0) -> None:
+        """Wait (boundedly) for the acts whose callers went away to write their results."""
+        if self._running:
+            await asyncio.wait(list(self._running), timeout=timeout_s)
 
     async def act(self, session: Session, spec: ActionSpec) -> ActResponse:
-        """One action, then (unless ``skip_reobserve``) the re-observation."""
+        """One action, then (unless ``skip_reobserve``) the re-observation.
+
+        Shielded from the caller's cancellation: once called, the action runs to its result.
+        """
+        return await self._shielded(self._act_locked(session, spec))
+
+    async def _act_locked(self, session: Session, spec: ActionSpec) -> ActResponse:
         async with session.write_lock:
             return await self._act(session, spec, batch=False)
 
@@ -81,8 +139,12 @@ class ActPath:
 
         Every action cites the same observation; between actions nothing is re-observed,
         so any navigation, dialog or change to the next target since that observation
-        refuses the next action and ends the batch.
+        refuses the next action and ends the batch. Shielded from the caller's cancellation
+        as :meth:`act` is.
         """
+        return await self._shielded(self._batch_locked(session, specs))
+
+    async def _batch_locked(self, session: Session, specs: list[ActionSpec]) -> BatchResult:
         async with session.write_lock:
             results: list[ActionResult] = []
             stop_reason = stop = ""
@@ -125,7 +187,10 @@ class ActPath:
         if replayed is not None:
             return ActResponse(replayed)
         blocked = self._outcomes.blocked(session.target)
-        if blocked is not None:
+        # While the target waits for a reconcile, reads stay open: a GET navigation (typed,
+        # in a new tab, back) or a tab switch lets the agent look at the real state.
+        read_only = blocked is not None and spec.kind in READ_KINDS
+        if blocked is not None and not read_only:
             return self._outcomes.refuse(session, spec, action_id, target, Reason.RECONCILE_REQUIRED, blocked)
         refusal = await self._check_fresh(session, spec, target)
         if refusal is not None:
@@ -137,13 +202,22 @@ class ActPath:
         decided = await self._decide(session, spec, action_id, target, fingerprint)
         if isinstance(decided, ActResponse):
             return decided
-        decision = decided
+        decision, resource = decided
 
         # 3. Intent, durable before anything reaches the surface; then the fence.
         await self._fault.hit("before-intent", spec.idempotency_key)
         params = spec.ledger_params(*((target.role, target.name) if target else ("", "")))
+        if target is not None and target.element is not None and target.element.contexts():
+            # Where the element sat, as observed: "the Cancel of Plan E's row".
+            params["context"] = {kind: f"{c.role} {c.name}" for kind, c in target.element.contexts()}
         params["fingerprint"] = fingerprint
         params["decision_id"] = decision.decision_id
+        if resource.verb is not None and resource.verb is not spec.kind.verb:
+            params["verb"] = resource.verb.value  # judged by its effect (Enter that submits)
+        if resource.effects:
+            params["effects"] = [f"{e.verb.value} {e.method} {e.url}" for e in resource.effects]
+        if read_only:
+            params["read"] = True  # let through while the target awaits a reconcile
         self._outcomes.intent(session, spec, action_id, cited.lease_epoch, params)
         await self._fault.hit("after-intent", spec.idempotency_key)
         if await self._leases.superseded(session, cited):
@@ -159,22 +233,89 @@ class ActPath:
                 evidence=Evidence.NONE,
             )
 
-        # 4. Dispatch, and the result.
+        # 4. Dispatch, and the result. From here what the page loads and sends is this
+        # action's (its own loads were allowed with it; anything else is judged anew).
+        watch = self._watches.get(session.session_id)
+        urls = [resource.url, *(e.url for e in resource.effects)]
+        net = watch.begin(
+            action_id,
+            spec.idempotency_key,
+            decision.lease_epoch,
+            urls,
+            writes=(resource.verb or spec.kind.verb) in _WRITES,
+            read_only=read_only,
+            idempotency_header=decision.idempotency_header,
+            decision_id=decision.decision_id,
+        ) if watch is not None else None  # fmt: skip
         try:
-            dispatched = await session.backend.dispatch(spec, spec.timeout_ms or DEFAULT_ACTION_TIMEOUT_MS)
+            response = await self._dispatch_and_finish(session, spec, action_id, decision, net, batch, read_only)
+        except BaseException:
+            if watch is not None and net is not None:
+                watch.abandon(net)  # no result of this process: recovery makes it UNKNOWN
+            raise
+        if watch is not None and net is not None:
+            watch.finished(net, self._outcomes.last_result_seq, response.result.outcome)
+        await self._fault.hit("after-result", spec.idempotency_key)
+        return response
+
+    async def _dispatch_and_finish(
+        self,
+        session: Session,
+        spec: ActionSpec,
+        action_id: str,
+        decision: Decision,
+        net: ActionNetwork | None,
+        batch: bool,
+        read_only: bool,
+    ) -> ActResponse:
+        timeout_ms = spec.timeout_ms or DEFAULT_ACTION_TIMEOUT_MS
+        try:
+            dispatched = await session.backend.dispatch(spec, timeout_ms)
         except Exception as exc:  # the intent is durable: whatever broke, record the outcome
             log.exception("dispatch of %s failed unexpectedly", action_id)
             dispatched = DispatchResult(DispatchStatus.MAYBE_STARTED, f"the backend failed mid-action: {exc}")
         await self._fault.hit("after-dispatch", spec.idempotency_key)
+        if read_only and dispatched.status is DispatchStatus.MAYBE_STARTED:
+            # A GET changes nothing on the server: a read that did not finish simply failed.
+            dispatched = DispatchResult(DispatchStatus.PARTIAL, f"the read did not finish: {dispatched.message}")
         if dispatched.status is not DispatchStatus.DONE:
-            return self._not_done(session, spec, action_id, decision, dispatched)
+            return self._not_done(session, spec, action_id, decision, dispatched, net)
 
-        # 5. Re-observe, and what proves it.
+        # 5. Re-observe, and what proves it; the network says whether it is known to be done.
         new_obs: Observation | None = None
+        gone = ""
         if not batch and not spec.skip_reobserve:
             await session.backend.settle(SETTLE_TIMEOUT_MS)
-            new_obs = await self._observer.observe(session)
+            if net is not None:
+                await net.quiet(timeout_ms / 1000)
+        lost = [] if net is None or read_only else net.lost()
+        pending = [] if net is None or read_only or batch or spec.skip_reobserve else net.pending()
+        if not (lost or pending) and not batch and not spec.skip_reobserve:
+            try:
+                new_obs = await self._observer.observe(session)
+            except TargetGoneError as exc:  # the action closed its own target: it still happened
+                gone = f"; {exc}"
+        if lost or pending:  # as any UNKNOWN: no re-observation, the agent observes to reconcile
+            what = "; ".join([*lost, *pending])
+            response = self._outcomes.finish(
+                session,
+                spec,
+                action_id,
+                decision,
+                Outcome.UNKNOWN,
+                Reason.ALLOW,
+                f"the outcome is unknown: {what}: the server may have processed it; observe and reconcile",
+                started=True,
+                evidence=Evidence.NONE,
+                via=dispatched.via,
+            )
+            return response
         evidence, message = await self._evidence(session, spec, new_obs is not None)
+        message += gone
+        if dispatched.message:
+            message = f"{message}; {dispatched.message}"
+        if net is not None and net.blocked:
+            message = f"{message}; " + "; ".join(net.blocked)
         response = self._outcomes.finish(
             session,
             spec,
@@ -188,14 +329,21 @@ class ActPath:
             typed_chars=dispatched.typed_chars,
             via=dispatched.via,
         )
-        await self._fault.hit("after-result", spec.idempotency_key)
         return ActResponse(response.result, new_obs)
 
     def _not_done(
-        self, session: Session, spec: ActionSpec, action_id: str, decision: Decision, dispatched: DispatchResult
+        self,
+        session: Session,
+        spec: ActionSpec,
+        action_id: str,
+        decision: Decision,
+        dispatched: DispatchResult,
+        net: ActionNetwork | None = None,
     ) -> ActResponse:
         """The result of a dispatch that did not return DONE: FAILED, or UNKNOWN."""
         finish = self._outcomes.finish
+        if net is not None and net.blocked:
+            dispatched = replace(dispatched, message=f"{dispatched.message}; " + "; ".join(net.blocked))
         if dispatched.status is DispatchStatus.NOT_STARTED:
             return finish(
                 session,
@@ -243,7 +391,7 @@ class ActPath:
             raise NotFoundError("observation_id", f"no observation {spec.observation_id!r} in this session")
         if not spec.ref:
             return None
-        if int(gen) not in session.recent_snapshots:
+        if int(gen) not in session.recent_elements:
             return None  # too old to know its refs: refused as stale by _check_fresh
         info = session.ref_info(int(gen), spec.ref)
         if info is None:
@@ -273,15 +421,20 @@ class ActPath:
 
     async def _decide(
         self, session: Session, spec: ActionSpec, action_id: str, target: RefInfo | None, fingerprint: str
-    ) -> Decision | ActResponse:
-        """The sidecar's allow for this action, or the refusal the action ends with.
+    ) -> tuple[Decision, AuthzResource] | ActResponse:
+        """The sidecar's allow for this action (and each of its effects), or the refusal.
 
         An action that needs approval is held until an operator decides, boundedly; then
         it is all checked again: the page may have changed while the operator looked.
         """
         refuse = self._outcomes.refuse
+        resource = await session.backend.describe(spec, target)
+        session.note_action(  # what an operator deciding an approval sees (the console)
+            action_id,
+            {**spec.ledger_params(*((target.role, target.name) if target else ("", ""))), "url": resource.url},
+        )
         try:
-            decision = await self._check(session, spec, action_id, target, fingerprint)
+            decision = await self._check(session, spec, action_id, resource, fingerprint)
             if decision.reason == Reason.APPROVAL_REQUIRED and decision.approval_id and spec.approval_wait_ms:
                 approval = await self._await_approval(decision.approval_id, spec.approval_wait_ms)
                 if approval == ApprovalStatus.APPROVED:
@@ -289,16 +442,53 @@ class ActPath:
                     if refusal is not None:
                         return refuse(session, spec, action_id, target, *refusal)
                 if approval != ApprovalStatus.PENDING:  # the sidecar's answer now: allow, denied or expired
-                    decision = await self._check(session, spec, action_id, target, fingerprint)
+                    decision = await self._check(session, spec, action_id, resource, fingerprint)
+            if decision.allow:
+                decision = await self._check_effects(session, spec, action_id, resource, decision)
         except AuthzError as exc:
             return refuse(session, spec, action_id, target, Reason.AUTHZ_UNAVAILABLE, str(exc))
         self._leases.saw_decision(session, decision)
         if not decision.allow:
             return refuse(session, spec, action_id, target, decision.reason, decision.message, decision)
-        return decision
+        return decision, resource
+
+    async def _check_effects(
+        self, session: Session, spec: ActionSpec, action_id: str, resource: AuthzResource, allowed: Decision
+    ) -> Decision:
+        """Each effect of the action (a link's URL, a form's target) is a check of its own.
+
+        An effect with the action's verb on the page's own origin is covered by the action's
+        allow; any other (another verb, another origin) must be allowed as well: the first
+        refusal is the action's. Effects carry no approval fingerprint: one that needs an
+        approval refuses the action.
+        """
+        obs = session.latest
+        assert obs is not None
+        verb = resource.verb or spec.kind.verb
+        here = _origin(resource.url)
+        for effect in resource.effects:
+            if effect.verb is verb and _origin(effect.url) == here and here:
+                continue
+            decision = await self._authz.check(
+                session.agent,
+                session.target,
+                obs.lease_epoch,
+                effect.verb,
+                url=effect.url,
+                element_role=resource.element_role,
+                element_name=resource.element_name,
+                action_id=action_id,
+                observation_id=obs.observation_id,
+                context=_context(resource),
+                document_load=True,
+            )
+            if not decision.allow:
+                why = f"its effect ({effect.why}: {effect.verb.value} {effect.method} {effect.url}) is refused"
+                return replace(decision, message=f"{why}: {decision.message}")
+        return allowed
 
     async def _check(
-        self, session: Session, spec: ActionSpec, action_id: str, target: RefInfo | None, fingerprint: str
+        self, session: Session, spec: ActionSpec, action_id: str, resource: AuthzResource, fingerprint: str
     ) -> Decision:
         """Ask the sidecar about this exact action, under the cited observation's epoch.
 
@@ -307,17 +497,12 @@ class ActPath:
         """
         obs = session.latest
         assert obs is not None
-        resource = await session.backend.describe(spec, target)
-        session.note_action(
-            action_id,
-            {**spec.ledger_params(*((target.role, target.name) if target else ("", ""))), "url": resource.url},
-        )
         approval_fp = hashlib.sha256(f"{session.target}\x00{obs.observation_id}\x00{fingerprint}".encode()).hexdigest()
         return await self._authz.check(
             session.agent,
             session.target,
             obs.lease_epoch,
-            spec.kind.verb,
+            resource.verb or spec.kind.verb,
             url=resource.url,
             element_role=resource.element_role,
             element_name=resource.element_name,
@@ -327,6 +512,8 @@ class ActPath:
             action_id=action_id,
             fingerprint=approval_fp,
             observation_id=obs.observation_id,
+            context=_context(resource),
+            document_load=resource.document_load,
         )
 
     async def _await_approval(self, approval_id: str, wait_ms: int) -> str:

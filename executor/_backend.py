@@ -15,11 +15,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from handrail._vocabulary import Reason
+from handrail._vocabulary import Reason, Verb
 from handrail.executor._models import (
     ActionSpec,
     DesktopState,
     DialogInfo,
+    Element,
     Expectation,
     FrameInfo,
     Observation,
@@ -53,6 +54,8 @@ class RawObservation:
     viewport_height: int = 0
     mutation_counter: int = 0
     desktop: DesktopState | None = None
+    # The structured element list (browser): the only source a cited ref is resolved from.
+    elements: tuple[Element, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -64,8 +67,31 @@ class Refusal:
 
 
 @dataclass(frozen=True)
+class Effect:
+    """Something an action does besides acting on its element, judged on its own.
+
+    A click on a link also navigates to its URL; a click, a key or a select that submits a
+    form also submits to the form's URL. Each effect is a check of its own with the
+    sidecar (all must allow), and the document load it starts is the one the action was
+    allowed: it goes through the navigation gate without a second check.
+    """
+
+    verb: Verb
+    url: str
+    why: str  # "link", "form", "form-get", "key", "select" ...
+    method: str = "GET"
+
+
+@dataclass(frozen=True)
 class AuthzResource:
-    """What the action touches, as the authz sidecar is told."""
+    """What the action touches, as the authz sidecar is told.
+
+    ``verb`` is the verb the action is judged as: its kind's, or a stronger one for its
+    effect (a key that submits a form is a submit). ``dialog_title``, ``form_name``,
+    ``heading`` and ``description`` are the element's context, from which the sidecar
+    classifies its risk; ``effects`` are further checks (a link's URL, a form's target);
+    ``document_load``: the action's own URL is a document the browser will load.
+    """
 
     url: str = ""
     element_role: str = ""
@@ -73,6 +99,75 @@ class AuthzResource:
     window_class: str = ""
     window_title: str = ""
     password_field: bool = False
+    verb: Verb | None = None
+    dialog_title: str = ""
+    form_name: str = ""
+    heading: str = ""
+    description: str = ""
+    effects: tuple[Effect, ...] = ()
+    document_load: bool = False
+
+
+@dataclass(frozen=True)
+class DocumentLoad:
+    """A top-level document a session's browser is about to load, held until judged.
+
+    Attributes:
+        url: the URL as the browser parsed it.
+        method: the request's method.
+        tab_id: the tab it is for (``""`` for a pop-up that has no tab yet).
+        cause: ``"redirect"`` (a hop of an HTTP redirect), ``"popup"`` (a new tab's first
+            document), or ``"page"`` (anything else: the action's own load, a link, a
+            form, a script, a refresh, history).
+        chain_method: for a redirect, the method of the request that started the chain.
+    """
+
+    url: str
+    method: str
+    tab_id: str
+    cause: str
+    chain_method: str = ""
+
+
+@dataclass(frozen=True)
+class LoadVerdict:
+    """Whether a document may load; a refused one is aborted before it leaves the browser."""
+
+    allow: bool
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class SideRequest:
+    """A side-effecting request (not GET, HEAD or OPTIONS) the page is about to send."""
+
+    request_id: str
+    method: str
+    url: str
+    tab_id: str
+    resource_type: str  # document (a form post), fetch, xhr, ping (a beacon) ...
+
+
+class SurfaceListener(Protocol):
+    """The loop's side of a surface's network: it judges loads and owns requests.
+
+    A browser backend holds every top-level document load until ``judge_load`` answers,
+    and reports every side-effecting request as it starts and as it ends, so that the
+    loop can tell which action started it and what became of it.
+    """
+
+    async def judge_load(self, load: DocumentLoad) -> LoadVerdict:
+        """Whether ``load`` may go ahead (a refusal aborts it; the page stays where it was)."""
+        ...
+
+    def request_started(self, request: SideRequest) -> dict[str, str]:
+        """A side-effecting request starts; answer the headers to add to it."""
+        ...
+
+    def request_ended(self, request_id: str, status: int, failure: str) -> None:
+        """It ended: with a response (``status``) or without one (``failure``)."""
+        ...
 
 
 class DispatchStatus(enum.Enum):
@@ -130,6 +225,17 @@ class Backend(Protocol):
 
     async def expectation_holds(self, expect: Expectation, cited_refs: dict[str, RefInfo]) -> tuple[bool, str]:
         """Whether ``expect`` holds now, waiting at most its ``within_ms``; and why not."""
+        ...
+
+    def listen(self, listener: SurfaceListener) -> None:
+        """Report document loads and side-effecting requests to ``listener`` from now on.
+
+        A surface without a network (a desktop) ignores it.
+        """
+        ...
+
+    async def start(self, url: str, timeout_ms: int) -> None:
+        """Load the session's start page (judged by the listener like any other load)."""
         ...
 
     async def close(self) -> None: ...

@@ -25,12 +25,15 @@ Never a raw ``grpc.RpcError`` — though, for one release, each is also one with
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
 import grpc
 
 from handrail.executor import _wire, _wire_console
+from handrail.executor._elements import Element
+from handrail.executor._elements import find as find_element
 from handrail.executor._errors import raise_for_outcome
 from handrail.executor._live import PersonRequest
 from handrail.executor._models import (
@@ -46,10 +49,13 @@ from handrail.executor._models import (
     Verdict,
     WaitFor,
 )
-from handrail.executor._snapshot import apply_diff, parse_refs
+from handrail.executor._snapshot import apply_diff
 from handrail.proto.executor.v1 import executor_pb2_grpc as pb_grpc
 
 _T = TypeVar("_T")
+# An observation of a page of thousands of controls carries thousands of elements: more
+# than gRPC's default 4 MB a client takes.
+CHANNEL_OPTIONS = (("grpc.max_receive_message_length", 64 * 1024 * 1024),)
 _EXPECT_KEYS = {
     "expect_text": "text_visible",
     "expect_url": "url_matches",
@@ -62,14 +68,33 @@ _EXPECT_KEYS = {
 }
 
 
+def _ref_and(kind: ActionKind, field: str, args: tuple[str, ...], kw: dict[str, Any]) -> dict[str, Any]:
+    """The keywords of ``type(text)`` / ``type(ref, text)`` (``press`` alike with ``key``).
+
+    On a desktop there are no refs: ``session.type("hello")`` types into the bound window.
+    """
+    if len(args) > 2:
+        raise TypeError(f"{kind.value}() takes ({field}) or (ref, {field}), not {len(args)} arguments")
+    if len(args) == 2:
+        kw["ref"], kw[field] = args
+    elif len(args) == 1:
+        if field in kw:
+            raise TypeError(f"{kind.value}() got {field} twice")
+        kw[field] = args[0]
+    if not kw.get(field):
+        raise TypeError(f"{kind.value}() needs the {field}")
+    return kw
+
+
 class _SessionBase:
-    """What sync and async sessions share: observations, refs and building actions."""
+    """What sync and async sessions share: observations, their elements, building actions."""
 
     def __init__(self, info: SessionInfo, strict: bool) -> None:
         self.info = info
         self.strict = strict
         self.latest: Observation | None = None
         self._full_snapshot = ""
+        self._elements: Sequence[Element] = ()
 
     @property
     def session_id(self) -> str:
@@ -79,8 +104,14 @@ class _SessionBase:
         # A diff observation is rebuilt into a full one so that find() keeps working.
         if obs.is_diff:
             self._full_snapshot = apply_diff(self._full_snapshot, obs.diff)
+            if obs.elements or obs.elements_gone:
+                changed = {e.ref: e for e in obs.elements}
+                gone = set(obs.elements_gone)
+                kept = [changed.pop(e.ref, e) for e in self._elements if e.ref not in gone]
+                self._elements = (*kept, *changed.values())
         else:
             self._full_snapshot = obs.snapshot
+            self._elements = obs.elements
         self.latest = obs
         return obs
 
@@ -89,25 +120,51 @@ class _SessionBase:
         """The full snapshot of the latest observation (diffs applied)."""
         return self._full_snapshot
 
-    def find(self, role: str, name: str, observation: Observation | None = None) -> str:
-        """The ref of the one element with this role and accessible name.
+    @property
+    def elements(self) -> Sequence[Element]:
+        """The structured element list of the latest observation (diffs applied)."""
+        return self._elements
 
-        Raises:
-            LookupError: no element, or more than one, has that role and name.
-        """
+    def find_element(
+        self,
+        role: str,
+        name: str,
+        observation: Observation | None = None,
+        *,
+        within: tuple[str, str] | None = None,
+    ) -> Element:
+        """The one element with this role and accessible name (see ``find``)."""
         if observation is not None and not observation.is_diff:
-            snapshot, where = observation.snapshot, observation.observation_id
+            elements, where = observation.elements, observation.observation_id
         elif observation is None or observation is self.latest:
-            snapshot, where = (
-                self._full_snapshot,
-                self.latest.observation_id if self.latest else "-",
-            )
+            elements, where = self._elements, self.latest.observation_id if self.latest else "-"
         else:
             raise LookupError("find() on an older diff observation: pass a full one")
-        hits = [i.ref for i in parse_refs(snapshot).values() if i.role == role and i.name == name]
-        if len(hits) != 1:
-            raise LookupError(f"{len(hits)} elements are {role} {name!r} in {where}")
-        return hits[0]
+        return find_element(elements, role, name, within=within, where=f"observation {where}")
+
+    def find(
+        self,
+        role: str,
+        name: str,
+        observation: Observation | None = None,
+        *,
+        within: tuple[str, str] | None = None,
+    ) -> str:
+        """The ref of the one element with this role and accessible name.
+
+        Looked up in the observation's structured element list (the latest one unless
+        ``observation`` is given), never in its text. ``within=(role, name)`` keeps the
+        elements that sit in a container of that role — a row, a list item, a dialog, a
+        form, any ancestor — or under a heading, whose name is ``name`` or holds it as
+        whole words: ``find("button", "Cancel", within=("row", "Plan E"))``.
+
+        Raises:
+            ElementNotFoundError: no element has that role and name (there); the message
+                says where such elements are, if anywhere.
+            AmbiguousElementError: more than one has; the message lists them (``refs``).
+            Both are ``LookupError``s.
+        """
+        return self.find_element(role, name, observation, within=within).ref
 
     def _spec(self, kind: ActionKind, kw: dict[str, Any]) -> ActionSpec:
         obs = kw.pop("observation", None) or self.latest
@@ -149,7 +206,7 @@ class ExecutorClient:
     """
 
     def __init__(self, address: str, token: str, *, timeout_s: float = 60.0, strict: bool = False) -> None:
-        self._channel = grpc.insecure_channel(address)
+        self._channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
         self._stub = pb_grpc.ExecutorStub(self._channel)  # type: ignore[no-untyped-call]
         self._metadata = (("authorization", f"Bearer {token}"),)
         self._timeout = timeout_s
@@ -271,11 +328,13 @@ class Session(_SessionBase):
     def fill(self, ref: str, text: str, **kw: Any) -> ActResponse:
         return self.act(ActionKind.FILL, ref=ref, text=text, **kw)
 
-    def type(self, ref: str, text: str, **kw: Any) -> ActResponse:
-        return self.act(ActionKind.TYPE, ref=ref, text=text, **kw)
+    def type(self, *args: str, **kw: Any) -> ActResponse:
+        """``type(text)`` on a desktop (into the bound window), ``type(ref, text)`` on a page."""
+        return self.act(ActionKind.TYPE, **_ref_and(ActionKind.TYPE, "text", args, kw))
 
-    def press(self, ref: str, key: str, **kw: Any) -> ActResponse:
-        return self.act(ActionKind.PRESS, ref=ref, key=key, **kw)
+    def press(self, *args: str, **kw: Any) -> ActResponse:
+        """``press(key)`` on a desktop, ``press(ref, key)`` on a page."""
+        return self.act(ActionKind.PRESS, **_ref_and(ActionKind.PRESS, "key", args, kw))
 
     def hotkey(self, *keys: str, **kw: Any) -> ActResponse:
         return self.act(ActionKind.HOTKEY, keys=keys, **kw)
@@ -338,7 +397,7 @@ class AsyncExecutorClient:
     """The asyncio twin of ``ExecutorClient`` (``grpc.aio``)."""
 
     def __init__(self, address: str, token: str, *, timeout_s: float = 60.0, strict: bool = False) -> None:
-        self._channel = grpc.aio.insecure_channel(address)
+        self._channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
         self._stub = pb_grpc.ExecutorStub(self._channel)  # type: ignore[no-untyped-call]
         self._metadata = (("authorization", f"Bearer {token}"),)
         self._timeout = timeout_s
@@ -426,11 +485,13 @@ class AsyncSession(_SessionBase):
     async def fill(self, ref: str, text: str, **kw: Any) -> ActResponse:
         return await self.act(ActionKind.FILL, ref=ref, text=text, **kw)
 
-    async def type(self, ref: str, text: str, **kw: Any) -> ActResponse:
-        return await self.act(ActionKind.TYPE, ref=ref, text=text, **kw)
+    async def type(self, *args: str, **kw: Any) -> ActResponse:
+        """``type(text)`` on a desktop (into the bound window), ``type(ref, text)`` on a page."""
+        return await self.act(ActionKind.TYPE, **_ref_and(ActionKind.TYPE, "text", args, kw))
 
-    async def press(self, ref: str, key: str, **kw: Any) -> ActResponse:
-        return await self.act(ActionKind.PRESS, ref=ref, key=key, **kw)
+    async def press(self, *args: str, **kw: Any) -> ActResponse:
+        """``press(key)`` on a desktop, ``press(ref, key)`` on a page."""
+        return await self.act(ActionKind.PRESS, **_ref_and(ActionKind.PRESS, "key", args, kw))
 
     async def select(self, ref: str, *values: str, **kw: Any) -> ActResponse:
         return await self.act(ActionKind.SELECT, ref=ref, values=values, **kw)

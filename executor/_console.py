@@ -23,24 +23,26 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import time
 from collections.abc import AsyncIterator
 from typing import cast
 
 from handrail._vocabulary import Evidence, Outcome, Reason
 from handrail.authz import AsyncAuthzClient, AuthzError, AuthzRpcError, AuthzUnavailableError, Decision
 from handrail.executor._backend import DispatchResult, DispatchStatus
+from handrail.executor._elements import Element
 from handrail.executor._errors import (
     BackendError,
     NotFoundError,
     PermissionDeniedError,
 )
 from handrail.executor._lease import LeaseKeeper
-from handrail.executor._live import Box, HumanInput, LiveSurface, ScreenFrame, SessionSummary, TimelineItem
+from handrail.executor._live import HumanInput, LiveSurface, ScreenBox, ScreenFrame, SessionSummary, TimelineItem
 from handrail.executor._models import ActionResult
 from handrail.executor._outcomes import Outcomes, UnknownAction
 from handrail.executor._person import PersonDesk
 from handrail.executor._session import Session, Sessions
-from handrail.executor._snapshot import parse_refs
+from handrail.executor._watch import PersonInput, SessionWatch, page_origin
 from handrail.recorder import Entry, Ledger, ReconcileBody, RefusalBody, ResultBody, timeline
 
 __all__ = ["ConsoleDesk", "element_context"]
@@ -58,21 +60,14 @@ def live(session: Session) -> LiveSurface:
     return cast(LiveSurface, backend)
 
 
-def element_context(snapshot: str, ref: str) -> str:
-    """The snapshot lines of ``ref``'s element and of each of its ancestors, outermost first."""
-    lines = snapshot.splitlines()
-    marker = f"[ref={ref}]"
-    index = next((i for i, line in enumerate(lines) if marker in line), None)
-    if index is None:
-        return ""
-    kept = [lines[index]]
-    depth = len(lines[index]) - len(lines[index].lstrip())
-    for line in reversed(lines[:index]):
-        indent = len(line) - len(line.lstrip())
-        if line.strip() and indent < depth:
-            kept.append(line)
-            depth = indent
-    return "\n".join(reversed(kept))
+def element_context(element: Element) -> str:
+    """The element and the containers it sits in (dialog, form, list item, row, heading),
+    outermost first, as the observation's structured element list says: never read from
+    the snapshot's text, which the page controls (a page could write a ``[ref=...]`` of its
+    own there to dress up the element an operator is asked about)."""
+    lines = [f"{kind}: {c.role} {c.name!r}" for kind, c in reversed(element.contexts())]
+    lines.append(f"{element.role} {element.name!r} [ref={element.ref}]")
+    return "\n".join(lines)
 
 
 class ConsoleDesk:
@@ -84,12 +79,20 @@ class ConsoleDesk:
         sessions: the open sessions.
         leases: lease upkeep (the fences).
         outcomes: the records of actions (UNKNOWN blocking).
+        watches: each session's network listener (a person's page loads are theirs).
     """
 
     def __init__(
-        self, authz: AsyncAuthzClient, ledger: Ledger, sessions: Sessions, leases: LeaseKeeper, outcomes: Outcomes
+        self,
+        authz: AsyncAuthzClient,
+        ledger: Ledger,
+        sessions: Sessions,
+        leases: LeaseKeeper,
+        outcomes: Outcomes,
+        watches: dict[str, SessionWatch],
     ) -> None:
         self._authz = authz
+        self._watches = watches
         self._ledger = ledger
         self._sessions = sessions
         self._leases = leases
@@ -171,7 +174,7 @@ class ConsoleDesk:
             if not entries:
                 await asyncio.sleep(_TIMELINE_POLL_S)
 
-    async def locate(self, session: Session, role: str, name: str) -> Box:
+    async def locate(self, session: Session, role: str, name: str) -> ScreenBox:
         box = await live(session).locate(role, name)
         if box is None:
             raise NotFoundError("name", f"no single visible {role} named {name!r} on the screen now")
@@ -184,10 +187,13 @@ class ConsoleDesk:
             raise NotFoundError("action_id", f"no recent action {action_id!r} in {session.session_id}")
         obs_id = str(params.get("observation_id", ""))
         generation = int(obs_id.rpartition(":")[2]) if obs_id.rpartition(":")[2].isdigit() else 0
-        snapshot = session.recent_snapshots.get(generation, "")
+        latest = session.latest
+        snapshot = ""
+        if latest is not None and latest.observation_id == obs_id:
+            snapshot = session.latest_full_snapshot or latest.snapshot
         ref = str(params.get("ref", ""))
-        context = element_context(snapshot, ref) if ref and ref in parse_refs(snapshot) else ""
-        return params, snapshot, context
+        element = next((e for e in session.recent_elements.get(generation, ()) if e.ref == ref), None) if ref else None
+        return params, snapshot, element_context(element) if element is not None else ""
 
     # -- a person at the wheel -----------------------------------------------------------
 
@@ -246,12 +252,17 @@ class ConsoleDesk:
             message = f"lease epoch {epoch} was superseded (epoch {session.fence.highest_epoch}); not sent"
             stopped = DispatchResult(DispatchStatus.NOT_STARTED, message)
             return self._finish(session, person, spec, action_id, key, decision, stopped, Reason.STALE_EPOCH)
+        mine = PersonInput(person, token, epoch, action_id, decision.decision_id, page_origin(surface.current_url()))
+        watch = self._watches.get(session.session_id)
+        if watch is not None:  # the documents the input loads are the person's (``_watch``)
+            watch.person = mine
         try:
             dispatched = await surface.human_input(spec, _INPUT_TIMEOUT_MS)
         except TimeoutError:
             dispatched = DispatchResult(DispatchStatus.MAYBE_STARTED, f"no answer within {_INPUT_TIMEOUT_MS} ms")
         except Exception as exc:  # the intent is durable: whatever broke, record the outcome
             dispatched = DispatchResult(DispatchStatus.MAYBE_STARTED, f"the surface failed mid-input: {exc}")
+        mine.at = time.monotonic()
         return self._finish(session, person, spec, action_id, key, decision, dispatched)
 
     def _replay(self, session: Session, key: str) -> ActionResult | None:

@@ -13,7 +13,7 @@ from typing import Any
 import grpc
 
 from handrail.executor import _wire, _wire_console
-from handrail.executor._live import Box, HumanInput, ScreenFrame, SessionSummary, TimelineItem
+from handrail.executor._live import HumanInput, ScreenBox, ScreenFrame, SessionSummary, TimelineItem
 from handrail.executor._models import ActionResult
 from handrail.proto.executor.v1 import executor_pb2 as pb
 from handrail.proto.executor.v1 import executor_pb2_grpc as pb_grpc
@@ -58,7 +58,7 @@ class ConsoleClient:
         request = _wire_console.human_input_pb(session_id, spec)
         return _wire_console.human_result_from_pb(await self._unary("HumanInput", request, token))
 
-    async def locate(self, token: str, session_id: str, role: str, name: str) -> Box:
+    async def locate(self, token: str, session_id: str, role: str, name: str) -> ScreenBox:
         request = pb.LocateRequest(session_id=session_id, role=role, name=name)
         return _wire_console.box_from_pb(await self._unary("Locate", request, token))
 

@@ -8,17 +8,23 @@
         ├── NotFoundError          an unknown session, observation or ref (or another agent's)
         ├── UnauthenticatedError   no or a bad bearer token
         ├── PermissionDeniedError  a token of another role than the call needs (an
-        │                          agent's; an operator's for the console's RPCs)
+        │   │                      agent's; an operator's for the console's RPCs)
+        │   └── ScopeRefusedError  OpenSession's start_url is not granted (OUT_OF_SCOPE ...)
         ├── SessionClosedError     the session was closed
         ├── LeaseHeldError         another agent holds the target's lease
         ├── BackendError           the browser or desktop could not be started or used
+        ├── TargetGoneError        the session's target no longer exists (its window was destroyed)
         ├── ExecutorRpcError       (SDK) the executor answered a call with an error status;
         │   │                      it is also the error of its code above (``except
         │   │                      NotFoundError`` catches a remote NOT_FOUND), with the
         │   │                      ErrorInfo's ``reason`` and ``field``
         │   └── ExecutorUnavailableError   (SDK) unreachable, or no answer by the deadline
+        ├── ElementLookupError     (SDK, find) also a LookupError
+        │   ├── ElementNotFoundError   no element has that role and name (within ...)
+        │   └── AmbiguousElementError  more than one has; ``refs`` lists them
         └── ActionError            (SDK, raise_for_outcome) an action that did not end DONE
-            ├── ActionRefusedError     REFUSED; one subclass per ``Reason`` (REFUSAL_ERRORS)
+            ├── ActionRefusedError     REFUSED; one subclass per ``Reason`` (REFUSAL_ERRORS);
+            │                          TargetGoneRefusedError is also a TargetGoneError
             ├── ActionFailedError      FAILED (with a reason, also that reason's class:
             │                          a dispatch-time STALE_REF is a StaleRefError)
             └── OutcomeUnknownError    UNKNOWN
@@ -87,10 +93,31 @@ class LeaseHeldError(ExecutorError):
     reason = "LEASE_HELD"
 
 
+class ScopeRefusedError(PermissionDeniedError):
+    """The sidecar refused a session's start page; ``decision_reason`` (also the
+    ``ErrorInfo`` reason: ``OUT_OF_SCOPE`` ...) says why."""
+
+    def __init__(self, decision_reason: str, message: str) -> None:
+        super().__init__(f"{decision_reason}: {message}", reason=decision_reason)
+        self.decision_reason = decision_reason
+
+
 class BackendError(ExecutorError):
     """The browser or desktop could not be started or used."""
 
     reason = "BACKEND"
+
+
+class TargetGoneError(ExecutorError):
+    """The session's target no longer exists: its desktop window was destroyed.
+
+    Nothing more can be observed or done in that session, and observing again will not
+    help: close it and open a new session on the window that is there now. The executor
+    raises it (gRPC ``FAILED_PRECONDITION``); the SDK raises it for such a call, then also
+    an ``ExecutorRpcError``, and ``TargetGoneRefusedError`` for an action refused for it.
+    """
+
+    reason = "TARGET_GONE"
 
 
 class ExecutorRpcError(ExecutorError):
@@ -151,20 +178,58 @@ class RemoteBackendError(RemoteFailedPreconditionError, BackendError):
     """(SDK) FAILED_PRECONDITION, reason BACKEND: the page or window could not be used."""
 
 
+class RemoteTargetGoneError(RemoteFailedPreconditionError, TargetGoneError):
+    """(SDK) FAILED_PRECONDITION, reason TARGET_GONE: the session's window was destroyed;
+    close the session and open a new one (observing again will not help)."""
+
+
 def remote_error_class(code_name: str, reason: str) -> type[ExecutorRpcError]:
     """The SDK's class of an error status (code and ErrorInfo reason)."""
     if code_name in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
         return ExecutorUnavailableError
     if code_name == "FAILED_PRECONDITION":
-        return {"LEASE_HELD": RemoteLeaseHeldError, "BACKEND": RemoteBackendError}.get(
-            reason, RemoteFailedPreconditionError
-        )
+        return {
+            "LEASE_HELD": RemoteLeaseHeldError,
+            "BACKEND": RemoteBackendError,
+            "TARGET_GONE": RemoteTargetGoneError,
+        }.get(reason, RemoteFailedPreconditionError)
     return {
         "INVALID_ARGUMENT": RemoteInvalidArgumentError,
         "NOT_FOUND": RemoteNotFoundError,
         "UNAUTHENTICATED": RemoteUnauthenticatedError,
         "PERMISSION_DENIED": RemotePermissionDeniedError,
     }.get(code_name, ExecutorRpcError)
+
+
+class ElementLookupError(ExecutorError, LookupError):
+    """``find`` could not name exactly one element (a ``LookupError`` too).
+
+    Attributes:
+        role, name: what was looked for.
+        within: the container it was looked for in, as ``(role, name)``, or None.
+    """
+
+    reason = "NOT_FOUND"
+
+    def __init__(self, message: str, role: str, name: str, within: tuple[str, str] | None) -> None:
+        super().__init__(message)
+        self.role, self.name, self.within = role, name, within
+
+
+class ElementNotFoundError(ElementLookupError):
+    """No element of the observation has that role and name (in that container)."""
+
+
+class AmbiguousElementError(ElementLookupError):
+    """More than one element has that role and name; ``refs`` are theirs, in page order."""
+
+    reason = "AMBIGUOUS"
+
+    def __init__(
+        self, message: str, role: str, name: str, within: tuple[str, str] | None, refs: tuple[str, ...]
+    ) -> None:
+        super().__init__(message, role, name, within)
+        self.refs = refs
 
 
 class ActionError(ExecutorError):
@@ -228,6 +293,13 @@ AuthzUnavailableRefusalError = _refusal(
     "AuthzUnavailableRefusalError", Reason.AUTHZ_UNAVAILABLE, "The authz sidecar did not answer."
 )
 
+
+class TargetGoneRefusedError(ActionRefusedError, TargetGoneError):
+    """The session's target window was destroyed: no retry will work, open a new session."""
+
+    reason = Reason.TARGET_GONE
+
+
 #: The refusal error of each reason an action can be refused for (keys are ``Reason``s,
 #: which are strings: a reason read off the wire as text finds its class too).
 REFUSAL_ERRORS: dict[Reason, type[ActionRefusedError]] = {
@@ -251,6 +323,7 @@ REFUSAL_ERRORS: dict[Reason, type[ActionRefusedError]] = {
         ApprovalDeniedError,
         ApprovalExpiredError,
         AuthzUnavailableRefusalError,
+        TargetGoneRefusedError,
     )
 }
 

@@ -26,12 +26,19 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from handrail._vocabulary import Reason, Verdict
-from handrail.authz import AsyncAuthzClient, AuthzError, AuthzUnavailableError
+from handrail._vocabulary import Reason, Verb, Verdict
+from handrail.authz import AsyncAuthzClient, AuthzError, AuthzUnavailableError, Decision
 from handrail.executor._act import DEFAULT_ACTION_TIMEOUT_MS, SETTLE_TIMEOUT_MS, ActPath
 from handrail.executor._backend import Backend, ObserveOptions
 from handrail.executor._console import ConsoleDesk
-from handrail.executor._errors import ExecutorError, InvalidArgumentError, LeaseHeldError, PermissionDeniedError
+from handrail.executor._errors import (
+    BackendError,
+    ExecutorError,
+    InvalidArgumentError,
+    LeaseHeldError,
+    PermissionDeniedError,
+    ScopeRefusedError,
+)
 from handrail.executor._faults import FaultPoint, NoFault
 from handrail.executor._lease import LEASE_TTL_MS, LeaseKeeper
 from handrail.executor._models import (
@@ -47,7 +54,8 @@ from handrail.executor._models import (
 from handrail.executor._observe import FULL, Observer
 from handrail.executor._outcomes import Outcomes, UnknownAction
 from handrail.executor._session import Session, Sessions, token_digest
-from handrail.recorder import Ledger, SessionCloseBody, SessionOpenBody
+from handrail.executor._watch import SessionWatch
+from handrail.recorder import Ledger, NavigationBody, SessionCloseBody, SessionOpenBody
 
 __all__ = [
     "DEFAULT_ACTION_TIMEOUT_MS",
@@ -68,6 +76,8 @@ log = logging.getLogger(__name__)
 DEFAULT_SESSION_TTL_MS = 600_000
 MIN_SESSION_TTL_MS = 1_000
 MAX_SESSION_TTL_MS = 86_400_000
+
+_START_TIMEOUT_MS = 15_000
 
 
 @dataclass(frozen=True)
@@ -111,8 +121,9 @@ class GuardedExecutor:
         self._leases = LeaseKeeper(authz, ledger, self.sessions, ttl_ms=lease_ttl_ms)
         self._outcomes = Outcomes(ledger)
         self._observer = Observer(self._leases)
-        self._acts = ActPath(authz, self._leases, self._outcomes, self._observer, fault or NoFault())
-        self.console = ConsoleDesk(authz, ledger, self.sessions, self._leases, self._outcomes)
+        self._watches: dict[str, SessionWatch] = {}
+        self._acts = ActPath(authz, self._leases, self._outcomes, self._observer, fault or NoFault(), self._watches)
+        self.console = ConsoleDesk(authz, ledger, self.sessions, self._leases, self._outcomes, self._watches)
         self._reaper: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -127,6 +138,7 @@ class GuardedExecutor:
             self._reaper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reaper
+        await self._acts.drain()  # an act whose caller went away still writes its result
         await self._leases.close()
         for session in self.sessions.all():
             await self.close_session(session, reason="shutdown")
@@ -198,12 +210,18 @@ class GuardedExecutor:
             await self._authz.who_am_i(token=token)
 
     async def open_session(self, *, token: str, agent: str, target: str, spec: OpenSpec) -> SessionInfo:
-        """Open a session for the token's agent, holding the target's lease if it can.
+        """Open a session for the token's agent, holding the target's lease if it can, and
+        load its start page if it names one.
+
+        The start page is a document load like any other: judged by the sidecar (a
+        navigate, on a granted origin) before it leaves the browser. Refused, the session
+        is closed again and ``ScopeRefusedError`` says why.
 
         Raises:
             PermissionDeniedError: the token is not an agent's.
             InvalidArgumentError: ``agent`` names someone else.
             LeaseHeldError: another agent holds the target's lease.
+            ScopeRefusedError: the sidecar refused the start page (OUT_OF_SCOPE ...).
         """
         principal = await self.authenticate(token)
         if agent and agent != principal:
@@ -236,9 +254,63 @@ class GuardedExecutor:
             body=SessionOpenBody(target=target, backend=spec.backend.value, start_url=spec.start_url),
         )
         self._leases.keep(session)
+        watch = SessionWatch(session, self._authz, self._outcomes, self._ledger)
+        self._watches[session.session_id] = watch
+        backend.listen(watch)
+        if spec.start_url and spec.start_url != "about:blank":  # the blank tab is there already
+            await self._start(session, watch, spec.start_url, why)
         held = session.fence.held_epoch
         return SessionInfo(
             session.session_id, target, principal, held or 0, "" if held is not None else (why or ""), ttl_ms
+        )
+
+    async def _start(self, session: Session, watch: SessionWatch, url: str, no_lease: str | None) -> None:
+        """Judge the start page, then load it; close the session if either fails.
+
+        A session that holds no lease (``no_lease`` says why) opens on its blank tab: its
+        start page is not loaded (nothing loads unjudged, and no check passes without the
+        lease), which the ledger records; it observes, and navigates once it holds the lease.
+        """
+        if session.fence.held_epoch is None:
+            self._record_start(session, url, Decision(False, str(no_lease or Reason.NO_LEASE), "no lease held"))
+            return
+        try:
+            decision = await self._authz.check(
+                session.agent, session.target, session.fence.epoch, Verb.NAVIGATE, url=url, document_load=True
+            )
+        except AuthzError:
+            await self.close_session(session, reason="start_unjudged")
+            raise
+        self._record_start(session, url, decision)
+        if not decision.allow:
+            await self.close_session(session, reason="start_refused")
+            raise ScopeRefusedError(decision.reason, f"start_url {url}: {decision.message}")
+        start = watch.starting(url)
+        try:
+            await session.backend.start(url, _START_TIMEOUT_MS)
+        except BackendError:
+            await self.close_session(session, reason="start_failed")
+            raise
+        finally:
+            watch.abandon(start)
+
+    def _record_start(self, session: Session, url: str, decision: Decision) -> None:
+        self._ledger.append(
+            NavigationBody.KIND,
+            session_id=session.session_id,
+            principal=session.agent,
+            epoch=session.fence.epoch,
+            body=NavigationBody(
+                url=url,
+                method="GET",
+                tab_id="",
+                cause="start",
+                verb=Verb.NAVIGATE.value,
+                allowed=decision.allow,
+                reason=decision.reason,
+                message=decision.message,
+                decision_id=decision.decision_id,
+            ),
         )
 
     async def _refuse_if_held_by_another(self, target: str, agent: str, opened: Session | None = None) -> None:
@@ -259,6 +331,7 @@ class GuardedExecutor:
         (``reason``: why, when its agent did not ask)."""
         session.closed = True
         self.sessions.remove(session.session_id)
+        self._watches.pop(session.session_id, None)
         await self._leases.release(session, self.sessions.all())
         await session.backend.close()
         self._ledger.append(

@@ -25,11 +25,11 @@ from handrail.executor._backend import DispatchResult
 
 __all__ = [
     "HUMAN_KINDS",
-    "Box",
     "HumanInput",
     "LiveSurface",
     "PersonRequest",
     "PersonStatus",
+    "ScreenBox",
     "ScreenFrame",
     "SessionSummary",
     "TimelineItem",
@@ -103,7 +103,7 @@ class HumanInput:
 
 
 @dataclass(frozen=True)
-class Box:
+class ScreenBox:
     """An element's box in the surface's pixels."""
 
     x: float
@@ -191,6 +191,6 @@ class LiveSurface(Protocol):
         """The URL a person's input goes to (browser); ``""`` on a desktop."""
         ...
 
-    async def locate(self, role: str, name: str) -> Box | None:
+    async def locate(self, role: str, name: str) -> ScreenBox | None:
         """Where the one element with ``role`` and exact ``name`` is now; None: not one."""
         ...

@@ -11,10 +11,12 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from handrail._vocabulary import ActionKind, Evidence, Outcome, Reason, Verdict
+from handrail.executor._elements import Box, Context, Element
 from handrail.executor._errors import raise_for_outcome
 
 __all__ = [
@@ -27,9 +29,12 @@ __all__ = [
     "ActionSpec",
     "BackendKind",
     "BatchResult",
+    "Box",
+    "Context",
     "DesktopState",
     "DesktopTarget",
     "DialogInfo",
+    "Element",
     "Evidence",
     "Expectation",
     "FrameInfo",
@@ -278,6 +283,14 @@ class ActionSpec:
 
 @dataclass(frozen=True)
 class Observation:
+    """What a backend saw, with the id, generation and lease epoch actions cite.
+
+    ``elements`` is the structured element list of a browser page (``Element``: one per
+    node of the snapshot that has a ref, in document order): cited refs are resolved from
+    it, never from ``snapshot``. With ``is_diff`` it holds only the elements added or
+    changed since the previous observation, and ``elements_gone`` the refs that went away.
+    """
+
     observation_id: str
     session_id: str
     generation: int
@@ -299,6 +312,8 @@ class Observation:
     is_diff: bool = False
     diff: str = ""
     desktop: DesktopState | None = None
+    elements: Sequence[Element] = ()
+    elements_gone: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

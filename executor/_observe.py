@@ -2,8 +2,9 @@
 
 An observation's id names its session and generation (``s_1a2b:7``); it is taken under
 the epoch in force, and it is the only observation an action may cite until the next one
-is taken. The snapshots of the last few are remembered so that a (possibly stale) ref
-can still be named by the role and name it had, for idempotency fingerprints.
+is taken. The element lists of the last few are remembered: a cited ref is resolved from
+them (and only from them), and a (possibly stale) ref is still named by the role and name
+it had, for idempotency fingerprints.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 from dataclasses import replace
 
 from handrail.executor._backend import ObserveOptions, RawObservation
+from handrail.executor._elements import Element
 from handrail.executor._lease import LeaseKeeper
 from handrail.executor._models import Observation
 from handrail.executor._session import Session
@@ -51,6 +53,7 @@ class Observer:
             await self._leases.acquire(session)
         raw = await session.backend.observe(options)
         previous = session.latest_full_snapshot
+        previous_elements = session.latest_elements
         session.generation += 1
         obs = Observation(
             observation_id=f"{session.session_id}:{session.generation}",
@@ -72,10 +75,30 @@ class Observer:
             viewport_height=raw.viewport_height,
             mutation_counter=raw.mutation_counter,
             desktop=raw.desktop,
+            elements=raw.elements,
         )
         session.latest = obs
         session.latest_full_snapshot = raw.snapshot
-        session.remember(session.generation, raw.snapshot)
+        session.latest_elements = raw.elements
+        session.remember(session.generation, raw.elements)
         if diff and previous is not None:
-            return replace(obs, snapshot="", is_diff=True, diff=make_diff(previous, raw.snapshot))
+            changed, gone = element_diff(previous_elements, raw.elements)
+            return replace(
+                obs,
+                snapshot="",
+                is_diff=True,
+                diff=make_diff(previous, raw.snapshot),
+                elements=changed,
+                elements_gone=gone,
+            )
         return obs
+
+
+def element_diff(old: tuple[Element, ...], new: tuple[Element, ...]) -> tuple[tuple[Element, ...], tuple[str, ...]]:
+    """The elements of ``new`` that ``old`` did not have as they are, and the refs gone."""
+    if old is new:
+        return (), ()
+    before = {e.ref: e for e in old}
+    changed = tuple(e for e in new if before.get(e.ref) != e)
+    now = {e.ref for e in new}
+    return changed, tuple(ref for ref in before if ref not in now)

@@ -48,6 +48,8 @@ class Outcomes:
         self._ledger = ledger
         # target -> action id -> the UNKNOWN action blocking it
         self._unknown: dict[str, dict[str, UnknownAction]] = {}
+        #: The ``seq`` of the latest result entry :meth:`finish` wrote.
+        self.last_result_seq = 0
 
     def recover(self) -> None:
         """On start: intents without results become UNKNOWN, never retried, and block."""
@@ -166,6 +168,40 @@ class Outcomes:
 
     # -- records --------------------------------------------------------------------------------
 
+    def amend_unknown(
+        self,
+        session: Session,
+        action_id: str,
+        idempotency_key: str,
+        epoch: int,
+        amends: int,
+        message: str,
+        decision_id: str = "",
+    ) -> int:
+        """Make a finished action UNKNOWN after its result: a later result entry that
+        supersedes the first (``extra.amends``), never an edit; the target is blocked.
+
+        Answers the new result entry's ``seq``.
+        """
+        self._block(session.target, UnknownAction(action_id, session.session_id, session.agent, idempotency_key))
+        extra: dict[str, object] = {"amends": amends, "recorded_by": "network"}
+        if decision_id:
+            extra["decision_id"] = decision_id
+        written = self._ledger.result(
+            session.session_id,
+            action_id,
+            idempotency_key,
+            session.agent,
+            epoch,
+            Outcome.UNKNOWN.value,
+            Reason.ALLOW,
+            Evidence.NONE.value,
+            True,
+            message,
+            extra,
+        )
+        return written.seq
+
     def refuse(
         self,
         session: Session,
@@ -241,7 +277,7 @@ class Outcomes:
             extra["typed_chars"] = typed_chars
         if via:
             extra["via"] = via
-        self._ledger.result(
+        written = self._ledger.result(
             session.session_id,
             action_id,
             spec.idempotency_key,
@@ -254,6 +290,7 @@ class Outcomes:
             message,
             extra,
         )
+        self.last_result_seq = written.seq
         return ActResponse(
             ActionResult(
                 action_id=action_id,

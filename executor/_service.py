@@ -44,6 +44,7 @@ from handrail.executor._errors import (
     NotFoundError,
     PermissionDeniedError,
     SessionClosedError,
+    TargetGoneError,
     UnauthenticatedError,
 )
 from handrail.executor._faults import Fault
@@ -77,6 +78,7 @@ _STATUS: tuple[tuple[type[HandrailError], grpc.StatusCode], ...] = (
     (SessionClosedError, grpc.StatusCode.FAILED_PRECONDITION),
     (LeaseHeldError, grpc.StatusCode.FAILED_PRECONDITION),
     (BackendError, grpc.StatusCode.FAILED_PRECONDITION),
+    (TargetGoneError, grpc.StatusCode.FAILED_PRECONDITION),  # for good: observing again will not help
     (AuthzUnavailableError, grpc.StatusCode.UNAVAILABLE),
     (AuthzRpcError, grpc.StatusCode.FAILED_PRECONDITION),
     (ExecutorError, grpc.StatusCode.FAILED_PRECONDITION),
@@ -359,7 +361,7 @@ async def start_server(
                         log.warning("could not report human activity on %s: %s", target, exc)
 
                 return await open_desktop(spec.desktop, on_human_activity=person_at_desk)
-            return await host.open_page(spec.start_url)
+            return await host.open_page()  # the loop judges and loads the start page
 
         core = GuardedExecutor(authz, ledger, open_backend, lease_ttl_ms=lease_ttl_ms, fault=fault)
         await core.start()

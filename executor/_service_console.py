@@ -16,7 +16,6 @@ import grpc
 from handrail._errors import HandrailError
 from handrail.authz import AuthzRpcError
 from handrail.executor import _wire_console as wire
-from handrail.executor._console import element_context
 from handrail.executor._errors import NotFoundError
 from handrail.executor._guard import GuardedExecutor
 from handrail.executor._session import Session
@@ -121,7 +120,7 @@ class ConsoleRpcs:
                 url=latest.url if latest else str(params.get("url", "")),
                 title=latest.title if latest else "",
                 snapshot=snapshot,
-                element_context=context_lines or element_context(snapshot, str(params.get("ref", ""))),
+                element_context=context_lines,
                 screenshot_png=latest.screenshot_png if latest else b"",
             )
 

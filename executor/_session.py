@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from handrail.executor._backend import Backend
+from handrail.executor._elements import Element
 from handrail.executor._errors import NotFoundError, SessionClosedError
 from handrail.executor._models import Observation
-from handrail.executor._snapshot import RefInfo, find_ref
+from handrail.executor._snapshot import RefInfo
 
 _REMEMBERED = 8
 
@@ -125,10 +126,11 @@ class Session:
     fence: FenceView
     generation: int = 0
     latest: Observation | None = None
-    # The snapshots of the last few observations, by generation, to name the element a
-    # (possibly stale) observation's ref meant, for idempotency fingerprints.
-    recent_snapshots: dict[int, str] = field(default_factory=dict)
+    # The element lists of the last few observations, by generation: what a (possibly
+    # stale) observation's ref meant. The only place a cited ref is resolved from.
+    recent_elements: dict[int, tuple[Element, ...]] = field(default_factory=dict)
     latest_full_snapshot: str | None = None  # for diff observations
+    latest_elements: tuple[Element, ...] = ()  # for diff observations
     closed: bool = False
     # One write at a time per session; observing does not take it.
     write_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -162,15 +164,28 @@ class Session:
         for queue in self.events:
             queue.put_nowait(event)
 
-    def remember(self, generation: int, snapshot: str) -> None:
-        self.recent_snapshots[generation] = snapshot
-        for old in [g for g in self.recent_snapshots if g <= generation - _REMEMBERED]:
-            del self.recent_snapshots[old]
+    _indexes: dict[int, dict[str, Element]] = field(default_factory=dict)
+
+    def remember(self, generation: int, elements: tuple[Element, ...]) -> None:
+        self.recent_elements[generation] = elements
+        for old in [g for g in self.recent_elements if g <= generation - _REMEMBERED]:
+            del self.recent_elements[old]
+            self._indexes.pop(old, None)
 
     def ref_info(self, generation: int, ref: str) -> RefInfo | None:
-        """What observation ``generation`` said ``ref`` was (None: unknown ref)."""
-        snapshot = self.recent_snapshots.get(generation)
-        return None if snapshot is None else find_ref(snapshot, ref)
+        """What observation ``generation``'s element list says ``ref`` is (None: no such ref).
+
+        Only the structured list is read: a ref that appears in the snapshot's text but is
+        no node's is not a ref.
+        """
+        index = self._indexes.get(generation)
+        if index is None:
+            elements = self.recent_elements.get(generation)
+            if elements is None:
+                return None
+            index = self._indexes[generation] = {e.ref: e for e in elements}
+        element = index.get(ref)
+        return None if element is None else RefInfo.of(element)
 
 
 def token_digest(token: str) -> bytes:

@@ -1,33 +1,34 @@
-"""Refs of an ARIA snapshot taken with ``aria_snapshot(mode="ai")``, and snapshot diffs.
+"""What a cited ref means, and snapshot diffs.
 
-The guarded loop and the SDK both read refs (the loop to name what a ref meant, the SDK
-to find one by role and name); the browser backend's own reading of its snapshots is in
-``browser._aria``.
+A cited ref is resolved from the observation's structured element list (``_elements``),
+never by searching the snapshot's text, which a page controls: ``RefInfo`` is what the
+guarded loop and the backends are told about the element an action cites.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
-# "- button "Turn off auto-renew" [ref=e5]" ; names are JSON-quoted strings.
-_LINE = re.compile(
-    r"^\s*- (?P<role>[a-zA-Z]+)"
-    r'(?: (?P<name>"(?:[^"\\]|\\.)*"))?'
-    r"(?P<rest>.*?)\[ref=(?P<ref>[a-z0-9]+)\]"
-)
+from handrail.executor._elements import Element
+
 _REF = re.compile(r"^(?:f\d+)?e\d+$")
 
 
 @dataclass(frozen=True)
 class RefInfo:
-    """What an observation said a ref was: its role, accessible name and frame."""
+    """What an observation said a ref was: its role, accessible name and document, and
+    the structured element it was taken from (None for a backend without one)."""
 
     ref: str
     role: str
     name: str
     frame: str  # the document part of the ref (see document_of)
+    element: Element | None = None
+
+    @classmethod
+    def of(cls, element: Element) -> RefInfo:
+        return cls(element.ref, element.role, element.name, document_of(element.ref), element)
 
 
 def document_of(ref: str) -> str:
@@ -43,35 +44,6 @@ def document_of(ref: str) -> str:
 def is_ref(text: str) -> bool:
     """Whether ``text`` has the form of a snapshot ref (``e12``, ``f1e3``)."""
     return bool(_REF.match(text))
-
-
-def find_ref(snapshot: str, ref: str) -> RefInfo | None:
-    """The role, name and frame a snapshot gives ``ref``, reading only its own line.
-
-    A substring search instead of parsing the whole snapshot: a page of thousands of
-    controls costs microseconds, not milliseconds.
-    """
-    at = snapshot.find(f"[ref={ref}]")
-    if at < 0:
-        return None
-    start = snapshot.rfind("\n", 0, at) + 1
-    end = snapshot.find("\n", at)
-    refs = parse_refs(snapshot[start : end if end >= 0 else len(snapshot)])
-    return refs.get(ref)
-
-
-def parse_refs(snapshot: str) -> dict[str, RefInfo]:
-    """Map every ref of a snapshot to its role, name and frame."""
-    refs: dict[str, RefInfo] = {}
-    for line in snapshot.splitlines():
-        m = _LINE.match(line)
-        if m is None:
-            continue
-        raw_name = m.group("name")
-        name = json.loads(raw_name) if raw_name else ""
-        ref = m.group("ref")
-        refs[ref] = RefInfo(ref=ref, role=m.group("role"), name=name, frame=document_of(ref))
-    return refs
 
 
 def make_diff(old: str, new: str) -> str:

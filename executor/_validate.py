@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
+from handrail._patterns import PatternError, compile_regex
 from handrail.executor import _wire
 from handrail.executor._backend import ObserveOptions
 from handrail.executor._errors import InvalidArgumentError
@@ -62,9 +63,9 @@ def _regex(field: str, value: str) -> str:
     _bounded(field, value, MAX_ID * 4, required=False)
     if value:
         try:
-            re.compile(value)
-        except re.error as exc:
-            raise InvalidArgumentError(field, f"not a regular expression: {exc}") from exc
+            compile_regex(value)  # RE2: linear time, or refused here
+        except PatternError as exc:
+            raise InvalidArgumentError(field, str(exc)) from None
     return value
 
 

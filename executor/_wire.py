@@ -38,6 +38,7 @@ from handrail.executor._models import (
     WaitFor,
     WindowInfo,
 )
+from handrail.executor._wire_elements import LazyElements, elements_blob
 from handrail.proto.executor.v1 import executor_pb2 as pb
 
 _T = TypeVar("_T")
@@ -261,6 +262,8 @@ def observation_from_pb(msg: pb.Observation) -> Observation:
         is_diff=msg.is_diff,
         diff=msg.diff,
         desktop=desktop,
+        elements=LazyElements(msg.elements) if msg.elements else (),
+        elements_gone=tuple(msg.elements_gone),
     )
 
 
@@ -406,7 +409,10 @@ def observation_pb(obs: Observation) -> pb.Observation:
         is_diff=obs.is_diff,
         diff=obs.diff,
         screenshot_scale=obs.screenshot_scale,
+        elements_gone=list(obs.elements_gone),
     )
+    if obs.elements:
+        msg.MergeFromString(elements_blob(obs.elements))
     d = obs.desktop
     if d is not None:
         msg.desktop.CopyFrom(

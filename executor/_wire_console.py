@@ -14,10 +14,10 @@ from handrail.executor._errors import InvalidArgumentError
 from handrail.executor._live import (
     HUMAN_KINDS,
     POINTER_KINDS,
-    Box,
     HumanInput,
     PersonRequest,
     PersonStatus,
+    ScreenBox,
     ScreenFrame,
     SessionSummary,
     TimelineItem,
@@ -297,12 +297,12 @@ def item_from_pb(m: pb.TimelineEntry) -> TimelineItem:
     )
 
 
-def box_pb(box: Box) -> pb.LocateResponse:
+def box_pb(box: ScreenBox) -> pb.LocateResponse:
     return pb.LocateResponse(x=box.x, y=box.y, width=box.width, height=box.height)
 
 
-def box_from_pb(m: pb.LocateResponse) -> Box:
-    return Box(m.x, m.y, m.width, m.height)
+def box_from_pb(m: pb.LocateResponse) -> ScreenBox:
+    return ScreenBox(m.x, m.y, m.width, m.height)
 
 
 def human_result_from_pb(m: pb.HumanInputResponse) -> ActionResult:

@@ -41,6 +41,7 @@ class Reason(enum.StrEnum):
     FOCUS_MISMATCH = "FOCUS_MISMATCH"
     IDEMPOTENCY_CONFLICT = "IDEMPOTENCY_CONFLICT"
     RECONCILE_REQUIRED = "RECONCILE_REQUIRED"
+    TARGET_GONE = "TARGET_GONE"  # the bound target no longer exists: no retry, open a new session
 
     @property
     def is_decision(self) -> bool:
@@ -56,6 +57,7 @@ _EXECUTOR_REASONS = frozenset(
         Reason.FOCUS_MISMATCH,
         Reason.IDEMPOTENCY_CONFLICT,
         Reason.RECONCILE_REQUIRED,
+        Reason.TARGET_GONE,
     }
 )
 

@@ -20,12 +20,19 @@ writer still reads.
   ``observation_id``, ``message``)
 - ``lease_change``: :class:`LeaseChangeBody` (``target``, ``event``, ``detail``:
   :class:`LeaseDetail`)
+- ``navigation``: :class:`NavigationBody` (a document the browser was about to load:
+  ``url``, ``method``, ``tab_id``, ``cause``, ``verb``, ``allowed``, ``reason``,
+  ``message``, ``decision_id``, ``read``)
+- ``request``: :class:`RequestBody` (a side-effecting request of an action that ended
+  after its result: ``method``, ``url``, ``tab_id``, ``resource_type``, ``status``,
+  ``failure``, ``message``)
 - any other kind: :class:`OtherBody`, as stored
 
-Three records hold a caller's free-form mapping (:class:`ActionParams`, the ``extra`` of a
-result as :class:`ResultExtra`, the ``detail`` of a lease change as :class:`LeaseDetail`):
-their known keys are typed fields, ``None`` when absent, and every other key is kept in
-``other``, so that reading one and writing it back gives the very same JSON.
+A result that amends an earlier one (a request of the action ended without a response
+after its result was written) is a second ``result`` entry of the same action, with
+``extra.amends`` naming the entry it supersedes: every reader takes an action's latest
+result, so nothing is ever edited. The open records of the bodies (``ActionParams``,
+``ResultExtra``, ``LeaseDetail``) are in ``_records``.
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ from typing import Any, ClassVar, Self
 
 from handrail._vocabulary import Outcome
 
+from ._records import ActionParams, LeaseDetail, ResultExtra
+
 __all__ = [
     "KINDS",
     "ActionParams",
@@ -45,176 +54,17 @@ __all__ = [
     "IntentBody",
     "LeaseChangeBody",
     "LeaseDetail",
+    "NavigationBody",
     "OtherBody",
     "ReconcileBody",
     "RefusalBody",
+    "RequestBody",
     "ResultBody",
     "ResultExtra",
     "SessionCloseBody",
     "SessionOpenBody",
     "parse_body",
 ]
-
-
-# -- free-form records with typed known keys -------------------------------------------
-
-# What a known key of an open record holds; a value of another shape stays in ``other``.
-_STR, _INT, _STRS = "str", "int", "strs"
-
-
-def _fits(shape: str, value: Any) -> bool:
-    if shape == _STR:
-        return isinstance(value, str)
-    if shape == _INT:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
-
-
-@dataclass(frozen=True)
-class _OpenRecord:
-    """A mapping whose known keys are typed fields (``None``: absent) and the rest ``other``."""
-
-    _SHAPES: ClassVar[Mapping[str, str]] = {}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Self:
-        """Read a stored mapping; ``to_dict()`` of the result gives the same mapping back."""
-        known: dict[str, Any] = {}
-        other: dict[str, Any] = {}
-        for key, value in data.items():
-            shape = cls._SHAPES.get(key)
-            if shape is not None and _fits(shape, value):
-                known[key] = tuple(value) if shape == _STRS else value
-            else:
-                other[str(key)] = value
-        known["other"] = other
-        return cls(**known)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The mapping as stored: the fields that are set, then ``other``."""
-        out: dict[str, Any] = {}
-        for name in self._SHAPES:  # the typed fields
-            value = getattr(self, name)
-            if value is not None:
-                out[name] = list(value) if isinstance(value, tuple) else value
-        out.update(getattr(self, "other", {}))
-        return out
-
-
-@dataclass(frozen=True)
-class ActionParams(_OpenRecord):
-    """An action's parameters as the intent records them (``None``: not given).
-
-    Attributes:
-        kind: the action kind (an :class:`~handrail.ActionKind` value).
-        observation_id: the observation the action cited.
-        ref, role, name: the element, by the observation's ref and its ARIA role and name.
-        text, key, keys, values, url, files: what the action typed, pressed, chose,
-            opened or uploaded.
-        x, y, to_x, to_y, button, click_count, delta_x, delta_y, key_delay_ms, tab_id:
-            pointer, scroll, typing and tab details.
-        fingerprint: a digest of what the action does, independent of refs; an
-            idempotency key reused with another fingerprint is a conflict.
-        decision_id: the authorization decision that allowed it.
-        other: every other key, as given.
-    """
-
-    _SHAPES: ClassVar[Mapping[str, str]] = {
-        "kind": _STR,
-        "observation_id": _STR,
-        "ref": _STR,
-        "role": _STR,
-        "name": _STR,
-        "text": _STR,
-        "key": _STR,
-        "keys": _STRS,
-        "values": _STRS,
-        "url": _STR,
-        "files": _STRS,
-        "x": _INT,
-        "y": _INT,
-        "to_x": _INT,
-        "to_y": _INT,
-        "button": _STR,
-        "click_count": _INT,
-        "delta_x": _INT,
-        "delta_y": _INT,
-        "key_delay_ms": _INT,
-        "tab_id": _STR,
-        "fingerprint": _STR,
-        "decision_id": _STR,
-    }
-
-    kind: str | None = None
-    observation_id: str | None = None
-    ref: str | None = None
-    role: str | None = None
-    name: str | None = None
-    text: str | None = None
-    key: str | None = None
-    keys: tuple[str, ...] | None = None
-    values: tuple[str, ...] | None = None
-    url: str | None = None
-    files: tuple[str, ...] | None = None
-    x: int | None = None
-    y: int | None = None
-    to_x: int | None = None
-    to_y: int | None = None
-    button: str | None = None
-    click_count: int | None = None
-    delta_x: int | None = None
-    delta_y: int | None = None
-    key_delay_ms: int | None = None
-    tab_id: str | None = None
-    fingerprint: str | None = None
-    decision_id: str | None = None
-    other: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class ResultExtra(_OpenRecord):
-    """The ``extra`` of a result (``None``: not given).
-
-    Attributes:
-        decision_id: the authorization decision the action ran under.
-        typed_chars: how many characters a desktop type action typed.
-        via: how a browser click went out (``"pointer"``, ``"playwright"``).
-        intent_seq: for a result that recovery wrote, the intent entry it closes.
-        recorded_by: ``"recovery"`` for a result that recovery wrote.
-        other: every other key, as given.
-    """
-
-    _SHAPES: ClassVar[Mapping[str, str]] = {
-        "decision_id": _STR,
-        "typed_chars": _INT,
-        "via": _STR,
-        "intent_seq": _INT,
-        "recorded_by": _STR,
-    }
-
-    decision_id: str | None = None
-    typed_chars: int | None = None
-    via: str | None = None
-    intent_seq: int | None = None
-    recorded_by: str | None = None
-    other: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class LeaseDetail(_OpenRecord):
-    """The ``detail`` of a lease change (``None``: not given).
-
-    Attributes:
-        holder_kind: ``"human"``, ``"agent"`` ... as the sidecar said.
-        next_holder: the agent a hand-back names as the next holder, if any.
-        other: every other key, as given.
-    """
-
-    _SHAPES: ClassVar[Mapping[str, str]] = {"holder_kind": _STR, "next_holder": _STR}
-
-    holder_kind: str | None = None
-    next_holder: str | None = None
-    other: Mapping[str, Any] = field(default_factory=dict)
 
 
 # -- the bodies --------------------------------------------------------------------------
@@ -267,7 +117,9 @@ class SessionOpenBody(Body):
 @dataclass(frozen=True)
 class SessionCloseBody(Body):
     """A session closed; ``reason`` says why when its agent did not close it (``"ttl"``:
-    no call within its TTL; ``"detached"``: its Attach stream closed; ``"shutdown"``)."""
+    no call within its TTL; ``"detached"``: its Attach stream closed; ``"shutdown"``; its
+    start page ``"start_refused"`` by the sidecar, ``"start_unjudged"`` (no answer) or
+    ``"start_failed"`` to load)."""
 
     KIND: ClassVar[str] = "session_close"
 
@@ -518,6 +370,121 @@ class LeaseChangeBody(Body):
 
 
 @dataclass(frozen=True)
+class NavigationBody(Body):
+    """A top-level document the browser was about to load, and what the sidecar said.
+
+    Written for every document load a session's page started on its own (a link, a
+    form, a redirect, a script, a pop-up) and for the start page; the action that caused
+    it, if any, is the entry's ``action_id``.
+
+    Attributes:
+        url: the URL as the browser parsed it.
+        method: the request's method (``GET``, ``POST`` ...).
+        tab_id: the tab it was for (a pop-up: the new tab, ``""`` before it has one).
+        cause: ``"start"``, ``"action"``, ``"page"``, ``"redirect"`` or ``"popup"``.
+        verb: the verb it was judged as.
+        allowed: whether it was let through; a refused load never left the browser.
+        reason: the decision's reason (a :class:`~handrail.Reason` value).
+        message: a readable explanation.
+        decision_id: the sidecar's decision, if it was asked.
+        read: a GET load let through while the target awaits a reconcile (a read).
+    """
+
+    KIND: ClassVar[str] = "navigation"
+
+    url: str = ""
+    method: str = ""
+    tab_id: str = ""
+    cause: str = ""
+    verb: str = ""
+    allowed: bool = False
+    reason: str = ""
+    message: str = ""
+    decision_id: str = ""
+    read: bool = False
+
+    def to_body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "url": self.url,
+            "method": self.method,
+            "tab_id": self.tab_id,
+            "cause": self.cause,
+            "verb": self.verb,
+            "allowed": self.allowed,
+            "reason": str(self.reason),
+            "message": self.message,
+            "decision_id": self.decision_id,
+        }
+        if self.read:
+            body["read"] = True
+        return body
+
+    @classmethod
+    def from_body(cls, body: Mapping[str, Any]) -> Self:
+        return cls(
+            url=_str(body, "url"),
+            method=_str(body, "method"),
+            tab_id=_str(body, "tab_id"),
+            cause=_str(body, "cause"),
+            verb=_str(body, "verb"),
+            allowed=bool(body.get("allowed")),
+            reason=_str(body, "reason"),
+            message=_str(body, "message"),
+            decision_id=_str(body, "decision_id"),
+            read=bool(body.get("read")),
+        )
+
+
+@dataclass(frozen=True)
+class RequestBody(Body):
+    """A side-effecting request an action started that ended after the action's result.
+
+    Attributes:
+        method: ``POST``, ``PUT``, ``DELETE`` ...
+        url: the request's URL.
+        tab_id: the tab that sent it.
+        resource_type: ``fetch``, ``xhr``, ``document`` (a form post), ``ping`` (a beacon).
+        status: the HTTP status of its response; 0 when it got none.
+        failure: why it ended without a response (``net::ERR_EMPTY_RESPONSE`` ...), or ``""``.
+        message: a readable account.
+    """
+
+    KIND: ClassVar[str] = "request"
+
+    method: str = ""
+    url: str = ""
+    tab_id: str = ""
+    resource_type: str = ""
+    status: int = 0
+    failure: str = ""
+    message: str = ""
+
+    def to_body(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "url": self.url,
+            "tab_id": self.tab_id,
+            "resource_type": self.resource_type,
+            "status": self.status,
+            "failure": self.failure,
+            "message": self.message,
+        }
+
+    @classmethod
+    def from_body(cls, body: Mapping[str, Any]) -> Self:
+        status = body.get("status")
+        return cls(
+            method=_str(body, "method"),
+            url=_str(body, "url"),
+            tab_id=_str(body, "tab_id"),
+            resource_type=_str(body, "resource_type"),
+            status=status if isinstance(status, int) and not isinstance(status, bool) else 0,
+            failure=_str(body, "failure"),
+            message=_str(body, "message"),
+        )
+
+
+@dataclass(frozen=True)
 class OtherBody:
     """The body of an entry of a kind this version does not know, as stored."""
 
@@ -537,6 +504,8 @@ EntryBody = (
     | DecisionBody
     | ReconcileBody
     | LeaseChangeBody
+    | NavigationBody
+    | RequestBody
     | OtherBody
 )
 """Any entry's typed body; ``match`` on it, or ``isinstance``."""
@@ -550,6 +519,8 @@ _PARSERS: Mapping[str, Callable[[Mapping[str, Any]], EntryBody]] = {
     RefusalBody.KIND: RefusalBody.from_body,
     DecisionBody.KIND: DecisionBody.from_body,
     LeaseChangeBody.KIND: LeaseChangeBody.from_body,
+    NavigationBody.KIND: NavigationBody.from_body,
+    RequestBody.KIND: RequestBody.from_body,
 }
 
 KINDS: tuple[str, ...] = tuple(_PARSERS)

@@ -10,7 +10,15 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from ._bodies import IntentBody, LeaseChangeBody, ReconcileBody, RefusalBody, ResultBody
+from ._bodies import (
+    IntentBody,
+    LeaseChangeBody,
+    NavigationBody,
+    ReconcileBody,
+    RefusalBody,
+    RequestBody,
+    ResultBody,
+)
 from ._chain import canonical_json
 from ._entry import Entry
 
@@ -75,6 +83,12 @@ def _summarize(entry: Entry) -> str:
         text = f"RECONCILED {body.verdict or '?'}"
         if body.evidence:
             text += f" evidence={json.dumps(body.evidence, ensure_ascii=False)}"
+    elif isinstance(body, NavigationBody):
+        verdict = ("READ" if body.read else "LOADED") if body.allowed else f"BLOCKED {body.reason}"
+        text = f"{verdict} {body.cause} {body.method} {body.url} as {body.verb or '?'}: {body.message}"
+    elif isinstance(body, RequestBody):
+        got = f"answered {body.status}" if body.status else f"no response ({body.failure or 'none yet'})"
+        text = f"REQUEST {body.method} {body.url} {got}: {body.message}"
     elif isinstance(body, LeaseChangeBody) and body.event:
         detail = body.detail.to_dict()
         text = f"{body.event} {body.target} {_summarize_params({'detail': detail} if detail else {})}".strip()
@@ -105,6 +119,8 @@ def _summarize_result(body: ResultBody) -> str:
     words = [body.outcome or "?"]
     if body.reason:
         words.append(body.reason)
+    if body.extra.amends is not None:
+        words.append(f"amends=#{body.extra.amends}")
     if body.evidence:
         words.append(f"evidence={body.evidence}")
     words.append(f"started={'yes' if body.execution_started else 'no'}")

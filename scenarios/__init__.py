@@ -29,8 +29,10 @@ from ._checkout import CHECKOUT_INITIAL_STATE, CheckoutApp
 from ._checks import Checks, LedgerChecks, LedgerCount, StateCheck
 from ._desktop import DesktopApps, display_unavailable
 from ._errors import DisplayError, RecordError, ScenarioError
+from ._hostile import FETCHSHOP_INITIAL_STATE, FetchShopApp, HostileSite, hostile_site
 from ._judge import check_state
 from ._loading import dump_scenario, load_scenario, parse_scenario
+from ._plans import PLAN_IDS, PLANS_INITIAL_STATE, POSING_REF, PlansApp
 from ._procs import ServerProcess, start_authz, start_executor, start_server
 from ._record import record_session, scenario_from_session
 from ._replay import RunResult, ScenarioReport, replay, run_once
@@ -57,10 +59,14 @@ __all__ = [
     "CHECKOUT_INITIAL_STATE",
     "COLOURS",
     "FAULT_KINDS",
+    "FETCHSHOP_INITIAL_STATE",
     "FIXTURE_APPS",
     "INITIAL_STATE",
     "NOTES_LAYOUT",
     "OUTCOMES",
+    "PLANS_INITIAL_STATE",
+    "PLAN_IDS",
+    "POSING_REF",
     "REASONS",
     "SECOND_FACTOR_CODE",
     "SECOND_FACTOR_STATE",
@@ -74,11 +80,14 @@ __all__ = [
     "DisplayError",
     "Expected",
     "FaultStep",
+    "FetchShopApp",
     "FixtureApp",
     "GrantSpec",
+    "HostileSite",
     "LedgerChecks",
     "LedgerCount",
     "ObserveStep",
+    "PlansApp",
     "ReconcileStep",
     "RecordError",
     "RunResult",
@@ -97,6 +106,7 @@ __all__ = [
     "check_state",
     "display_unavailable",
     "dump_scenario",
+    "hostile_site",
     "load_scenario",
     "parse_scenario",
     "record_session",

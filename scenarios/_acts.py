@@ -7,6 +7,8 @@ evidence levels, verdicts, verbs and action kinds. The format adds one outcome o
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal
 
@@ -34,7 +36,9 @@ __all__ = [
     "ExpectedOutcome",
     "KillExecutor",
     "Target",
+    "Within",
     "one_of",
+    "ref_from_text",
 ]
 
 NO_INTENT = "NONE"
@@ -89,6 +93,7 @@ FAULT_KINDS = (
     "approve",
     "deny",
     "move_window",
+    "restart_app",
 )
 """Faults and operator events. ``drop_connection`` and ``kill_executor`` ride on an ``act``
 step; ``approve`` and ``deny`` are steps of their own or ride on an act that waits for the
@@ -102,6 +107,19 @@ ACT_ONLY_FAULTS = ("drop_connection", "kill_executor")
 
 KILL_POINTS = ("before-intent", "after-intent", "after-dispatch", "after-result")
 """Where the executor may be killed during an action."""
+
+
+def ref_from_text(snapshot: str, role: str, name: str) -> str:
+    """The ref a text-reading agent takes for ``role "name"``: that of the first line of
+    the snapshot's text that reads so, whatever node the line belongs to.
+
+    Raises:
+        LookupError: no line reads so.
+    """
+    m = re.search(re.escape(f"{role} {json.dumps(name, ensure_ascii=False)}") + r"[^\n]*?\[ref=([a-z0-9]+)\]", snapshot)
+    if m is None:
+        raise LookupError(f"no line of the snapshot's text reads {role} {name!r} [ref=...]")
+    return m.group(1)
 
 
 def _alternatives(allowed: Sequence[str]) -> str:
@@ -130,11 +148,35 @@ class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Target(Model):
-    """The element an action is for, by ARIA role and accessible name."""
+class Within(Model):
+    """A container the target sits in, by role and name (see the SDK's ``find``)."""
 
     role: str = Field(min_length=1)
     name: str
+
+
+class Target(Model):
+    """The element an action is for, by ARIA role and accessible name.
+
+    ``within`` narrows it to a container (a row, a list item, a dialog, a form, any
+    ancestor) of that role and name: ``{role: row, name: Plan E}``. ``read_from: text``
+    plays an agent that reads refs out of the snapshot's text instead of its structure:
+    the ref of the first line that reads ``ROLE "NAME" ... [ref=...]``, wherever that
+    line comes from (page text included).
+    """
+
+    role: str = Field(min_length=1)
+    name: str
+    within: Within | None = None
+    read_from: Literal["structure", "text"] = "structure"
+
+    def describe(self) -> str:
+        text = f"{self.role} {self.name!r}"
+        if self.within is not None:
+            text += f" within {self.within.role} {self.within.name!r}"
+        if self.read_from == "text":
+            text += " (ref read from the text)"
+        return text
 
 
 class Expected(Model):
@@ -273,7 +315,7 @@ class ActSpec(Model):
             return f"navigate {self.url}"
         text = self.kind.value
         if self.target is not None:
-            text += f" {self.target.role} {self.target.name!r}"
+            text += f" {self.target.describe()}"
         if self.x is not None:
             text += f" at ({self.x}, {self.y})"
         if self.text:

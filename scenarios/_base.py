@@ -196,6 +196,12 @@ class FixtureApp:
         self._event_log: list[str] = []
         self._acks: dict[str, int] = {}
         self._stopping = False
+        self._headers = threading.local()  # the headers of the request being handled
+
+    def request_header(self, name: str) -> str:
+        """A header of the POST being handled (for ``_post``), or ``""``."""
+        headers = getattr(self._headers, "value", None)
+        return str(headers.get(name, "")) if headers is not None else ""
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -390,6 +396,11 @@ class FixtureApp:
         """Answer a counted ``GET``; ``None`` for an unknown path (404)."""
         raise NotImplementedError
 
+    def _get_page_at(self, path: str, query: Mapping[str, str]) -> Reply | None:
+        """Answer a counted ``GET`` with its query string (the last value of each key);
+        by default :meth:`_get_page`, which sees the path only."""
+        return self._get_page(path)
+
     def _post(self, path: str, form: Mapping[str, str]) -> Reply | None:
         """Handle a counted form ``POST``; ``None`` for an unknown path (404)."""
         raise NotImplementedError
@@ -462,7 +473,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/state":
             self._send_json(HTTPStatus.OK, app.state())
         else:
-            self._reply(app._get_page(path))
+            query = {k: v[-1] for k, v in parse_qs(urlsplit(self.path).query).items()}
+            self._reply(app._get_page_at(path, query))
 
     def do_POST(self) -> None:
         app = self.server.app
@@ -483,6 +495,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.NO_CONTENT, b"", "text/plain")
             return
         form = {k: v[-1] for k, v in parse_qs(data.decode("utf-8", "replace")).items()}
+        app._headers.value = self.headers
         reply = app._post(path, form)
         if reply is not None and self._dropped(path):
             return

@@ -8,6 +8,7 @@ plays the format's ``ask_for_person``, ``wait_for_person`` and ``console`` steps
 
 from __future__ import annotations
 
+import contextlib
 import http.cookiejar
 import json
 import re
@@ -20,6 +21,8 @@ from typing import Any
 
 from ._errors import Divergence
 from ._person_steps import AskForPersonSpec, ConsoleSpec, WaitForPersonSpec
+from ._procs import start_server
+from ._scenario import AskForPersonStep, ConsoleStep, WaitForPersonStep
 
 __all__ = ["ConsoleDriver", "PersonSteps", "free_port"]
 
@@ -83,6 +86,36 @@ class PersonSteps:
         self._drivers: dict[str, ConsoleDriver] = {}
         self._epochs: dict[str, int] = {}
         self._waits: dict[str, tuple[threading.Thread, dict[str, Any]]] = {}
+        self._port = 0
+
+    def console_origin(self) -> list[str]:
+        """The sidecar's ``--console-origin`` when the scenario plays console steps (the
+        console's port is chosen here, before the sidecar starts)."""
+        if not self.run.s.needs_console():
+            return []
+        self._port = free_port()
+        return ["--console-origin", f"http://127.0.0.1:{self._port}"]
+
+    def start_console(self, stack: contextlib.ExitStack) -> None:
+        """Start ``handrail console`` on that port (the sidecar and the executor run)."""
+        if not self._port:
+            return
+        run = self.run
+        args = ["console", "--authz", run.authz_address, "--executor", run.executor.address]
+        console = start_server(
+            "console", [*args, "--listen", f"127.0.0.1:{self._port}"], ready_prefix="handrail-console listening on "
+        )
+        stack.callback(console.stop)
+        self.console_url = console.address
+
+    def play(self, where: str, step: AskForPersonStep | WaitForPersonStep | ConsoleStep) -> None:
+        """One person step."""
+        if isinstance(step, AskForPersonStep):
+            self.ask(where, step.ask_for_person)
+        elif isinstance(step, WaitForPersonStep):
+            self.join(where, step.wait_for_person)
+        else:
+            self.console(where, step.console)
 
     def driver(self, operator: str) -> ConsoleDriver:
         if operator not in self._drivers:

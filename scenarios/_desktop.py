@@ -90,6 +90,21 @@ class DesktopApps:
         time.sleep(0.05)
         return f"the notes window moved to ({x}, {y})"
 
+    def restart(self) -> str:
+        """The notes application quits and starts again with a new window, titled the same."""
+        old = self.notes
+        window = old.window_id()
+        old.command("quit")
+        with x11.connect(self.display) as x:
+            deadline = time.monotonic() + EVENT_TIMEOUT_S
+            while x.exists(window) and time.monotonic() < deadline:
+                time.sleep(0.01)
+        old.stop()
+        self.notes = TkApp("notes", self.display, title=old.title).start()
+        new = self.notes.window_id()
+        self.activate(new)
+        return f"the notes application restarted: window {window:#x} closed, window {new:#x} opened"
+
     def steal(self, window: str) -> str:
         """Another window takes the focus: the thief app, or the notes app's own popup."""
         notes = self.notes.window_id()
@@ -112,7 +127,7 @@ class DesktopApps:
 def display_unavailable() -> str | None:
     """Why desktop scenarios cannot run here (no Xvfb, openbox, Tk ...), or None."""
     missing = [tool for tool in ("Xvfb", "openbox") if shutil.which(tool) is None]
-    missing += [mod for mod in ("tkinter", "Xlib", "pyautogui", "mss") if importlib.util.find_spec(mod) is None]
+    missing += [mod for mod in ("tkinter", "Xlib", "mss") if importlib.util.find_spec(mod) is None]
     if missing:
         return f"missing {', '.join(missing)} (see docs/desktop.md: apt-get install -y xvfb openbox python3-tk)"
     return None

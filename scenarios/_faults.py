@@ -22,6 +22,7 @@ __all__ = [
     "MoveWindow",
     "OpenModal",
     "Rerender",
+    "RestartApp",
     "Revoke",
     "StartAuthz",
     "StealFocus",
@@ -64,6 +65,16 @@ class MoveWindow(_StepFault):
     kind: Literal["move_window"]
     x: int = Field(ge=0)
     y: int = Field(ge=0)
+
+
+class RestartApp(_StepFault):
+    """Desktop: the notes application quits and starts again — a new window, titled the same.
+
+    The server may even hand the new process the old window's id. A session bound to the
+    old window has lost its target for good (``TARGET_GONE``).
+    """
+
+    kind: Literal["restart_app"]
 
 
 class TakeOver(_StepFault):
@@ -146,6 +157,7 @@ StepFault = Annotated[
     | OpenModal
     | StealFocus
     | MoveWindow
+    | RestartApp
     | TakeOver
     | HandBack
     | Revoke

@@ -30,6 +30,7 @@ from ._faults import (
     MoveWindow,
     OpenModal,
     Rerender,
+    RestartApp,
     Revoke,
     StealFocus,
     TakeOver,
@@ -126,7 +127,7 @@ def _cross_check(s: Scenario) -> list[tuple[tuple[Any, ...], str]]:
                 problems.append(((*where, "fault", "agent"), f"unknown agent {fault.agent!r}"))
             if isinstance(fault, Approve | Deny) and fault.operator not in (None, *operators):
                 problems.append(((*where, "fault", "operator"), f"unknown operator {fault.operator!r}"))
-            if isinstance(fault, StealFocus | MoveWindow) and not s.desktop:
+            if isinstance(fault, StealFocus | MoveWindow | RestartApp) and not s.desktop:
                 problems.append(((*where, "fault"), f"{fault.kind} needs a desktop app (app: notes)"))
             if isinstance(fault, Rerender | OpenModal) and s.desktop:
                 problems.append(((*where, "fault"), f"{fault.kind} needs a browser fixture app"))

@@ -25,15 +25,15 @@ from handrail.authz import AuthzClient, AuthzError, Store
 from handrail.executor import ActionKind, DesktopTarget, ExecutorClient
 from handrail.recorder import Ledger, ResultBody
 
-from ._acts import NO_INTENT, ActSpec, DecideWhileWaiting, Expected, KillExecutor
+from ._acts import NO_INTENT, ActSpec, DecideWhileWaiting, Expected, KillExecutor, ref_from_text
 from ._apps import FIXTURE_APPS
 from ._base import FixtureApp
 from ._checks import StateCheck
-from ._console_driver import PersonSteps, free_port
+from ._console_driver import PersonSteps
 from ._desktop import EVENT_TIMEOUT_S, DesktopApps
 from ._errors import Divergence
 from ._judge import check_state, ledger_problems
-from ._procs import ServerProcess, start_authz, start_executor, start_server
+from ._procs import ServerProcess, start_authz, start_executor
 from ._scenario import (
     ActStep,
     AskForPersonStep,
@@ -137,24 +137,13 @@ class Run:
                 app.start()
                 stack.callback(app.stop)
                 self.app = app
-            console_port = free_port() if s.needs_console() else 0
-            origin = ["--console-origin", f"http://127.0.0.1:{console_port}"] if console_port else []
-            self.authz = start_authz(self.data_dir, extra=origin)
+            self.authz = start_authz(self.data_dir, extra=self.persons.console_origin())
             self.authz_address = self.authz.address
             self.seen_servers.append(self.authz)
             stack.callback(lambda: self.authz.stop() if self.authz else None)
             self._start_executor()
             stack.callback(self.stop_servers)
-            if console_port:
-                assert self.executor is not None
-                args = ["console", "--authz", self.authz_address, "--executor", self.executor.address]
-                console = start_server(
-                    "console",
-                    [*args, "--listen", f"127.0.0.1:{console_port}"],
-                    ready_prefix="handrail-console listening on ",
-                )
-                stack.callback(console.stop)
-                self.persons.console_url = console.address
+            self.persons.start_console(stack)
             for grant in s.grants:
                 if grant.at_start:
                     self._grant(grant.id)
@@ -276,12 +265,8 @@ class Run:
             self._wait(where, step)
         elif isinstance(step, CheckStep):
             self._check(where, step.check)
-        elif isinstance(step, AskForPersonStep):
-            self.persons.ask(where, step.ask_for_person)
-        elif isinstance(step, WaitForPersonStep):
-            self.persons.join(where, step.wait_for_person)
-        elif isinstance(step, ConsoleStep):
-            self.persons.console(where, step.console)
+        elif isinstance(step, AskForPersonStep | WaitForPersonStep | ConsoleStep):
+            self.persons.play(where, step)
 
     def _observe(self, where: str, session: str, label: str | None) -> None:
         try:
@@ -304,8 +289,13 @@ class Run:
             raise Divergence(f"{what}: no observation to cite; observe first")
         kw: dict[str, Any] = {"idempotency_key": self.keys[i], "observation": obs}
         if spec.target is not None:
+            t = spec.target
             try:
-                kw["ref"] = session.find(spec.target.role, spec.target.name, obs)
+                if t.read_from == "text":
+                    kw["ref"] = ref_from_text(obs.snapshot, t.role, t.name)
+                else:
+                    within = (t.within.role, t.within.name) if t.within is not None else None
+                    kw["ref"] = session.find(t.role, t.name, obs, within=within)
             except LookupError as exc:
                 raise Divergence(f"{what}: the target is not in the observation: {exc}") from None
         if spec.text:
@@ -477,6 +467,10 @@ class Run:
             if self.desktop is None:
                 raise Divergence(f"{what}: needs a desktop fixture")
             what += f": {self.desktop.move(fault.x, fault.y)}"
+        elif fault.kind == "restart_app":
+            if self.desktop is None:
+                raise Divergence(f"{what}: needs a desktop fixture")
+            what += f": {self.desktop.restart()}"
         elif fault.kind == "steal_focus":
             if self.desktop is None:
                 raise Divergence(f"{what}: needs a desktop fixture")

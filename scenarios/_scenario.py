@@ -36,7 +36,7 @@ __all__ = [
     "WaitStep",
 ]
 
-APPS = ("subscription", "subscription-2fa", "checkout", "admin", "notes")
+APPS = ("subscription", "subscription-2fa", "checkout", "admin", "fetchshop", "plans", "notes")
 """The fixture apps a scenario may name."""
 
 DESKTOP_APPS = ("notes",)

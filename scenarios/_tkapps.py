@@ -209,6 +209,8 @@ def _app_main(argv: list[str]) -> None:  # pragma: no cover - runs in the fixtur
             root.geometry(f"+{int(parts[1])}+{int(parts[2])}")
         elif parts[0] == "resize":
             root.geometry(f"{int(parts[1])}x{int(parts[2])}")
+        elif parts[0] == "withdraw":
+            root.withdraw()
         elif parts[0] == "close-popup" and popup:
             popup.pop().destroy()
             state["popup_open"] = False
@@ -326,7 +328,8 @@ class TkApp:
     def command(self, line: str, timeout: float = 10.0) -> None:
         """Send one command and wait for its ack.
 
-        Commands: ``steal``, ``steal-in MS``, ``move X Y``, ``resize W H``, ``close-popup``.
+        Commands: ``steal``, ``steal-in MS``, ``move X Y``, ``resize W H``, ``withdraw``,
+        ``close-popup``.
         """
         assert self.proc is not None and self.proc.stdin is not None
         self.proc.stdin.write(line + "\n")
@@ -378,12 +381,12 @@ class TkApp:
 
     def stop(self) -> None:
         if self.proc is not None:
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.close()
+            except OSError:
+                pass
             if self.proc.poll() is None:
-                try:
-                    assert self.proc.stdin is not None
-                    self.proc.stdin.close()
-                except OSError:
-                    pass
                 try:
                     self.proc.wait(5)
                 except subprocess.TimeoutExpired:

@@ -4,7 +4,15 @@ The desktop backend's focus check reads ``_NET_ACTIVE_WINDOW``, which only an EW
 manager maintains, so a bare Xvfb is not enough: ``VirtualDisplay`` starts Xvfb on the
 first free display number from 90 up, waits until it accepts connections, starts openbox
 on it, waits until openbox has announced itself (``_NET_SUPPORTING_WM_CHECK``), and stops
-both on exit. Used by desktop scenarios, the desktop tests, ``handrail demo --desktop`` and the benchmark.
+both on exit. Used by desktop scenarios, the desktop tests, ``handrail demo --desktop``
+and the benchmarks.
+
+openbox runs with its shipped configuration less the mouse bindings of its ``Client``
+context ("Focus, Raise" on a press in a window): openbox takes those presses with a
+synchronous passive grab and replays them after the executor's server grab has ended,
+where any other client could have mapped a window at the point first. The desktop backend
+refuses clicks a passive grab would take (``docs/desktop.md``), so it could not click at
+all under the stock configuration.
 
     with VirtualDisplay() as vd:
         subprocess.run(["xmessage", "hi"], env={**os.environ, **vd.env()})
@@ -13,6 +21,7 @@ both on exit. Used by desktop scenarios, the desktop tests, ``handrail demo --de
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -28,6 +37,21 @@ __all__ = ["FIRST_DISPLAY", "LAST_DISPLAY", "DisplayError", "VirtualDisplay", "f
 FIRST_DISPLAY = 90
 LAST_DISPLAY = 400
 _SOCKET_DIR = Path("/tmp/.X11-unix")
+_OPENBOX_RC = Path("/etc/xdg/openbox/rc.xml")
+_MINIMAL_RC = """<?xml version="1.0" encoding="UTF-8"?>
+<openbox_config xmlns="http://openbox.org/3.4/rc">
+  <focus><focusNew>yes</focusNew><followMouse>no</followMouse></focus>
+</openbox_config>
+"""
+
+
+def openbox_config() -> str:
+    """openbox's shipped rc.xml without its Client-context mouse bindings (a minimal one if absent)."""
+    try:
+        shipped = _OPENBOX_RC.read_text(encoding="utf-8")
+    except OSError:
+        return _MINIMAL_RC
+    return re.sub(r'<context name="Client">.*?</context>', "", shipped, flags=re.S)
 
 
 def _display_taken(n: int) -> bool:
@@ -149,9 +173,11 @@ class VirtualDisplay:
 
     def _start_wm(self) -> None:
         assert self._logdir is not None
+        config = Path(self._logdir.name) / "openbox-rc.xml"
+        config.write_text(openbox_config(), encoding="utf-8")
         with open(Path(self._logdir.name) / "openbox.log", "wb") as log:
             self.wm = subprocess.Popen(
-                ["openbox", "--sm-disable"],
+                ["openbox", "--sm-disable", "--config-file", str(config)],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

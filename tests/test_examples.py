@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.browser
 def test_example_agent_turns_off_the_renewal(stack: Stack, agent: AgentSetup, app: SubscriptionApp) -> None:
     with stack.operator_client() as ops:
-        ops.grant(agent.principal.name, agent.target, ["submit"], [app.url])
+        ops.grant(agent.principal.name, agent.target, ["submit", "navigate"], [app.url])
     out = subprocess.run(
         [
             sys.executable,
@@ -53,7 +53,7 @@ def test_example_agent_handles_refusals_without_a_traceback(stack: Stack, app: S
     if case == "another agent holds the target":
         holder = stack.add_principal("agent", "holder")
         with stack.operator_client() as ops:
-            ops.grant(holder.name, target, ["submit"], [app.url])
+            ops.grant(holder.name, target, ["submit", "navigate"], [app.url])
         holder_client = ExecutorClient(stack.executor.address, holder.token)
         holder_client.open_session(target=target, start_url=app.url + "/")
     elif case == "a bad token":

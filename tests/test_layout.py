@@ -29,6 +29,7 @@ LAYERS: dict[str, int] = {
     "handrail": 0,  # the root package: the base error and the vocabulary
     "handrail._errors": 0,
     "handrail._vocabulary": 0,
+    "handrail._patterns": 0,
     "handrail._rpc": 0,
     "handrail.proto": 1,
     "handrail.authz": 2,

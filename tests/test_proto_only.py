@@ -38,7 +38,7 @@ def test_proto_only_client_completes_a_session(stack: Stack, checkout: CheckoutA
     agent = stack.add_principal("agent", "proto-only")
     target = f"browser:{agent.name}"
     with stack.operator_client() as ops:
-        ops.grant(agent.name, target, ["input", "submit"], [checkout.url])
+        ops.grant(agent.name, target, ["input", "submit", "navigate"], [checkout.url])
     out = subprocess.run(
         [sys.executable, str(CLIENT), "--executor", stack.executor.address, f"--token={agent.token}",
          "--target", target, "--url", checkout.url + "/"],

@@ -3,7 +3,7 @@
 Each ```python block of README.md is extracted and run, with the addresses it names (the
 executor at 127.0.0.1:7701, the page at http://127.0.0.1:8000/) pointed at the test's
 executor and fixture app, and ``agent_token`` an agent's token that has a grant on the
-target it opens.
+target it opens (``navigate`` too: the start page is a document load, judged like any).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def test_readme_snippet_runs(
     agent = stack.add_principal("agent", "readme")
     target = f"browser:shop-{agent.name}"
     with stack.operator_client() as ops:
-        ops.grant(agent.name, target, ["submit"], [app.url])
+        ops.grant(agent.name, target, ["navigate", "submit"], [app.url])
     code = (
         SNIPPETS[index]
         .replace("127.0.0.1:7701", stack.executor.address)

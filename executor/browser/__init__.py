@@ -7,6 +7,9 @@ This sub-package is the only part of Handrail that imports ``playwright``:
   check, dispatch, expectations;
 - ``_tab``: one page's navigations, dialogs and failed requests;
 - ``_pointer``: the executor's own guarded click;
+- ``_context``: an element's context and what acting on it does (verbs by effect);
+- ``_gate``: the navigation gate and the reporter of side-effecting requests;
+- ``_expect``: bounded waits and expectations;
 - ``_pagescript``: the scripts installed in every page and run per action;
 - ``_aria``: what the backend reads from its own ARIA snapshots.
 

@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
+from handrail.executor._elements import Element
 from handrail.executor._snapshot import document_of
 
-_FIRST_REF = re.compile(r"\[ref=([a-z0-9]+)\]")
 
+def main_document(elements: Sequence[Element]) -> str | None:
+    """The document part of the main frame's refs: that of the first element's ref.
 
-def main_document(snapshot: str) -> str | None:
-    """The document part of the main frame's refs: that of the snapshot's first ref.
-
-    Were a page to start with a child frame's refs, the browser backend would take its
-    main-frame refs for a child frame's: slower checks and Playwright's click, never less
-    safe. None: the snapshot has no ref.
+    The first node of a snapshot with a ref is the main frame's (a child frame's nodes sit
+    under its ``iframe`` node). None: the snapshot has no ref.
     """
-    first = _FIRST_REF.search(snapshot)
-    return None if first is None else document_of(first.group(1))
+    return document_of(elements[0].ref) if elements else None
 
 
 _BOX = re.compile(r" \[box=(-?\d+),(-?\d+),(\d+),(\d+)\]")
@@ -26,8 +24,9 @@ _BOX = re.compile(r" \[box=(-?\d+),(-?\d+),(\d+),(\d+)\]")
 def viewport_filter(snapshot: str, width: int, height: int) -> str:
     """Keep the nodes of a ``boxes=True`` snapshot that intersect the viewport.
 
-    A node outside the viewport is dropped with its subtree; box annotations are removed.
-    Nodes without a box (text) follow their parent.
+    A node outside the viewport is dropped with its subtree; the box annotations of the
+    nodes kept stay (``strip_boxes`` takes them out of the text an agent reads). Nodes
+    without a box (text) follow their parent.
     """
     out: list[str] = []
     drop_below: int | None = None  # indentation under which lines are dropped
@@ -43,6 +42,10 @@ def viewport_filter(snapshot: str, width: int, height: int) -> str:
             if (w or h) and (x + w <= 0 or y + h <= 0 or x >= width or y >= height):
                 drop_below = indent
                 continue
-            line = _BOX.sub("", line)
         out.append(line)
     return "\n".join(out)
+
+
+def strip_boxes(snapshot: str) -> str:
+    """The snapshot without its ``[box=...]`` annotations."""
+    return _BOX.sub("", snapshot)

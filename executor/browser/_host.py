@@ -8,8 +8,16 @@ from pathlib import Path
 from playwright.async_api import Browser, Playwright, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
+from handrail.executor._backend import SurfaceListener
 from handrail.executor._errors import BackendError
-from handrail.executor.browser._pagescript import INIT_SCRIPT, PICK_ENGINE, PICK_SELECTOR
+from handrail.executor.browser._gate import OPEN_LISTENER
+from handrail.executor.browser._pagescript import (
+    INIT_SCRIPT,
+    PICK_ENGINE,
+    PICK_SELECTOR,
+    SNAP_ENGINE,
+    SNAP_SELECTOR,
+)
 from handrail.executor.browser._surface import VIEWPORT, BrowserSurface
 
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
@@ -25,6 +33,9 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
     "--disable-dev-shm-usage",
+    # A page restored from the back-forward cache loads without a request, so the
+    # navigation gate would not see it: history navigations load (and are judged) anew.
+    "--disable-features=BackForwardCache",
 ]
 
 
@@ -62,6 +73,7 @@ class BrowserHost:
         path = chromium_path(self._executable_path)
         self._playwright = await async_playwright().start()
         await self._playwright.selectors.register(PICK_SELECTOR, PICK_ENGINE, content_script=True)
+        await self._playwright.selectors.register(SNAP_SELECTOR, SNAP_ENGINE, content_script=True)
         try:
             self._browser = await self._playwright.chromium.launch(
                 executable_path=path, headless=True, args=CHROMIUM_ARGS
@@ -71,20 +83,35 @@ class BrowserHost:
             self._playwright = None
             raise BackendError(f"could not launch Chromium at {path}: {exc}") from exc
 
-    async def open_page(self, start_url: str, timeout_ms: int = 15_000) -> BrowserSurface:
+    async def open_page(
+        self, start_url: str = "", timeout_ms: int = 15_000, *, listener: SurfaceListener | None = None
+    ) -> BrowserSurface:
+        """A new session surface: its own context, one blank tab, the network gate in place.
+
+        The executor opens it without a start page and loads that through the loop, once
+        the session's listener judges its loads (``listen``, then ``start``). A tool or a
+        test that drives a surface without the loop may give ``start_url`` alone: its loads
+        are then judged by :data:`OPEN_LISTENER`, which lets everything through.
+        """
         if self._browser is None:
             raise BackendError("the browser host is not started")
-        context = await self._browser.new_context(viewport=VIEWPORT)  # type: ignore[arg-type]
+        # Service workers are blocked: one could answer a navigation without a request the
+        # gate sees.
+        context = await self._browser.new_context(viewport=VIEWPORT, service_workers="block")  # type: ignore[arg-type]
         await context.add_init_script(INIT_SCRIPT)
         surface = BrowserSurface(context, self.upload_dir, pointer_clicks=not self._playwright_clicks)
-        page = await context.new_page()
-        surface.adopt(page, activate=True)
-        if start_url:
-            try:
-                await page.goto(start_url, wait_until="domcontentloaded", timeout=timeout_ms)
-            except PlaywrightError as exc:
-                await context.close()
-                raise BackendError(f"could not open {start_url}: {exc.message}") from exc
+        try:
+            await surface.gate.install()
+            page = await context.new_page()
+            surface.adopt(page, activate=True)
+            await surface.gate.gate(page)
+            if listener is not None or start_url:
+                surface.listen(listener or OPEN_LISTENER)
+            if start_url:
+                await surface.start(start_url, timeout_ms)
+        except (PlaywrightError, BackendError):
+            await surface.close()
+            raise
         return surface
 
     async def close(self) -> None:

@@ -25,13 +25,15 @@ from playwright.async_api import Error as PlaywrightError
 
 from handrail.executor._backend import DispatchResult, DispatchStatus
 from handrail.executor._errors import BackendError
-from handrail.executor._live import Box, HumanInput, ScreenFrame
+from handrail.executor._live import HumanInput, ScreenBox, ScreenFrame
 from handrail.executor._models import ActionKind
+from handrail.executor.browser._tab import Tab
 
 log = logging.getLogger(__name__)
 
 _MAX_SIDE = 4096
 _RETARGET_S = 0.5  # how often a cast looks whether the active tab changed
+_NAVIGATION_WAIT_S = 2.0  # how long a person's input waits for the navigation it started
 
 
 class _Viewer:
@@ -155,6 +157,72 @@ class Screencast:
             return False
 
 
+class LiveView:
+    """A browser surface's part in the operator console (``executor._live.LiveSurface``), a
+    mixin of ``BrowserSurface``: the live view and a person's input follow its active tab."""
+
+    _cast: Screencast | None = None
+
+    @property
+    def active(self) -> Tab:
+        raise NotImplementedError  # the surface's
+
+    def _active_tab(self) -> tuple[str, Page]:
+        tab = self.active
+        return tab.tab_id, tab.page
+
+    def _viewport(self) -> tuple[int, int]:
+        size = self.active.page.viewport_size or {"width": 1280, "height": 800}
+        return size["width"], size["height"]
+
+    def live_frames(self, max_width: int, max_height: int, quality: int) -> AsyncIterator[ScreenFrame]:
+        if self._cast is None:
+            self._cast = Screencast(self._active_tab, self._viewport())
+        return self._cast.frames(max_width, max_height, quality)
+
+    async def human_input(self, spec: HumanInput, timeout_ms: int) -> DispatchResult:
+        """The input; then, if it made the main frame ask for a navigation (a form it
+        submitted, a link it followed), the wait until that commits or fails (bounded), as
+        Playwright's own clicks wait: its result comes once its page has gone where it led
+        (through the session's network gate, which judges the load as the person's)."""
+        tab = self.active
+        page = tab.page
+        try:
+            asked = await self._navigation_flag(page)
+        except PlaywrightError as exc:  # the tab is going away: nothing was sent
+            return DispatchResult(DispatchStatus.NOT_STARTED, f"the page cannot take input: {exc.message}")
+        ends = tab.navigation_ends()
+        asked.clear()
+        try:
+            result = await asyncio.wait_for(human_input(page, spec, self._viewport()), timeout_ms / 1000)
+            if asked.is_set() and result.status is DispatchStatus.DONE:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(ends), min(timeout_ms / 1000, _NAVIGATION_WAIT_S))
+            return result
+        finally:
+            ends.cancel()
+
+    async def _navigation_flag(self, page: Page) -> asyncio.Event:
+        """Set when the page's main frame asks for a navigation (CDP ``frameRequestedNavigation``,
+        sent while the input that caused it is being handled)."""
+        flags: dict[Page, asyncio.Event] = self.__dict__.setdefault("_navigation_flags", {})
+        flag = flags.get(page)
+        if flag is None:
+            flag = flags[page] = asyncio.Event()
+            cdp = await page.context.new_cdp_session(page)
+            tree = await cdp.send("Page.getFrameTree")
+            main = tree["frameTree"]["frame"]["id"]
+            cdp.on("Page.frameRequestedNavigation", lambda p: flag.set() if p.get("frameId") == main else None)
+            await cdp.send("Page.enable")
+        return flag
+
+    def current_url(self) -> str:
+        return self.active.page.url
+
+    async def locate(self, role: str, name: str) -> ScreenBox | None:
+        return await locate(self.active.page, role, name)
+
+
 def _ignore(task: asyncio.Future[Any]) -> None:
     if not task.cancelled():
         task.exception()  # a frame acknowledged after the page closed: nothing to do
@@ -215,7 +283,7 @@ async def human_input(page: Page, spec: HumanInput, viewport: tuple[int, int]) -
     return DispatchResult(DispatchStatus.DONE, what, typed_chars=len(spec.text))
 
 
-async def locate(page: Page, role: str, name: str) -> Box | None:
+async def locate(page: Page, role: str, name: str) -> ScreenBox | None:
     """The box of the one visible element with ``role`` and exact accessible ``name``."""
     found = page.get_by_role(role, name=name, exact=True)  # type: ignore[arg-type]
     try:
@@ -226,4 +294,4 @@ async def locate(page: Page, role: str, name: str) -> Box | None:
         return None
     if box is None:
         return None
-    return Box(box["x"], box["y"], box["width"], box["height"])
+    return ScreenBox(box["x"], box["y"], box["width"], box["height"])

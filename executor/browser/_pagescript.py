@@ -1,43 +1,135 @@
-"""The script Handrail installs in every page and frame, and the check it runs per action.
+"""The scripts Handrail runs in pages: the init script, the selector engines, the readers.
 
-The init script keeps, per node, the time of the last mutation that touched it (its
-attributes, its subtree, or its place in the tree), so that a check can tell whether the
-target or any of its ancestors changed since an observation. Times are
-``performance.timeOrigin + performance.now()``: one clock for every frame.
+The init script (INIT_SCRIPT, in every page and frame, before the page's own scripts) keeps,
+per node, the time of the last mutation that touched it (its attributes, its subtree, or
+its place in the tree), so that a check can tell whether the target or its surroundings
+changed since an observation; and it holds the input guard (``_guardscript``), which
+swallows trusted input that would reach anything but the armed element as it was armed.
+Times are ``performance.timeOrigin + performance.now()``: one clock for every frame.
+
+Its state lives in a closure: the page can call the frozen ``window.__handrail`` API, but
+cannot reach or replace what the checks read. (A page that patches the DOM's own
+prototypes can still lie to any script of the page's world; that is not a page's normal
+behaviour, and is out of what this guard claims.)
+
+Two selector engines run in Playwright's isolated world (``content_script=True``), where
+the snapshot's refs live:
+
+- PICK_ENGINE hands the element of a ref over to the page's world
+  (``aria-ref=e5 >> handrail-pick=TOKEN``): one ``count()`` round trip, against the ~5 ms
+  of an element handle adopted across worlds;
+- SNAP_ENGINE is the root the observation's snapshot is taken of
+  (``handrail-snap=TOKEN``): run in the very task of the snapshot, it tells the page's world
+  the moment (the clock and the mutation count the checks compare with), and, once the
+  snapshot has given every node its ref, measures every ref's box (the structured
+  element list's boxes) for READ_PAGE to collect — again only when something may have
+  moved them since its last measure.
+
+The page never sees these hand-overs: the init script's listeners are the first on the
+window and stop them there; their tokens are random per call.
 """
 
 from __future__ import annotations
 
-PICK_EVENT = "__handrail_pick"
+from handrail.executor.browser._guardscript import GUARD
 
-# A selector engine run in Playwright's isolated world (``content_script=True``). Chained
-# after an aria-ref — ``aria-ref=e5 >> handrail-pick=TOKEN`` — it dispatches PICK_EVENT on
-# the element the ref resolves to, and the init script keeps that element for the next
-# page-world script that asks for TOKEN. One ``count()`` round trip, against the ~5 ms of
-# an element handle adopted into the page's world.
+PICK_EVENT = "__handrail_pick"
+SNAP_EVENT = "__handrail_snap"
+BOXES_ASK = "__handrail_boxes"
+BOXES_ANSWER = "__handrail_boxes_answer"
+
 PICK_SELECTOR = "handrail-pick"
 PICK_ENGINE = """{
   query(root, token) { return this.queryAll(root, token)[0] || null; },
   queryAll(root, token) {
     if (!root || root.nodeType !== 1) return [];
-    root.dispatchEvent(new CustomEvent("PICK_EVENT", { detail: token }));
+    root.dispatchEvent(new CustomEvent("PICK_EVENT", { detail: token, bubbles: true, composed: true }));
     return [root];
   }
 }""".replace("PICK_EVENT", PICK_EVENT)
 
-INIT_SCRIPT = r"""
+SNAP_SELECTOR = "handrail-snap"
+# Evaluated once per isolated world (per document): the listener it registers answers
+# READ_PAGE's question for the boxes measured after the snapshot of a token.
+SNAP_ENGINE = (
+    """(() => {
+  const measured = new Map();
+  // Boxes are measured again only when something may have moved them since the last
+  // measure: the DOM, a load (an image), a pointer or focus change (CSS :hover, :focus),
+  // a font, the scroll position or the viewport, or an animation running now.
+  let dirty = true, last = null, lastView = "";
+  const soil = () => { dirty = true; };
+  new MutationObserver(soil)
+    .observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+  for (const type of ["load", "pointermove", "pointerdown", "pointerup", "focusin", "focusout", "scroll", "toggle"])
+    document.addEventListener(type, soil, true);
+  window.addEventListener("resize", soil);
+  if (document.fonts) document.fonts.addEventListener("loadingdone", soil);
+  const fresh = () => {
+    const view = `${scrollX},${scrollY},${innerWidth},${innerHeight}`;
+    const animating = document.getAnimations().some((a) => a.playState === "running");
+    if (dirty || last === null || view !== lastView || animating) {
+      last = measure();
+      dirty = false;
+      lastView = view;
+    }
+    return last;
+  };
+  const measure = () => {
+    const out = [];
+    const walk = (root) => {
+      const all = root.querySelectorAll("*");
+      for (let i = 0; i < all.length; i++) {
+        const el = all[i], a = el._ariaRef;
+        if (a) {
+          const r = el.getBoundingClientRect();
+          out.push(a.ref, Math.round(r.x), Math.round(r.y), Math.round(r.width), Math.round(r.height));
+        }
+        if (el.shadowRoot) walk(el.shadowRoot);
+      }
+    };
+    walk(document);
+    return JSON.stringify(out);
+  };
+  document.addEventListener("BOXES_ASK", (e) => {
+    const boxes = measured.get(e.detail);
+    if (boxes === undefined) return;
+    measured.delete(e.detail);
+    document.dispatchEvent(new CustomEvent("BOXES_ANSWER", { detail: boxes }));
+  }, true);
+  return {
+    query(root, token) { return this.queryAll(root, token)[0] || null; },
+    queryAll(root, token) {
+      const doc = root.ownerDocument || root;
+      const top = doc.body || doc.documentElement;
+      if (!top) return [];
+      // The snapshot runs right after this, in the same task: tell the page's world now.
+      top.dispatchEvent(new CustomEvent("SNAP_EVENT", { detail: token, bubbles: true, composed: true }));
+      // After the snapshot (same task, no page script in between): measure its refs.
+      measured.clear();
+      Promise.resolve().then(() => { measured.set(token, fresh()); });
+      return [top];
+    }
+  };
+})()""".replace("BOXES_ASK", BOXES_ASK)
+    .replace("BOXES_ANSWER", BOXES_ANSWER)
+    .replace("SNAP_EVENT", SNAP_EVENT)
+)
+
+INIT_SCRIPT = (
+    (
+        r"""
 (() => {
   if (window.__handrail) return;
   const now = () => performance.timeOrigin + performance.now();
   const attr = new WeakMap(), subtree = new WeakMap(), moved = new WeakMap();
-  const state = { mutations: 0, last: 0, attr, subtree, moved, now };
+  const st = { mutations: 0, pick: null, arm: null, snaps: new Map() };
   const markUp = (node, t) => {
-    for (let n = node; n; n = n.parentNode) subtree.set(n, t);
+    for (let n = node; n; n = n.parentNode || n.host) subtree.set(n, t);
   };
   const observer = new MutationObserver((records) => {
     const t = now();
-    state.mutations += records.length;
-    state.last = t;
+    st.mutations += records.length;
     for (const r of records) {
       if (r.type === "attributes") {
         attr.set(r.target, t);
@@ -49,196 +141,108 @@ INIT_SCRIPT = r"""
       }
     }
   });
-  const start = () => observer.observe(document, {
-    subtree: true, childList: true, attributes: true, characterData: true,
+  const stop = (e) => { e.preventDefault(); e.stopPropagation(); e.stopImmediatePropagation(); };
+  // Hand-overs from Playwright's world: first on the window, so the page never sees them.
+  window.addEventListener("PICK_EVENT", (e) => {
+    st.pick = { token: e.detail, el: e.composedPath()[0] };
+    stop(e);
+  }, true);
+  window.addEventListener("SNAP_EVENT", (e) => {
+    st.snaps.set(e.detail, { at: now(), mutations: st.mutations });
+    if (st.snaps.size > 8) st.snaps.delete(st.snaps.keys().next().value);
+    stop(e);
+  }, true);
+"""
+        + GUARD
+        + r"""
+  const take = (token) => {
+    const p = st.pick;
+    st.pick = null;
+    return p && p.token === token ? p.el : null;
+  };
+  const boxes = (token) => {
+    let answer = null;
+    const listen = (e) => { answer = e.detail; stop(e); };
+    window.addEventListener("BOXES_ANSWER", listen, true);
+    try { document.dispatchEvent(new CustomEvent("BOXES_ASK", { detail: token })); }
+    finally { window.removeEventListener("BOXES_ANSWER", listen, true); }
+    return answer;
+  };
+  Object.defineProperty(window, "__handrail", {
+    value: Object.freeze({
+      take, check, arm, disarm, boxes,
+      snap: (token) => st.snaps.get(token) || null,
+      clock: () => [st.mutations, now()],
+    }),
   });
-  Object.defineProperty(window, "__handrail", { value: state, enumerable: false });
-  // PICK_ENGINE hands an element over from Playwright's world (where the snapshot's refs
-  // live) to this one: an event on it, caught here before the page can see it.
-  document.addEventListener(PICK_EVENT, (e) => {
-    state.pick = { token: e.detail, el: e.target };
-    e.stopImmediatePropagation();
-  }, true);
-  // The guard of the executor's own click (ARM_POINTER sets state.arm, DISARM_POINTER
-  // reads it): registered here, before any of the page's scripts, its listeners are the
-  // first to see an event. Trusted pointer events that do not land on the armed element
-  // are swallowed; a form submission and a navigation the click starts are noted.
-  // Whether node n is el or inside it, across shadow roots.
-  const inside = (n, el) => {
-    for (; n; n = n.parentNode || n.host) if (n === el) return true;
-    return false;
-  };
-  state.inside = inside;
-  const armed = () => (state.arm && now() < state.arm.until ? state.arm : null);
-  const onInput = (e) => {
-    const arm = armed();
-    if (!arm || !e.isTrusted) return;
-    const n = e.composedPath()[0];
-    if (!arm.blocked && !inside(n, arm.el))
-      arm.blocked = n && n.nodeType === 1 ? n.tagName.toLowerCase() + (n.id ? "#" + n.id : "") : String(n);
-    if (arm.blocked) { e.preventDefault(); e.stopPropagation(); e.stopImmediatePropagation(); }
-  };
-  for (const type of ["pointerdown", "pointerup", "mousedown", "mouseup", "click", "auxclick", "dblclick",
-                      "contextmenu"])
-    window.addEventListener(type, onInput, true);
-  // A form's navigation is planned in a task of its own, which may come after the report
-  // is read: its submit event, fired during the click, says one is coming.
-  window.addEventListener("submit", (e) => {
-    const arm = armed();
-    if (arm && e.isTrusted && !arm.submit) arm.submit = e;
-  }, true);
-  if (window.navigation)
-    window.navigation.addEventListener("navigate", (e) => {
-      const arm = armed();
-      if (arm && !arm.navigate) arm.navigate = e;
-    });
-  start();
+  observer.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
 })();
-""".replace("PICK_EVENT", repr(PICK_EVENT))
+"""
+    )
+    .replace("PICK_EVENT", PICK_EVENT)
+    .replace("SNAP_EVENT", SNAP_EVENT)
+    .replace("BOXES_ASK", BOXES_ASK)
+    .replace("BOXES_ANSWER", BOXES_ANSWER)
+)
 
-# Runs on the target element (locator.evaluate). ``since`` is the observation's time.
-# Returns what changed, or facts the loop needs (password field) when nothing did.
+# Runs on the target element (an element handle's evaluate, in a child frame).
 CHECK_ELEMENT = r"""
-(el, since) => {
-  const h = window.__handrail;
-  const describe = (n) => {
-    if (!n || n.nodeType !== 1) return String(n && n.nodeName);
-    const label = n.getAttribute("aria-label") || (n.textContent || "").trim().slice(0, 40);
-    return `${n.tagName.toLowerCase()}${n.id ? "#" + n.id : ""}${label ? ' "' + label + '"' : ""}`;
-  };
-  if (!el.isConnected) return { problem: "the element is no longer attached" };
-  if (h) {
-    for (let n = el; n; n = n.parentNode) {
-      if ((h.attr.get(n) || 0) > since)
-        return { problem: n === el ? "the element's attributes changed"
-                                   : `an ancestor (${describe(n)}) changed its attributes` };
-      if ((h.moved.get(n) || 0) > since)
-        return { problem: n === el ? "the element was moved in the page"
-                                   : `an ancestor (${describe(n)}) was moved in the page` };
-    }
-    if ((h.subtree.get(el) || 0) > since) return { problem: "the element's content changed" };
-    // Its accessible name may come from elsewhere: its <label>s and aria-labelledby.
-    const namers = [...(el.labels || [])];
-    for (const id of (el.getAttribute("aria-labelledby") || "").split(/\s+/).filter(Boolean)) {
-      const n = el.ownerDocument.getElementById(id);
-      if (n) namers.push(n);
-    }
-    for (const n of namers)
-      if ((h.subtree.get(n) || 0) > since || (h.attr.get(n) || 0) > since)
-        return { problem: `its label (${describe(n)}) changed` };
-  }
-  if (el.checkVisibility && !el.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true }))
-    return { problem: "the element is not visible" };
-  // Disabled itself, by a disabled fieldset, or by aria-disabled on it or an ancestor.
-  if (el.disabled || (el.matches && el.matches(":disabled")) || el.closest('[aria-disabled="true"]'))
-    return { problem: "the element is disabled" };
-  if (el.closest("[inert]")) return { problem: "the element is inert" };
-  // The page behind the topmost open modal is inert: highest z-index, then last in the
-  // document (a survey drawn over a retention dialog is the one that counts).
-  const modals = [...document.querySelectorAll('dialog[open], [aria-modal="true"]')]
-    .filter((m) => m.checkVisibility ? m.checkVisibility() : true);
-  let top = null, topZ = -Infinity;
-  for (const m of modals) {
-    const z = parseInt(getComputedStyle(m).zIndex, 10) || 0;
-    if (z >= topZ) { top = m; topZ = z; }
-  }
-  if (top && !top.contains(el)) return { problem: `a modal (${describe(top)}) covers the page` };
-  const r = el.getBoundingClientRect();
-  const cx = r.left + r.width / 2, cy = r.top + r.height / 2;
-  if (r.width > 0 && r.height > 0 && cx >= 0 && cy >= 0 &&
-      cx < window.innerWidth && cy < window.innerHeight) {
-    const hit = document.elementFromPoint(cx, cy);
-    if (hit && hit !== el && !el.contains(hit) && !(hit.shadowRoot && hit.contains(el)))
-      return { problem: `it is covered by ${describe(hit)}` };
-  }
-  return { problem: "", password: el instanceof HTMLInputElement && el.type === "password" };
-}
+(el, since) => window.__handrail ? window.__handrail.check(el, since)
+                                 : { problem: "the page's Handrail script is missing" }
 """
 
 
 def _on_picked(body: str) -> str:
-    """A page script on the element PICK_ENGINE handed over for ``token``, taken (the page
-    keeps no reference): ``body`` sees ``el``, ``since``, ``h`` (the init script's state)
-    and ``check`` (CHECK_ELEMENT). Answers ``{unpicked}`` when no element came."""
+    """A page script on the element PICK_ENGINE handed over for ``token`` (taken: the page
+    keeps no reference): ``body`` sees ``el``, ``args`` and ``h`` (the init script's API).
+    Answers ``{unpicked}`` when no element came."""
     return (
-        "([token, since]) => {\n  const check = "
-        + CHECK_ELEMENT.strip()
-        + """;
-  const h = window.__handrail, picked = h && h.pick;
-  if (h) { h.pick = null; h.arm = null; }
-  if (!picked || picked.token !== token) return { unpicked: true };
-  const el = picked.el;
-"""
-        + body
-        + "\n}\n"
+        "([token, ...args]) => {\n  const h = window.__handrail;\n"
+        "  const el = h ? h.take(token) : null;\n"
+        "  if (!el) return { unpicked: true };\n" + body + "\n}\n"
     )
 
 
-# CHECK_ELEMENT on the element picked for ``token``.
-CHECK_PICKED = _on_picked("  return check(el, since);")
+# The element check, on the element picked for ``token``; args: [since].
+CHECK_PICKED = _on_picked("  return h.check(el, args[0]);")
 
-# The main frame's mutation count, clock and title, read at observation time.
-READ_CLOCK = (
-    "() => [window.__handrail ? window.__handrail.mutations : 0,"
-    " performance.timeOrigin + performance.now(), document.title]"
-)
+# The executor's own pointer, armed on the picked element right before the input goes out;
+# args: [since, arm token, how long the arm holds (ms)]. The element check again, at
+# dispatch time; then the point to press (its centre) only where Playwright's two-frame
+# stability wait would find nothing to wait for — the centre inside the viewport, no
+# animation on the element or an ancestor, the element the topmost thing there — else
+# ``{fallback}`` and Playwright's click does it all (armed with ARM_INPUT).
+ARM_POINTER = _on_picked("  return h.arm(el, args[0], 'pointer', args[1], args[2]);")
 
-# The executor's own pointer dispatch, armed on the target element right before the input
-# goes out (on the element PICK_ENGINE handed over for ``token``; ``since`` is the
-# observation's time). It re-runs CHECK_ELEMENT at dispatch time — so a change in the
-# moments since the check refuses — and answers the point to press (the element's centre)
-# only when Playwright's two-frame stability wait would find nothing to wait for: the
-# centre inside the viewport, no animation running on the element or an ancestor, and the
-# element the topmost thing at that point. Otherwise it answers ``{fallback}`` and
-# Playwright's own click does it all. Armed, the init script's guard swallows trusted
-# pointer events that do not land on the element, as Playwright's click does, and notes a
-# navigation the input starts, so the executor waits for it to commit or fail.
-ARM_POINTER = _on_picked(
-    r"""
-  if (!window.navigation) return { fallback: "no navigation API in this page" };
-  const facts = check(el, since);
-  if (facts.problem) return { problem: facts.problem };
-  for (const a of document.getAnimations()) {
-    const t = a.effect && a.effect.target;
-    if (a.playState === "running" && t && (t === el || t.contains(el)))
-      return { fallback: "the element is animating" };
-  }
-  const r = el.getBoundingClientRect();
-  const x = r.left + r.width / 2, y = r.top + r.height / 2;
-  if (!(r.width > 0 && r.height > 0 && x >= 0 && y >= 0 && x < window.innerWidth && y < window.innerHeight))
-    return { fallback: "the element's centre is outside the viewport" };
-  let hit = document.elementFromPoint(x, y);
-  while (hit && hit.shadowRoot) {
-    const deeper = hit.shadowRoot.elementFromPoint(x, y);
-    if (!deeper || deeper === hit) break;
-    hit = deeper;
-  }
-  if (!h.inside(hit, el)) return { fallback: "another element is on top at its centre" };
-  // Armed for a few seconds at most: a click that never came must not guard the next one.
-  h.arm = { el, blocked: "", navigate: null, submit: null, until: h.now() + 5000 };
-  return { x, y };
-"""
-)
+# The input guard alone, armed on the picked element before Playwright's own click
+# (``mode`` "click") or keyboard input into it ("keys"); args: [since, token, ms, mode].
+ARM_INPUT = _on_picked("  return h.arm(el, args[0], args[3], args[1], args[2]);")
 
-# Disarms the guard and says what happened: whether input was swallowed, and whether a
-# navigation of this page to another document started (not cancelled, not a download) or
-# a form submission will start one. One task passes first, so that a navigation the input
-# planned has fired its navigate event.
-DISARM_POINTER = r"""
-async () => {
-  const h = window.__handrail, arm = h && h.arm;
+# Disarms the guard (``token``) and says what happened; see ``_guardscript.DISARM``.
+DISARM = r"""
+async (token) => {
+  const h = window.__handrail;
   // Not armed here: this is another document already, the one the input navigated to.
-  if (!arm) return { blocked: "", navigating: true };
+  if (!h) return { blocked: "", changed: "", navigating: true, gone: true };
   await new Promise((r) => setTimeout(r, 0));
-  if (h.arm === arm) h.arm = null;
-  const e = arm.navigate, s = arm.submit;
-  let navigating = !!e && !e.defaultPrevented && !e.downloadRequest && !e.destination.sameDocument;
-  if (!e && s && !s.defaultPrevented) {
-    const form = s.target, by = s.submitter;
-    const method = ((by && by.getAttribute("formmethod")) || form.getAttribute("method") || "get").toLowerCase();
-    const target = (by && by.getAttribute("formtarget")) || form.getAttribute("target") || "";
-    navigating = method !== "dialog" && (target === "" || target === "_self");
-  }
-  return { blocked: arm.blocked, navigating };
+  return h.disarm(token);
 }
 """
+
+# After the snapshot of ``token``: the clock and mutation count at its moment, the title,
+# and the boxes of its refs. ``{early}`` when this ran before the snapshot did.
+READ_PAGE = r"""
+(token) => {
+  const h = window.__handrail;
+  if (!h) return { missing: true, title: document.title };
+  const snap = h.snap(token);
+  if (!snap) return { early: true, title: document.title };
+  return { at: snap.at, mutations: snap.mutations, title: document.title, boxes: h.boxes(token) };
+}
+"""
+
+# The main frame's mutation count, clock and title (a page without the init script: 0).
+READ_CLOCK = (
+    "() => { const h = window.__handrail; const c = h ? h.clock() : [0, performance.timeOrigin + performance.now()];"
+    " return [c[0], c[1], document.title]; }"
+)

@@ -1,26 +1,35 @@
-"""The executor's own guarded click, and how it finds the element in the page's world.
+"""The input guard from Python: the executor's own guarded click, and Playwright's input armed.
 
 Playwright's ``click()`` re-checks the element, waits two animation frames (~33 ms at
 60 Hz) to see it hold still, hit-tests the point and guards the input. The executor has
-checked the element already; ``guarded_click`` arms the page script ARM_POINTER on it
-right before the input — the element check again, at dispatch time; no animation on it or
-its ancestors (the mutation clock already says nothing moved it); its centre inside the
-viewport and the topmost element there — presses its centre and guards the input the way
-Playwright does. Where the script cannot vouch for the element it says so, and the caller
-lets Playwright click instead. A navigation the click starts is waited for until it
-commits or fails, as Playwright's click waits for it.
+checked the element already; ``guarded_click`` arms the page's input guard on it right
+before the input (``_guardscript``: the element check again, at dispatch time; no
+animation on it or its ancestors; its centre inside the viewport and the topmost element
+there), presses its centre, and reads the guard's report. Where the page script cannot
+vouch for the element it says so, and the caller lets Playwright click instead — armed
+the same way (``armed``), as is every other input that goes through Playwright on a cited
+element: a click, a double click, a check or an uncheck; fill, type and press into a
+field.
+
+Armed, the guard swallows, before the page sees it, any trusted press event that lands on
+something else, and any press or key after the element stopped being what it was (its
+record re-painted, its label changed, the focus moved on): ``NotStartedError`` says what
+changed, ``PartlyTypedError`` how much was typed before.
 
 The snapshot's refs live in Playwright's isolated world; a page script needs the element
 in the page's own. ``on_picked`` hands it over with a selector engine chained after the
 ref (``aria-ref=e5 >> handrail-pick=TOKEN``, see PICK_ENGINE): one ``count()`` round trip,
-against the ~5 ms of an element handle adopted across worlds.
+against the ~5 ms of an element handle adopted across worlds; an element of a child frame
+goes by its handle.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 from playwright.async_api import Error as PlaywrightError
@@ -28,21 +37,41 @@ from playwright.async_api import Page
 
 from handrail._vocabulary import Reason
 from handrail.executor._models import ActionKind, ActionSpec
-from handrail.executor.browser._pagescript import ARM_POINTER, DISARM_POINTER, PICK_SELECTOR
+from handrail.executor.browser._pagescript import ARM_INPUT, ARM_POINTER, DISARM, PICK_SELECTOR
 
 log = logging.getLogger(__name__)
 
 # The actions guarded_click can send.
 POINTER_KINDS = frozenset({ActionKind.CLICK, ActionKind.DOUBLE_CLICK})
-_tokens = itertools.count(1)
+# The actions Playwright sends on a cited element with the guard armed, and how.
+ARMED_KINDS = {
+    ActionKind.CLICK: "click",
+    ActionKind.DOUBLE_CLICK: "click",
+    ActionKind.CHECK: "click",
+    ActionKind.UNCHECK: "click",
+    ActionKind.FILL: "keys",
+    ActionKind.TYPE: "keys",
+    ActionKind.PRESS: "keys",
+    ActionKind.HOTKEY: "keys",
+}
+_ARM_MS = 5_000  # how long the guard holds for the executor's own click
+_GONE = {"blocked": "", "changed": "", "navigating": True, "gone": True}
 
 
 class NotStartedError(Exception):
     """A check at dispatch time stopped the action: nothing reached the page."""
 
-    def __init__(self, reason: Reason, message: str) -> None:
+    def __init__(self, reason: Reason | None, message: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class PartlyTypedError(Exception):
+    """Typing stopped part-way: the field changed after ``typed_chars`` characters went in."""
+
+    def __init__(self, message: str, typed_chars: int) -> None:
+        super().__init__(message)
+        self.typed_chars = typed_chars
 
 
 class MaybeStartedError(Exception):
@@ -59,41 +88,55 @@ class NavigationWatch(Protocol):
         ...
 
 
-async def on_picked(page: Page, ref: str, script: str, since: float) -> tuple[int, dict[str, Any] | None]:
+async def on_picked(page: Page, ref: str, script: str, *args: Any) -> tuple[int, dict[str, Any] | None]:
     """Run ``script`` on the element of ``ref``: (the ref's count, the script's answer).
 
-    ``script`` takes ``[token, since]``. Both calls go out at once and the page runs them
+    ``script`` takes ``[token, *args]``. Both calls go out at once and the page runs them
     in order, so the pick (in Playwright's world) is there when the script (in the
     page's) asks for it; were it not, the script runs again after the count has answered.
     None: no element came.
     """
-    token = f"p{next(_tokens)}"
+    token = secrets.token_hex(8)
     picked = page.locator(f"aria-ref={ref} >> {PICK_SELECTOR}={token}")
-    args = [token, since]
-    count, answer = await asyncio.gather(picked.count(), page.evaluate(script, args))
+    call = [token, *args]
+    count, answer = await asyncio.gather(picked.count(), page.evaluate(script, call))
     if count == 1 and answer.get("unpicked"):
-        answer = await page.evaluate(script, args)
+        answer = await page.evaluate(script, call)
     return count, None if answer.get("unpicked") else answer
+
+
+def stopped(report: dict[str, Any], what: str) -> str:
+    """The sentence of a guard's report that stopped ``what`` (a click, the typing)."""
+    if report.get("changed"):
+        text = f"between the check and the {report.get('at') or 'input'}, {report['changed']}"
+        text += f"; the {what} was swallowed before the page saw it"
+        passed = report.get("passed") or []
+        if passed:
+            text += f" (the page had seen {', '.join(dict.fromkeys(passed))}, and changed it in answer)"
+        return text
+    return f"at input time the point was covered by {report['blocked']}; nothing reached the page"
 
 
 async def guarded_click(page: Page, tab: NavigationWatch, spec: ActionSpec, since: float, timeout_ms: int) -> bool:
     """Click (or double-click) the element of ``spec.ref``, guarded; False: let Playwright.
 
     Raises:
-        NotStartedError: the element is gone or changed since ``since``: nothing was sent.
+        NotStartedError: the element is gone or changed since ``since``, or between the
+            arming and the input: nothing was sent to the page's handlers.
         MaybeStartedError: the click started a navigation that did not end in time.
         PlaywrightError: the page or browser failed under the input.
     """
+    token = secrets.token_hex(8)
     try:
-        count, armed = await on_picked(page, spec.ref, ARM_POINTER, since)
+        count, armed = await on_picked(page, spec.ref, ARM_POINTER, since, token, _ARM_MS)
     except PlaywrightError:
         return False  # navigated meanwhile: Playwright's click will say what it finds
     if count == 0:
-        raise NotStartedError(Reason.STALE_REF, f"not dispatched: ref {spec.ref} no longer resolves")
+        raise NotStartedError(Reason.STALE_REF, f"ref {spec.ref} no longer resolves")
     if count != 1 or armed is None:
         return False
     if armed.get("problem"):
-        raise NotStartedError(Reason.STALE_REF, f"not dispatched: at dispatch time {armed['problem']}")
+        raise NotStartedError(Reason.STALE_REF, f"at dispatch time {armed['problem']}")
     if "x" not in armed:
         log.debug("click on %s goes through Playwright: %s", spec.ref, armed.get("fallback"))
         return False
@@ -106,12 +149,14 @@ async def guarded_click(page: Page, tab: NavigationWatch, spec: ActionSpec, sinc
         else:
             await page.mouse.click(armed["x"], armed["y"], button=button, click_count=spec.click_count or 1)
         try:
-            report = await page.evaluate(DISARM_POINTER)
+            report = await page.evaluate(DISARM, token)
         except PlaywrightError:  # the page went away under the report: a navigation
-            report = {"blocked": "", "navigating": True}
+            report = dict(_GONE)
+        if report.get("changed"):
+            raise NotStartedError(Reason.STALE_REF, stopped(report, "click"))
         if report["blocked"]:
             # Swallowed before the page saw it, as Playwright's guard would: its click
-            # (which waits for the element to be the target again) takes over.
+            # (which waits for the element to be the target again) takes over, armed.
             return False
         if report["navigating"] and tab.navigations == navigations:
             bound = timeout_ms / 1000
@@ -125,3 +170,82 @@ async def guarded_click(page: Page, tab: NavigationWatch, spec: ActionSpec, sinc
         if not ends.done():
             ends.cancel()
     return True
+
+
+@asynccontextmanager
+async def armed(
+    page: Page, ref: str, since: float, mode: str, timeout_ms: int, *, by_handle: bool = False
+) -> AsyncIterator[None]:
+    """Arm the input guard on the element of ``ref`` around Playwright's input to it.
+
+    ``mode`` is ``"click"`` or ``"keys"`` (see ``_guardscript``). On the way out the
+    guard's report decides: a change or a covered point before anything went through is
+    ``NotStartedError``; keys that went in before a change, ``PartlyTypedError``; a
+    Playwright error when no input reached the page, ``NotStartedError`` too.
+
+    Raises:
+        NotStartedError, PartlyTypedError: as above.
+        PlaywrightError: the input failed after some of it reached the page.
+    """
+    token = secrets.token_hex(8)
+    hold = timeout_ms + 2_000
+    disarm: Callable[[], Awaitable[Any]]
+    if by_handle:  # a child frame's element: its frame's world, through its handle
+        handle = await page.locator(f"aria-ref={ref}").element_handle(timeout=1_000)
+        answer = await handle.evaluate(
+            "(el, a) => window.__handrail ? window.__handrail.arm(el, a[0], a[1], a[2], a[3]) : null",
+            [since, mode, token, hold],
+        )
+        frame = await handle.owner_frame()
+        await handle.dispose()
+
+        async def disarm() -> Any:
+            return await (frame or page.main_frame).evaluate(DISARM, token)
+    else:
+        count, answer = await on_picked(page, ref, ARM_INPUT, since, token, hold, mode)
+        if count == 0:
+            raise NotStartedError(Reason.STALE_REF, f"ref {ref} no longer resolves")
+
+        async def disarm() -> Any:
+            return await page.evaluate(DISARM, token)
+
+    if answer is None:
+        # The guard could not be armed (a page without Handrail's script, the hand-over
+        # lost): Playwright's own checks stand alone, as before the guard.
+        log.warning("input guard not armed on %s; Playwright's checks only", ref)
+        yield
+        return
+    if answer.get("problem"):
+        raise NotStartedError(Reason.STALE_REF, f"at dispatch time {answer['problem']}")
+    what = "click" if mode == "click" else "typing"
+    try:
+        yield
+    except PlaywrightError as exc:
+        report = await _report(disarm)
+        if report.get("gone") or report.get("passed") or report.get("keys") or report.get("chars"):
+            raise  # some input reached the page (or it went away): the caller judges
+        if report.get("changed") or report.get("blocked"):
+            raise NotStartedError(Reason.STALE_REF, stopped(report, what)) from exc
+        # The guard saw no input at all reach the page: Playwright gave up before any.
+        first = exc.message.splitlines()[0] if exc.message else type(exc).__name__
+        raise NotStartedError(None, f"{first}; no input reached the page") from exc
+    report = await _report(disarm)
+    if report.get("gone"):
+        return
+    typed = int(report.get("chars") or 0)
+    if report.get("changed") and mode == "keys" and (typed or report.get("keys")):
+        raise PartlyTypedError(
+            f"stopped after {typed} characters: at the {report.get('at')}, {report['changed']}; "
+            "nothing was typed after it",
+            typed,
+        )
+    if report.get("changed") or report.get("blocked"):
+        raise NotStartedError(Reason.STALE_REF, stopped(report, what))
+
+
+async def _report(disarm: Callable[[], Awaitable[Any]]) -> dict[str, Any]:
+    try:
+        report = await disarm()
+    except PlaywrightError:
+        return dict(_GONE)
+    return report if isinstance(report, dict) else dict(_GONE)

@@ -11,12 +11,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import re
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from playwright.async_api import BrowserContext, ElementHandle, Page
+from playwright.async_api import BrowserContext, ElementHandle, Locator, Page
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
@@ -27,48 +25,64 @@ from handrail.executor._backend import (
     ObserveOptions,
     RawObservation,
     Refusal,
+    SurfaceListener,
 )
 from handrail.executor._errors import BackendError, InvalidArgumentError
-from handrail.executor._live import Box, HumanInput, ScreenFrame
 from handrail.executor._models import (
     ActionKind,
     ActionSpec,
     DialogInfo,
+    Element,
     Expectation,
     FrameInfo,
     Observation,
     Reason,
     TabInfo,
-    WaitFor,
 )
 from handrail.executor._snapshot import RefInfo, document_of
-from handrail.executor.browser._aria import main_document, viewport_filter
-from handrail.executor.browser._live import Screencast, human_input, locate
-from handrail.executor.browser._pagescript import CHECK_ELEMENT, CHECK_PICKED, READ_CLOCK
+from handrail.executor.browser._aria import main_document
+from handrail.executor.browser._context import (
+    CHECK_ELEMENT_CONTEXT,
+    CHECK_PICKED_CONTEXT,
+    READ_FOCUSED_CONTEXT,
+    effects_of,
+)
+from handrail.executor.browser._expect import expectation_holds, wait_for
+from handrail.executor.browser._gate import NetworkGate
+from handrail.executor.browser._live import LiveView
 from handrail.executor.browser._pointer import (
+    ARMED_KINDS,
     POINTER_KINDS,
     MaybeStartedError,
     NotStartedError,
+    PartlyTypedError,
+    armed,
     guarded_click,
     on_picked,
 )
+from handrail.executor.browser._reading import TabReader
 from handrail.executor.browser._tab import Tab
 
 _SETTLE_MS = 3_000
+# The URL of the previous entry of the tab's history (same-origin entries only: the
+# Navigation API shows no other); "" when unknown, and the gate judges the load instead.
+_PREVIOUS_ENTRY = (
+    "() => { const n = window.navigation; if (!n || !n.currentEntry) return '';"
+    " const e = n.entries()[n.currentEntry.index - 1]; return e ? e.url : ''; }"
+)
 _TWO_FRAMES = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(0))))"
 _CHECK_TIMEOUT_MS = 1_000
 # Actions that start no request of the page's own.
 _NO_REQUESTS = frozenset({ActionKind.WAIT_FOR, ActionKind.TAB_SWITCH, ActionKind.TAB_CLOSE, ActionKind.HOVER})
 _EXPECT_DEFAULT_MS = 2_000
 VIEWPORT = {"width": 1280, "height": 800}
-_VIEWPORT_SIZE = (VIEWPORT["width"], VIEWPORT["height"])
 
 
 class _NavigatedError(Exception):
     """The page navigated while it was being observed."""
 
 
-class BrowserSurface:
+class BrowserSurface(LiveView):
     """A session's browser context: its tabs, the active one, checks and dispatch."""
 
     kind = "browser"
@@ -86,14 +100,39 @@ class BrowserSurface:
         self._seen_clock = 0.0
         self._last_facts: dict[str, Any] = {}
         self._pending: set[asyncio.Future[None]] = set()
+        self._note = ""
         # The ref prefix of the main frame's document in the latest snapshot ("" for the
         # first document, "f2" … after a navigation; a child frame's refs have another).
         self._main_document = ""
-        self._cast: Screencast | None = None
+        self.gate = NetworkGate(context, self._tab_id_of)
+        self._reader = TabReader()
         context.on("page", self._on_page)
 
+    def _tab_id_of(self, page: Page) -> str:
+        return next((t.tab_id for t in self._tabs.values() if t.page is page), "")
+
     def _on_page(self, page: Page) -> None:
-        self.adopt(page, activate=False)
+        # A pop-up whose first load the gate held back is loaded (or closed) by the gate.
+        popup = self.gate.adopt_popup(page)
+        tab = self.adopt(page, activate=False)
+        if not popup:
+            self._pending_gate(tab)
+
+    def _pending_gate(self, tab: Tab) -> None:
+        task = asyncio.ensure_future(self.gate.gate(tab.page))
+        self._pending.add(task)
+        task.add_done_callback(self._disposed)
+
+    def listen(self, listener: SurfaceListener) -> None:
+        self.gate.listener = listener
+
+    async def start(self, url: str, timeout_ms: int) -> None:
+        """Load the start page in the first tab, through the gate like any other load."""
+        tab = self.active
+        try:
+            await tab.page.goto(url, wait_until="domcontentloaded", timeout=timeout_ms)
+        except PlaywrightError as exc:
+            raise BackendError(f"could not open {url}: {_first_line(exc)}") from exc
 
     def adopt(self, page: Page, *, activate: bool) -> Tab:
         for tab in self._tabs.values():
@@ -103,14 +142,34 @@ class BrowserSurface:
                 return tab
         tab = Tab(f"t{next(self._ids)}", page)
         self._tabs[tab.tab_id] = tab
+        self.gate.watch(page)
 
         def closed(_: Page) -> None:
             self._tabs.pop(tab.tab_id, None)
+            if self._active == tab.tab_id:  # the page closed itself, or the agent closed it
+                self._active = next(reversed(self._tabs), "")
 
         page.on("close", closed)
         if activate or not self._active:
             self._active = tab.tab_id
         return tab
+
+    async def _ensure_tab(self) -> str:
+        """Open a blank tab when the session has none left; answer what was done.
+
+        A session whose last tab closed (the agent's TAB_CLOSE, or the page's own
+        ``window.close()``) stays usable: it gets a fresh blank tab, which the next
+        observation shows as its only, active tab.
+        """
+        if self._tabs and self._active in self._tabs:
+            return ""
+        if self._tabs:
+            self._active = next(reversed(self._tabs))
+            return f"tab {self._active} is active now"
+        page = await self._context.new_page()
+        tab = self.adopt(page, activate=True)
+        await self.gate.gate(page)
+        return f"no tab was left open: a blank tab {tab.tab_id} was opened"
 
     @property
     def active(self) -> Tab:
@@ -122,6 +181,7 @@ class BrowserSurface:
     # -- observe ----------------------------------------------------------------------
 
     async def observe(self, options: ObserveOptions) -> RawObservation:
+        await self._ensure_tab()
         # A navigation can land while observing (a late redirect, an error page): the
         # page's context is then gone mid-read. Read again once it has loaded.
         for attempt in range(4):
@@ -138,21 +198,16 @@ class BrowserSurface:
         tab = self.active
         page = tab.page
         dialogs = tuple(DialogInfo(d.type, d.message) for d in tab.dialogs)
+        elements: tuple[Element, ...] = ()
         try:
             if tab.dialogs:
                 # A JS dialog blocks the page's scripts: no snapshot until it is handled.
                 snapshot, mutations, clock, title = "", 0, self._seen_clock, ""
             else:
-                # Both go out at once; the page runs them in order, so the clock is read
-                # before the snapshot is taken (a change in between counts as a change).
-                (mutations, clock, title), snapshot = await asyncio.gather(
-                    page.evaluate(READ_CLOCK),
-                    page.aria_snapshot(
-                        mode="ai", depth=options.depth or None, boxes=options.viewport_only or None, timeout=5_000
-                    ),
-                )
-                if options.viewport_only:
-                    snapshot = viewport_filter(snapshot, VIEWPORT["width"], VIEWPORT["height"])
+                viewport = (VIEWPORT["width"], VIEWPORT["height"]) if options.viewport_only else None
+                reading = await self._reader.read(page, tab.tab_id, depth=options.depth, viewport=viewport)
+                snapshot, elements = reading.snapshot, reading.elements
+                mutations, clock, title = reading.mutations, reading.clock, reading.title
             png = b""
             scale = options.screenshot_scale or 1.0
             if options.screenshot and not tab.dialogs:
@@ -166,7 +221,7 @@ class BrowserSurface:
         self._seen_navigations = tab.navigations
         self._seen_dialogs = tab.dialogs_opened
         self._seen_clock = float(clock)
-        document = main_document(snapshot)
+        document = main_document(elements)
         if document is not None:  # a dialog's empty snapshot says nothing about it
             self._main_document = document
         frames = tuple(
@@ -193,6 +248,7 @@ class BrowserSurface:
             viewport_width=VIEWPORT["width"],
             viewport_height=VIEWPORT["height"],
             mutation_counter=int(mutations),
+            elements=elements,
         )
 
     # -- checks -----------------------------------------------------------------------
@@ -230,7 +286,7 @@ class BrowserSurface:
         # enabled and not covered.
         count, facts = 1, None
         if info.frame == self._main_document:
-            count, facts = await on_picked(page, info.ref, CHECK_PICKED, self._seen_clock)
+            count, facts = await on_picked(page, info.ref, CHECK_PICKED_CONTEXT, self._seen_clock)
         if count == 1 and facts is None:  # a child frame's element, or one not handed over
             try:
                 count, facts = await self._facts_by_handle(page, info)
@@ -239,7 +295,7 @@ class BrowserSurface:
         if count != 1 or facts is None:
             return Refusal(Reason.STALE_REF, f"ref {info.ref} no longer resolves ({info.role} {info.name!r} is gone)")
         if facts.get("problem"):
-            return Refusal(Reason.STALE_REF, f"{info.role} {info.name!r} ({info.ref}): {facts['problem']}")
+            return Refusal(Reason.STALE_REF, f"{_named(info)}: {facts['problem']}")
         self._last_facts = facts
         return None
 
@@ -259,7 +315,7 @@ class BrowserSurface:
                 return count, None
             handle = await handling
             try:
-                facts: dict[str, Any] = await handle.evaluate(CHECK_ELEMENT, self._seen_clock)
+                facts: dict[str, Any] = await handle.evaluate(CHECK_ELEMENT_CONTEXT, self._seen_clock)
             finally:
                 self._dispose_later(handle)
         except PlaywrightError:
@@ -279,22 +335,45 @@ class BrowserSurface:
             task.exception()  # a page that went away meanwhile: nothing to release
 
     async def describe(self, spec: ActionSpec, target: RefInfo | None) -> AuthzResource:
-        url = spec.url if spec.kind in (ActionKind.NAVIGATE, ActionKind.TAB_OPEN) else self.active.page.url
-        if spec.kind is ActionKind.TAB_SWITCH and spec.tab_id in self._tabs:
+        """The action as the sidecar judges it: by its effect, with its element's context."""
+        kind, page = spec.kind, self.active.page
+        facts: dict[str, Any] | None = self._last_facts.get("context") if target else None
+        if target is None and kind in (ActionKind.PRESS, ActionKind.HOTKEY):
+            with contextlib.suppress(PlaywrightError):  # the key goes to the focused element
+                facts = await page.evaluate(READ_FOCUSED_CONTEXT)
+        key = spec.key or (spec.keys[-1] if spec.keys else "")
+        verb, effects = effects_of(kind, facts, key=key, text=spec.text)
+        url, document_load = page.url, False
+        if kind in (ActionKind.NAVIGATE, ActionKind.TAB_OPEN):
+            url, document_load = spec.url, True
+        elif kind is ActionKind.BACK:
+            with contextlib.suppress(PlaywrightError):
+                previous = await page.evaluate(_PREVIOUS_ENTRY)
+                if previous:
+                    url, document_load = str(previous), True
+        elif kind is ActionKind.TAB_SWITCH and spec.tab_id in self._tabs:
             url = self._tabs[spec.tab_id].page.url
+        context = facts or {}
         return AuthzResource(
             url=url,
             element_role=target.role if target else "",
             element_name=target.name if target else "",
             password_field=bool(self._last_facts.get("password")),
+            verb=verb,
+            dialog_title=str(context.get("dialog", "")),
+            form_name=str(context.get("form", "")),
+            heading=str(context.get("heading", "")),
+            description=str(context.get("description", "")),
+            effects=effects,
+            document_load=document_load,
         )
 
     # -- act --------------------------------------------------------------------------
 
     async def dispatch(self, spec: ActionSpec, timeout_ms: int) -> DispatchResult:
+        self._note = ""  # what the action did besides its input, for the result's message
         tab = self.active
         page = tab.page
-        seen = list(tab.failed_requests)
         try:
             via = await self._dispatch(spec, timeout_ms)
             if spec.kind not in _NO_REQUESTS:
@@ -305,23 +384,28 @@ class BrowserSurface:
             return DispatchResult(DispatchStatus.NOT_STARTED, str(exc))
         except NotStartedError as exc:
             return DispatchResult(DispatchStatus.NOT_STARTED, str(exc), reason=exc.reason)
+        except PartlyTypedError as exc:
+            partly = DispatchStatus.PARTIAL
+            return DispatchResult(partly, str(exc), typed_chars=exc.typed_chars, reason=Reason.STALE_REF)
         except MaybeStartedError as exc:
             return DispatchResult(DispatchStatus.MAYBE_STARTED, str(exc))
         except PlaywrightTimeoutError as exc:
             return DispatchResult(_status_after_error(exc, spec.kind), _first_line(exc))
         except PlaywrightError as exc:
+            if "ERR_BLOCKED_BY_CLIENT" in (exc.message or "") or "ERR_ABORTED" in (exc.message or ""):
+                # The gate refused a load the action led to (a redirect out of scope):
+                # it never left the browser, the page stays where it was.
+                return DispatchResult(DispatchStatus.PARTIAL, f"the browser was stopped: {_first_line(exc)}")
+            if _refused_before_input(exc):  # Playwright refused the element: nothing was sent
+                return DispatchResult(DispatchStatus.NOT_STARTED, _first_line(exc))
             # A closed target or a crash mid-action: the page may have got the input.
             return DispatchResult(DispatchStatus.MAYBE_STARTED, _first_line(exc))
-        failed = [r for r in tab.failed_requests if r not in seen]
-        lost = [r for r in failed if r.method != "GET" or r.resource_type == "document"]
-        if lost or page.url.startswith("chrome-error:"):
-            what = (
-                f"{lost[0].method} {lost[0].url} failed ({lost[0].failure})"
-                if lost
-                else "the page ended on an error page"
-            )
+        # Side-effecting requests the action started are the loop's to judge (it knows which
+        # action each belongs to); a document that failed to load is judged here.
+        if page.url.startswith("chrome-error:"):
+            what = "the page ended on an error page"
             return DispatchResult(DispatchStatus.MAYBE_STARTED, f"{what}: the server may have processed it", via=via)
-        return DispatchResult(DispatchStatus.DONE, via=via)
+        return DispatchResult(DispatchStatus.DONE, self._note, via=via)
 
     async def _dispatch(self, spec: ActionSpec, timeout_ms: int) -> str:
         """Send the action to the page; answer how a pointer action went out."""
@@ -329,14 +413,21 @@ class BrowserSurface:
         page = tab.page
         kind = spec.kind
         locator = page.locator(f"aria-ref={spec.ref}") if spec.ref else None
-        button: Any = spec.button or "left"
         if kind is ActionKind.NAVIGATE:
-            await page.goto(spec.url, wait_until="domcontentloaded", timeout=timeout_ms)
+            try:
+                await page.goto(spec.url, wait_until="domcontentloaded", timeout=timeout_ms)
+            except PlaywrightError as exc:
+                if "interrupted by another navigation" not in (exc.message or ""):
+                    raise
+                # A load the page had started won (the error page of a post that lost its
+                # response commits late): a GET, so it is sent once more.
+                await page.goto(spec.url, wait_until="domcontentloaded", timeout=timeout_ms)
         elif kind is ActionKind.BACK:
             await page.go_back(wait_until="domcontentloaded", timeout=timeout_ms)
         elif kind is ActionKind.TAB_OPEN:
             new = await self._context.new_page()
             self.adopt(new, activate=True)
+            await self.gate.gate(new)
             await new.goto(spec.url, wait_until="domcontentloaded", timeout=timeout_ms)
         elif kind is ActionKind.TAB_SWITCH:
             self._require_tab(spec.tab_id)
@@ -345,25 +436,20 @@ class BrowserSurface:
         elif kind is ActionKind.TAB_CLOSE:
             closing = self._require_tab(spec.tab_id)
             await closing.page.close()
+            self._tabs.pop(spec.tab_id, None)
             if self._active == spec.tab_id:
-                self._active = next(reversed(self._tabs), "") if self._tabs else ""
+                self._active = next(reversed(self._tabs), "")
+            self._note = await self._ensure_tab()
         elif kind in (ActionKind.DIALOG_ACCEPT, ActionKind.DIALOG_DISMISS):
             dialog = tab.dialogs.pop(0)
             if kind is ActionKind.DIALOG_ACCEPT:
                 await dialog.accept(spec.text) if spec.text else await dialog.accept()
             else:
                 await dialog.dismiss()
-        elif kind is ActionKind.HOTKEY:
-            combo = "+".join(spec.keys)
-            if locator is not None:
-                await locator.press(combo, timeout=timeout_ms)
-            else:
-                await page.keyboard.press(combo)
-        elif kind is ActionKind.PRESS:
-            if locator is not None:
-                await locator.press(spec.key, timeout=timeout_ms)
-            else:
-                await page.keyboard.press(spec.key)
+        elif kind is ActionKind.HOTKEY and locator is None:
+            await page.keyboard.press("+".join(spec.keys))
+        elif kind is ActionKind.PRESS and locator is None:
+            await page.keyboard.press(spec.key)
         elif kind is ActionKind.SCROLL:
             if locator is not None:
                 await locator.hover(timeout=timeout_ms)
@@ -371,37 +457,53 @@ class BrowserSurface:
             # The wheel returns before the page has scrolled: let two frames pass.
             await page.evaluate(_TWO_FRAMES)
         elif kind is ActionKind.WAIT_FOR:
-            await self._wait_for(page, spec.wait_for, timeout_ms)
+            await wait_for(page, spec.wait_for, timeout_ms)
         else:
             assert locator is not None  # validated: these kinds need a ref
+            main = document_of(spec.ref) == self._main_document  # a child frame's: Playwright's
             if (
                 kind in POINTER_KINDS
                 and self._pointer_clicks
-                and document_of(spec.ref) == self._main_document  # a child frame's: Playwright's
+                and main
                 and await guarded_click(tab.page, tab, spec, self._seen_clock, timeout_ms)
             ):
                 return "pointer"
-            if kind is ActionKind.CLICK:
-                await locator.click(timeout=timeout_ms, button=button, click_count=spec.click_count or 1)
-            elif kind is ActionKind.DOUBLE_CLICK:
-                await locator.dblclick(timeout=timeout_ms, button=button)
-            elif kind is ActionKind.HOVER:
-                await locator.hover(timeout=timeout_ms)
-            elif kind is ActionKind.FILL:
-                await locator.fill(spec.text, timeout=timeout_ms)
-            elif kind is ActionKind.TYPE:
-                await locator.press_sequentially(spec.text, delay=spec.key_delay_ms, timeout=timeout_ms)
-            elif kind is ActionKind.SELECT:
-                await locator.select_option(list(spec.values), timeout=timeout_ms)
-            elif kind is ActionKind.CHECK:
-                await locator.check(timeout=timeout_ms)
-            elif kind is ActionKind.UNCHECK:
-                await locator.uncheck(timeout=timeout_ms)
-            elif kind is ActionKind.UPLOAD:
-                await locator.set_input_files(self._upload_paths(spec.files), timeout=timeout_ms)
+            mode = ARMED_KINDS.get(kind)
+            if mode is not None:
+                async with armed(page, spec.ref, self._seen_clock, mode, timeout_ms, by_handle=not main):
+                    await self._by_playwright(locator, spec, timeout_ms)
             else:
-                raise InvalidArgumentError("kind", f"{kind.value} is not a browser action")
+                await self._by_playwright(locator, spec, timeout_ms)
         return "playwright" if kind in POINTER_KINDS else ""
+
+    async def _by_playwright(self, locator: Locator, spec: ActionSpec, timeout_ms: int) -> None:
+        """An action on a cited element, sent by Playwright (its actionability checks)."""
+        kind = spec.kind
+        button: Any = spec.button or "left"
+        if kind is ActionKind.CLICK:
+            await locator.click(timeout=timeout_ms, button=button, click_count=spec.click_count or 1)
+        elif kind is ActionKind.DOUBLE_CLICK:
+            await locator.dblclick(timeout=timeout_ms, button=button)
+        elif kind is ActionKind.HOVER:
+            await locator.hover(timeout=timeout_ms)
+        elif kind is ActionKind.FILL:
+            await locator.fill(spec.text, timeout=timeout_ms)
+        elif kind is ActionKind.TYPE:
+            await locator.press_sequentially(spec.text, delay=spec.key_delay_ms, timeout=timeout_ms)
+        elif kind is ActionKind.PRESS:
+            await locator.press(spec.key, timeout=timeout_ms)
+        elif kind is ActionKind.HOTKEY:
+            await locator.press("+".join(spec.keys), timeout=timeout_ms)
+        elif kind is ActionKind.SELECT:
+            await locator.select_option(list(spec.values), timeout=timeout_ms)
+        elif kind is ActionKind.CHECK:
+            await locator.check(timeout=timeout_ms)
+        elif kind is ActionKind.UNCHECK:
+            await locator.uncheck(timeout=timeout_ms)
+        elif kind is ActionKind.UPLOAD:
+            await locator.set_input_files(self._upload_paths(spec.files), timeout=timeout_ms)
+        else:
+            raise InvalidArgumentError("kind", f"{kind.value} is not a browser action")
 
     def _require_tab(self, tab_id: str) -> Tab:
         tab = self._tabs.get(tab_id)
@@ -420,80 +522,16 @@ class BrowserSurface:
             paths.append(str(path))
         return paths
 
-    async def _wait_for(self, page: Page, wait: WaitFor, timeout_ms: int) -> None:
-        state: Any = "hidden" if wait.gone else "visible"
-        if wait.url_matches:
-            await page.wait_for_url(re.compile(wait.url_matches), timeout=timeout_ms)
-        if wait.text:
-            await page.get_by_text(wait.text).first.wait_for(state=state, timeout=timeout_ms)
-        if wait.role:
-            loc = page.get_by_role(wait.role, name=wait.name or None, exact=True)  # type: ignore[arg-type]
-            await loc.first.wait_for(state=state, timeout=timeout_ms)
-
     async def settle(self, timeout_ms: int) -> None:
         # The re-observation reports what the page shows, settled or not.
         with contextlib.suppress(PlaywrightError, BackendError):
             await self.active.page.wait_for_load_state("domcontentloaded", timeout=timeout_ms)
 
     async def expectation_holds(self, expect: Expectation, cited_refs: dict[str, RefInfo]) -> tuple[bool, str]:
-        page = self.active.page
-        budget = expect.within_ms or _EXPECT_DEFAULT_MS
-        state: Any = "hidden" if expect.gone else "visible"
-        failures: list[str] = []
-
-        async def wait(what: str, coro: Any) -> None:
-            try:
-                await coro
-            except PlaywrightError:
-                failures.append(what)
-
-        if expect.url_matches:
-            await wait(
-                f"URL {page.url} does not match {expect.url_matches!r}",
-                page.wait_for_url(re.compile(expect.url_matches), timeout=budget),
-            )
-        if expect.text_visible:
-            await wait(
-                f"text {expect.text_visible!r} is {'still' if expect.gone else 'not'} visible",
-                page.get_by_text(expect.text_visible).first.wait_for(state=state, timeout=budget),
-            )
-        if expect.role:
-            loc = page.get_by_role(expect.role, name=expect.name or None, exact=True)  # type: ignore[arg-type]
-            await wait(
-                f"{expect.role} {expect.name!r} is {'still' if expect.gone else 'not'} visible",
-                loc.first.wait_for(state=state, timeout=budget),
-            )
-        if expect.field_ref:
-            info = cited_refs.get(expect.field_ref)
-            if info is None:
-                failures.append(f"field {expect.field_ref} is not a ref of the cited observation")
-            else:
-                field = page.get_by_role(info.role, name=info.name, exact=True)  # type: ignore[arg-type]
-                try:
-                    value = await field.first.input_value(timeout=budget)
-                except PlaywrightError as exc:
-                    value = f"<unreadable: {_first_line(exc)}>"
-                if value != expect.field_value:
-                    failures.append(f"field {info.name!r} holds {value!r}, not {expect.field_value!r}")
-        return (not failures), "; ".join(failures)
-
-    # -- the operator console: live view, a person's input (``executor._live``) --------------
-
-    def live_frames(self, max_width: int, max_height: int, quality: int) -> AsyncIterator[ScreenFrame]:
-        if self._cast is None:
-            self._cast = Screencast(lambda: (self.active.tab_id, self.active.page), _VIEWPORT_SIZE)
-        return self._cast.frames(max_width, max_height, quality)
-
-    async def human_input(self, spec: HumanInput, timeout_ms: int) -> DispatchResult:
-        return await asyncio.wait_for(human_input(self.active.page, spec, _VIEWPORT_SIZE), timeout_ms / 1000)
-
-    def current_url(self) -> str:
-        return self.active.page.url
-
-    async def locate(self, role: str, name: str) -> Box | None:
-        return await locate(self.active.page, role, name)
+        return await expectation_holds(self.active.page, expect, cited_refs)
 
     async def close(self) -> None:
+        await self.gate.close()
         with contextlib.suppress(PlaywrightError):  # already gone with the browser
             await self._context.close()
 
@@ -510,8 +548,38 @@ def _scale_png(png: bytes, scale: float) -> bytes:
     return out.getvalue()
 
 
+def _named(info: RefInfo) -> str:
+    """``button 'Cancel' (e41, in row 'Plan E €25 / month Active Cancel')``: the element as observed."""
+    where = ""
+    element = info.element
+    if element is not None and element.contexts():
+        kind, context = element.contexts()[0]
+        where = f", {'under' if kind == 'heading' else 'in'} {context.role} {context.name[:70]!r} when observed"
+    return f"{info.role} {info.name!r} ({info.ref}{where})"
+
+
 def _first_line(exc: PlaywrightError) -> str:
     return exc.message.splitlines()[0] if exc.message else type(exc).__name__
+
+
+# Errors Playwright raises about the element or the arguments before it sends any input
+# (FILL on a button, CHECK on a link, an unknown key): the action is FAILED, not started.
+_BEFORE_INPUT = (
+    "Element is not an <input>",
+    "Element is not a <select>",
+    "Not a checkbox or radio button",
+    "Cannot type text into input",
+    'Input of type "file" cannot be filled',
+    "Node is not an HTMLInputElement",
+    "Non-multiple file input can only accept single file",
+    "Malformed value",
+    "Unknown key:",
+)
+
+
+def _refused_before_input(exc: PlaywrightError) -> bool:
+    first = _first_line(exc)
+    return "performing" not in (exc.message or "") and any(known in first for known in _BEFORE_INPUT)
 
 
 def _status_after_error(exc: PlaywrightError, kind: ActionKind) -> DispatchStatus:

@@ -15,12 +15,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
-from handrail.executor._backend import DispatchResult, DispatchStatus, Refusal
+from handrail.executor._backend import DispatchResult, DispatchStatus
 from handrail.executor._live import HumanInput, ScreenFrame
 from handrail.executor._models import ActionKind, ActionSpec, DesktopState, Observation
-from handrail.executor.desktop._input import MAX_SCROLL_NOTCHES, DesktopInput
+from handrail.executor.desktop._checks import POINTER_KINDS, Checker, Planned
+from handrail.executor.desktop._input import MAX_SCROLL_NOTCHES, DesktopInput, root_point
 from handrail.executor.desktop._screenshots import Screenshots
 from handrail.executor.desktop._x11 import X11, Rect, WindowGoneError
 
@@ -36,23 +37,16 @@ class DesktopLive:
         x: the surface's X connection.
         window_id: the bound window.
         screenshots: the surface's screenshot worker.
-        send: the surface's input.
-        check: the surface's checks of an action against an observation (``_check``).
+        send: the surface's input (which checks again under the server grab it sends in).
+        checker: the surface's checks of an action against the window as it is.
     """
 
-    def __init__(
-        self,
-        x: X11,
-        window_id: int,
-        screenshots: Screenshots,
-        send: DesktopInput,
-        check: Callable[[Observation, ActionSpec], Refusal | None],
-    ) -> None:
+    def __init__(self, x: X11, window_id: int, screenshots: Screenshots, send: DesktopInput, checker: Checker) -> None:
         self._x = x
         self._window_id = window_id
         self._screenshots = screenshots
         self._input = send
-        self._check = check
+        self._checker = checker
 
     def _now_observed(self) -> Observation:
         """The window as it is now, as an observation a person's input cites (scale 1)."""
@@ -117,11 +111,14 @@ class DesktopLive:
             cited = self._now_observed()
         except WindowGoneError:
             return DispatchResult(DispatchStatus.NOT_STARTED, f"the target window 0x{self._window_id:x} is gone")
-        refusal = self._check(cited, action)
+        # The early check (the points; no key or button), then each input checked again
+        # under the server grab it is sent in, exactly as an agent's (``_surface.dispatch``).
+        points = (root_point(cited, action.x, action.y),) if kind in POINTER_KINDS else ()
+        refusal = self._checker.check(cited, action, Planned(points=points))
         if refusal is not None:
             return DispatchResult(DispatchStatus.NOT_STARTED, refusal.message, reason=refusal.reason)
         if kind is ActionKind.TYPE:
-            return await self._input.type(spec.text, 0, timeout_ms)
+            return await self._input.type(cited, action, spec.text, 0, timeout_ms)
         if kind is ActionKind.PRESS:
-            return await self._input.press([spec.key] if len(spec.key) == 1 else spec.key.split("+"))
+            return await self._input.press(cited, action, [spec.key] if len(spec.key) == 1 else spec.key.split("+"))
         return await self._input.pointer(cited, action)

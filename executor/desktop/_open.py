@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 
 from Xlib import error as xerror
 
+from handrail._patterns import PatternError, compile_regex
 from handrail.executor._backend import HumanActivityCallback
 from handrail.executor._errors import BackendError
 from handrail.executor._models import DesktopTarget
-from handrail.executor.desktop._gui import load_pyautogui
+from handrail.executor.desktop._binding import Binding
 from handrail.executor.desktop._surface import DesktopSurface
 from handrail.executor.desktop._x11 import X11, WindowGoneError
 from handrail.executor.desktop._xinput import own_clients
@@ -38,8 +38,8 @@ def bind_window(x: X11, target: DesktopTarget) -> int:
     if target.title_pattern:
         wanted.append(f"title /{target.title_pattern}/")
     try:
-        pattern = re.compile(target.title_pattern) if target.title_pattern else None
-    except re.error as exc:
+        pattern = compile_regex(target.title_pattern) if target.title_pattern else None
+    except PatternError as exc:
         raise BackendError(f"title_pattern is not a regular expression: {exc}") from exc
     matches = []
     for wid in candidates:
@@ -87,10 +87,10 @@ async def open_desktop(
                 f"display {display} has no EWMH window manager (no _NET_SUPPORTING_WM_CHECK); "
                 "the focus check needs _NET_ACTIVE_WINDOW: start one, e.g. openbox"
             )
-        wid = bind_window(x, target)
-        load_pyautogui(display)
+        binding = Binding(x, bind_window(x, target))
+        binding.start(lambda: bind_window(x, target))  # again, under a server grab, then watched
         own_clients.setdefault(display, set()).add(x.client_id_base)
-        surface = DesktopSurface(x, wid, on_human_activity=on_human_activity)
+        surface = DesktopSurface(x, binding, on_human_activity=on_human_activity)
     except BaseException:
         x.close()
         raise

@@ -1,12 +1,11 @@
 """The X11 desktop backend's surface: a session bound to one window, input refused when it is not there.
 
-A session is bound at open time (``_open``) to exactly one managed window. Before every
-write the surface checks, in a handful of X round trips and without a screenshot, that
-no person used the desk since the observation, that the window manager's active window
-is the target, that the keyboard focus is inside it (for keys), that the target's client
-area and the screen size are what the cited observation saw, and that the point of a
-pointer action lies in the client area with no other window on top of it there. The
-checks run again inside dispatch, just before the input (``_input``) goes out.
+A session is bound at open time (``_open``) to exactly one managed window, and stays bound
+to it until that window is destroyed (``_binding``): then every write is refused
+``TARGET_GONE`` and observing raises ``TargetGoneError``. Before every write the checks of
+``_checks`` run twice: early, before the authz round trip (``check_fresh``), and again
+inside the server grab that the input is sent under (``_input``), so that what was
+checked is what the server routes the input by.
 
 Coordinates: ``x, y`` (and ``to_x, to_y``) are pixels of the cited observation's target
 screenshot, whose origin is the target's client-area origin, divided by its
@@ -31,9 +30,10 @@ from handrail.executor._backend import (
     ObserveOptions,
     RawObservation,
     Refusal,
+    SurfaceListener,
 )
-from handrail.executor._errors import BackendError
-from handrail.executor._live import Box, HumanInput, ScreenFrame
+from handrail.executor._errors import TargetGoneError
+from handrail.executor._live import HumanInput, ScreenBox, ScreenFrame
 from handrail.executor._models import (
     ActionKind,
     ActionSpec,
@@ -44,19 +44,15 @@ from handrail.executor._models import (
     WindowInfo,
 )
 from handrail.executor._snapshot import RefInfo
-from handrail.executor.desktop._gui import pointer_left
+from handrail.executor.desktop._binding import Binding
+from handrail.executor.desktop._checks import POINTER_KINDS, Checker, Planned
 from handrail.executor.desktop._input import DesktopInput, root_point
 from handrail.executor.desktop._live import DesktopLive
 from handrail.executor.desktop._screenshots import Screenshots
 from handrail.executor.desktop._x11 import X11, Rect, WindowGoneError
-from handrail.executor.desktop._xinput import InputWatcher, own_clients
+from handrail.executor.desktop._xinput import InputWatcher, own_clients, pointer_left
 
 log = logging.getLogger(__name__)
-
-KEY_KINDS = frozenset({ActionKind.TYPE, ActionKind.PRESS, ActionKind.HOTKEY})
-POINTER_KINDS = frozenset(
-    {ActionKind.CLICK, ActionKind.DOUBLE_CLICK, ActionKind.MOVE, ActionKind.DRAG, ActionKind.SCROLL}
-)
 _EXPECT_DEFAULT_MS = 2_000
 _POLL_S = 0.03
 _HUMAN_REPORT_EVERY_S = 1.0
@@ -74,28 +70,30 @@ class DesktopSurface:
     def __init__(
         self,
         x: X11,
-        window_id: int,
+        binding: Binding,
         *,
         on_human_activity: HumanActivityCallback | None = None,
     ) -> None:
         self._x = x
-        self.window_id = window_id
+        self.binding = binding
+        self.window_id = binding.window_id
         self.display = x.name
         self._screenshots = Screenshots(x.name)
         self._on_human_activity = on_human_activity
         self._loop = asyncio.get_running_loop()
         self._tasks: set[asyncio.Task[None]] = set()
         self._cited: Observation | None = None
-        self._frame = x.toplevel(window_id)
-        self._class = x.wm_class(window_id)
+        self._class = x.wm_class(self.window_id)
         self._human: tuple[str, float] | None = None
         self._human_reported_at = 0.0
         self.watcher: InputWatcher | None = None
         self.human_reports: list[str] = []
         self._closed = False
-        self._input = DesktopInput(x, window_id, self._human_refusal)
-        self._live = DesktopLive(x, window_id, self._screenshots, self._input, self._check)
+        self._checker = Checker(x, binding, self._human_refusal, self._foreign, lambda: self.watcher)
+        self._input = DesktopInput(x, binding, self._checker, self._human_refusal)
+        self._live = DesktopLive(x, self.window_id, self._screenshots, self._input, self._checker)
         pointer_left[self.display] = x.pointer()
+        binding.watch(self._loop)
 
     def start_watching(self) -> None:
         """Watch for foreign input (XRecord); without RECORD, rely on the pointer check."""
@@ -151,6 +149,11 @@ class DesktopSurface:
 
     async def observe(self, options: ObserveOptions) -> RawObservation:
         x = self._x
+        x.sync()  # every event sent so far is read: a destroyed target is known now
+        self.binding.observed()
+        gone = self._checker.gone()
+        if gone is not None:
+            raise TargetGoneError(gone.message)
         try:
             width, height = x.screen_size()
             target = x.info(self.window_id)
@@ -167,7 +170,8 @@ class DesktopSurface:
             active_id = x.active_window()
             pointer = x.pointer()
         except WindowGoneError as exc:
-            raise BackendError(f"the target window 0x{self.window_id:x} is gone: {exc}") from exc
+            gone = self._checker.gone()
+            raise TargetGoneError(gone.message if gone else f"the target window is gone: {exc}") from exc
         active = next((w for w in stacking if w.window_id == active_id), None)
         if active is None and active_id:
             try:
@@ -240,93 +244,21 @@ class DesktopSurface:
     # -- checks -------------------------------------------------------------------------
 
     async def check_fresh(self, cited: Observation, spec: ActionSpec, target: RefInfo | None) -> Refusal | None:
-        refusal = self._check(cited, spec)
+        # The early check: the points, and no key or button (its grab probes need the
+        # events the action will send; they run again under the server grab in dispatch).
+        refusal = self._checker.check(cited, spec, self._planned(cited, spec))
         if refusal is None:
             self._cited = cited
         return refusal
 
-    def _check(self, cited: Observation, spec: ActionSpec) -> Refusal | None:
-        human = self._human_refusal()
-        if human is not None:
-            return human
-        seen = cited.desktop
-        if seen is None:
-            return Refusal(Reason.TARGET_CHANGED, f"observation {cited.observation_id} has no desktop state")
-        x = self._x
-        try:
-            if spec.kind is not ActionKind.ACTIVATE:
-                active = x.active_window()
-                if active != self.window_id:
-                    return Refusal(
-                        Reason.FOCUS_MISMATCH,
-                        f"the active window is {x.describe(active)}, not the target 0x{self.window_id:x}",
-                    )
-            if spec.kind in KEY_KINDS:
-                refusal = self._input.keyboard_focus_refusal()
-                if refusal is not None:
-                    return refusal
-            rect = x.client_rect(self.window_id)
-            was = Rect(seen.target.x, seen.target.y, seen.target.width, seen.target.height)
-            if rect != was:
-                return Refusal(Reason.TARGET_CHANGED, self._geometry_change(was, rect))
-            screen = x.screen_size()
-            if screen != (seen.screen_width, seen.screen_height):
-                return Refusal(
-                    Reason.TARGET_CHANGED,
-                    f"the screen is {screen[0]}x{screen[1]}, not {seen.screen_width}x{seen.screen_height} as observed",
-                )
-            pointer = x.pointer()
-            left = pointer_left.get(self.display)
-            if left is not None and pointer != left:
-                self._foreign(f"moved the pointer to ({pointer[0]}, {pointer[1]})")
-                return self._human_refusal()
-            if spec.kind in POINTER_KINDS:
-                points = [(spec.x, spec.y)]
-                if spec.kind is ActionKind.DRAG:
-                    points.append((spec.to_x, spec.to_y))
-                for px, py in points:
-                    refusal = self._point_refusal(cited, rect, px, py)
-                    if refusal is not None:
-                        return refusal
-        except WindowGoneError:
-            return Refusal(Reason.TARGET_CHANGED, f"the target window 0x{self.window_id:x} was closed")
-        return None
-
     @staticmethod
-    def _geometry_change(was: Rect, now: Rect) -> str:
-        parts = []
-        if (was.x, was.y) != (now.x, now.y):
-            parts.append(f"moved from {was.x},{was.y} to {now.x},{now.y}")
-        if (was.width, was.height) != (now.width, now.height):
-            parts.append(f"was resized from {was.width}x{was.height} to {now.width}x{now.height}")
-        return "the target window " + " and ".join(parts) + " since the observation"
-
-    def _point_refusal(self, cited: Observation, rect: Rect, px: int, py: int) -> Refusal | None:
-        rx, ry = root_point(cited, px, py)
-        if not rect.contains(rx, ry):
-            return Refusal(
-                Reason.TARGET_CHANGED,
-                f"the point ({px}, {py}) is ({rx - rect.x}, {ry - rect.y}) in client pixels, "
-                f"outside the target's {rect.width}x{rect.height} client area",
-            )
-        top = self._x.toplevel_at(rx, ry)
-        if top != self._frame:
-            self._frame = self._x.toplevel(self.window_id)  # the window manager may have reframed it
-            if top != self._frame:
-                return Refusal(
-                    Reason.FOCUS_MISMATCH,
-                    f"{self._describe_toplevel(top)} covers the point ({px}, {py}) of the target",
-                )
-        return None
-
-    def _describe_toplevel(self, top: int) -> str:
-        for client in self._x.stacking():
-            try:
-                if self._x.toplevel(client) == top:
-                    return self._x.describe(client)
-            except WindowGoneError:
-                continue
-        return f"an unmanaged window 0x{top:x} (a menu, tooltip or notification)"
+    def _planned(cited: Observation, spec: ActionSpec) -> Planned:
+        if spec.kind not in POINTER_KINDS:
+            return Planned()
+        points = [root_point(cited, spec.x, spec.y)]
+        if spec.kind is ActionKind.DRAG:
+            points.append(root_point(cited, spec.to_x, spec.to_y))
+        return Planned(points=tuple(points))
 
     async def describe(self, spec: ActionSpec, target: RefInfo | None) -> AuthzResource:
         try:
@@ -344,19 +276,20 @@ class DesktopSurface:
         cited = self._cited
         if cited is None or cited.observation_id != spec.observation_id:
             return DispatchResult(DispatchStatus.NOT_STARTED, "the action's observation was not checked")
-        # The authz round trip took time: check again, just before the input goes out.
-        refusal = self._check(cited, spec)
-        if refusal is not None:
-            return DispatchResult(DispatchStatus.NOT_STARTED, refusal.message, reason=refusal.reason)
+        # Every kind of input is checked again, under the server grab it is sent in.
         try:
             if kind is ActionKind.ACTIVATE:
+                refusal = self._checker.check(cited, spec, Planned())
+                if refusal is not None:
+                    return DispatchResult(DispatchStatus.NOT_STARTED, refusal.message, reason=refusal.reason)
                 return await self._input.activate(timeout_ms)
             if kind is ActionKind.TYPE:
-                return await self._input.type(spec.text, spec.key_delay_ms, timeout_ms)
+                return await self._input.type(cited, spec, spec.text, spec.key_delay_ms, timeout_ms)
             if kind is ActionKind.PRESS:
-                return await self._input.press([spec.key] if len(spec.key) == 1 else spec.key.split("+"))
+                keys = [spec.key] if len(spec.key) == 1 else spec.key.split("+")
+                return await self._input.press(cited, spec, keys)
             if kind is ActionKind.HOTKEY:
-                return await self._input.press(list(spec.keys))
+                return await self._input.press(cited, spec, list(spec.keys))
             if kind in POINTER_KINDS:
                 return await self._input.pointer(cited, spec)
         except (xerror.XError, xerror.ConnectionClosedError, OSError) as exc:
@@ -399,13 +332,20 @@ class DesktopSurface:
     def current_url(self) -> str:
         return ""
 
-    async def locate(self, role: str, name: str) -> Box | None:
+    async def locate(self, role: str, name: str) -> ScreenBox | None:
         return None  # a desktop window has no roles and names to look up
+
+    def listen(self, listener: SurfaceListener) -> None:
+        """A desktop has no network of its own to report."""
+
+    async def start(self, url: str, timeout_ms: int) -> None:
+        """A desktop session has no start page."""
 
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        self.binding.stop_watching()
         if self.watcher is not None:
             await asyncio.to_thread(self.watcher.stop)
         self._input.close()

@@ -1,33 +1,40 @@
-"""Window facts and text input on an X display, through one python-xlib connection.
+"""Window facts on an X display, and the server grab that makes a check and its input one step.
 
-Every fact the desktop backend checks before a write is read here in one or two round
-trips: the active window (EWMH ``_NET_ACTIVE_WINDOW``), the X input focus, the managed
-windows in stacking order (``_NET_CLIENT_LIST_STACKING``), a window's client area in root
-coordinates, its WM_CLASS, title and pid (``_NET_WM_PID``, else the X-Resource extension,
-which knows the pid of every local client — Tk does not set ``_NET_WM_PID``), and which
-top-level window is topmost at a point.
+Every fact the desktop backend checks before a write is read here in a round trip or two:
+the active window (EWMH ``_NET_ACTIVE_WINDOW``), the X input focus, the managed windows in
+stacking order (``_NET_CLIENT_LIST_STACKING``), a window's client area in root coordinates,
+its WM_CLASS, title and pid (``_NET_WM_PID``, else the X-Resource extension, which knows the
+pid of every local client — Tk does not set ``_NET_WM_PID``), the windows under a point from
+the root down, and which client owns a window.
 
-``Keyboard`` types text with XTest. ``pyautogui.write`` silently drops characters the
-keymap lacks; here a character the keymap lacks is given a spare keycode (one with no
-keysyms) for the duration of the text, so ``héllo ü€ 中`` arrives intact. Key events are
-routed by the server in order with the mapping change, so the client reads each key with
-the mapping in force when it was sent.
+**Ownership.** The server gives each client a range of resource ids: a base and a mask,
+the same mask for every client. A window's owner is its id without the mask bits
+(``owner``). When a client disconnects its range goes to the next client that connects,
+so an id alone never proves a window is the one seen before: the backend watches the bound
+window's destruction (``_binding``) instead of caching anything per window id.
+
+**The server grab.** ``server_grabbed()`` wraps ``GrabServer`` ... ``UngrabServer``: while it
+is held the server runs only this connection's requests, so no other client can map,
+move, focus or grab anything between a check and the XTest input sent after it.
 """
 
 from __future__ import annotations
 
 import gc
-import re
+import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
-from Xlib import XK, X
+from Xlib import X
 from Xlib import error as xerror
 from Xlib.display import Display
-from Xlib.ext import res, xtest
+from Xlib.ext import res
 from Xlib.protocol import event as xevent
 from Xlib.xobject.drawable import Window
 
+from handrail._patterns import compile_regex
 from handrail.executor._errors import BackendError
 from handrail.executor._models import WindowInfo
 
@@ -73,8 +80,8 @@ class X11:
         self.name = name
         self.root = self.display.screen().root
         self._atoms: dict[str, int] = {}
-        self._pids: dict[int, int] = {}
-        self._inside: set[tuple[int, int]] = set()
+        self._mask = int(self.display.display.info.resource_id_mask)
+        self.grab_seconds: list[float] = []  # how long each server grab was held, newest last
         self.has_xres = self.display.has_extension("X-Resource")
         self.has_record = self.display.has_extension("RECORD")
         if not self.display.has_extension("XTEST"):
@@ -174,22 +181,34 @@ class X11:
         return (pair[0], pair[1]) if pair else ("", "")
 
     def pid(self, wid: int) -> int:
-        """The pid of the window's client: ``_NET_WM_PID``, else X-Resource; 0 if unknown."""
-        cached = self._pids.get(wid)
-        if cached is not None:
-            return cached
+        """The pid of the window's client: ``_NET_WM_PID``, else X-Resource; 0 if unknown.
+
+        Read afresh every time: a window id says nothing about the client behind it once
+        the window is gone, and the id can be handed to another client.
+        """
         try:
             prop = self.window(wid).get_full_property(self.atom("_NET_WM_PID"), X.AnyPropertyType)
         except xerror.BadWindow as exc:
             raise WindowGoneError(f"window 0x{wid:x} no longer exists") from exc
         pid = int(prop.value[0]) if prop is not None and len(prop.value) else 0
-        if not pid and self.has_xres:
-            reply = self.display.res_query_client_ids([{"client": wid, "mask": res.LocalClientPIDMask}])
-            for cid in reply.ids:
-                if cid.spec.mask & res.LocalClientPIDMask and cid.value:
-                    pid = int(cid.value[0])
-        self._pids[wid] = pid
-        return pid
+        return pid or self.client_pid(wid)
+
+    def client_pid(self, xid: int) -> int:
+        """The pid of the client that owns resource ``xid`` (X-Resource); 0 if unknown."""
+        if not self.has_xres:
+            return 0
+        try:
+            reply = self.display.res_query_client_ids([{"client": xid, "mask": res.LocalClientPIDMask}])
+        except xerror.XError:
+            return 0
+        for cid in reply.ids:
+            if cid.spec.mask & res.LocalClientPIDMask and cid.value:
+                return int(cid.value[0])
+        return 0
+
+    def owner(self, xid: int) -> int:
+        """The resource id base of the client that created ``xid`` (0: the server itself)."""
+        return xid & ~self._mask
 
     def frame_extents(self, wid: int) -> tuple[int, int, int, int]:
         """``_NET_FRAME_EXTENTS`` (left, right, top, bottom); zeros when unset."""
@@ -218,7 +237,7 @@ class X11:
 
     def describe(self, wid: int) -> str:
         """A window for a message: its id, class, title and pid, as far as they can be read."""
-        if wid in (0, 1):
+        if wid in (0, 1) or wid == int(self.root.id):
             return "no window" if wid == 0 else "the root window"
         try:
             info = self.info(wid)
@@ -252,23 +271,60 @@ class X11:
         return int(child.id) if child else 0
 
     def is_inside(self, wid: int, ancestor: int) -> bool:
-        """Whether ``wid`` is ``ancestor`` or one of its descendants (cached when true)."""
-        if wid == ancestor or (wid, ancestor) in self._inside:
-            return True
+        """Whether ``wid`` is ``ancestor`` or one of its descendants."""
+        return wid == ancestor or ancestor in self.ancestors(wid)
+
+    def ancestors(self, wid: int) -> list[int]:
+        """The windows above ``wid``, the root first; [] when it is gone or is the root."""
+        chain: list[int] = []
         current = wid
         try:
-            for _ in range(32):
+            for _ in range(64):
                 tree = self.window(current).query_tree()
                 parent = int(tree.parent.id) if tree.parent else 0
-                if parent == ancestor:
-                    self._inside.add((wid, ancestor))
-                    return True
-                if parent in (0, int(self.root.id)):
-                    return False
+                if not parent:
+                    break
+                chain.append(parent)
                 current = parent
         except xerror.BadWindow:
-            return False
-        return False
+            return []
+        chain.reverse()
+        return chain
+
+    def chain_at(self, x: int, y: int) -> list[int]:
+        """The mapped windows that contain a root point, from the root down to the deepest.
+
+        Input-only windows count: the server delivers pointer events to the deepest window
+        at the pointer, and key events too when it lies inside the focus window.
+        """
+        root = self.root
+        chain = [int(root.id)]
+        window = root
+        for _ in range(64):
+            child = window.translate_coords(root, x, y).child
+            if not child:
+                break
+            window = child
+            chain.append(int(child.id))
+        return chain
+
+    @contextmanager
+    def server_grabbed(self) -> Iterator[None]:
+        """Hold the server for this connection alone (check, then send, as one step).
+
+        The grab ends (and the requests sent under it are flushed) however the body ends;
+        its duration is appended to ``grab_seconds``.
+        """
+        started = time.perf_counter()
+        self.display.grab_server()
+        try:
+            yield
+        finally:
+            self.display.ungrab_server()
+            self.display.flush()
+            self.grab_seconds.append(time.perf_counter() - started)
+            if len(self.grab_seconds) > 4096:
+                del self.grab_seconds[:2048]
 
     # -- acting on windows --------------------------------------------------------------
 
@@ -285,7 +341,7 @@ class X11:
 
     def find_windows(self, pattern: str) -> list[tuple[int, str]]:
         """Managed windows whose title ``re.search``-matches ``pattern``: (id, title)."""
-        regex = re.compile(pattern)
+        regex = compile_regex(pattern)  # RE2: linear time
         found = []
         for wid in self.stacking():
             try:
@@ -295,117 +351,3 @@ class X11:
             if regex.search(title):
                 found.append((wid, title))
         return found
-
-
-# Characters typed as named keys rather than by their code point.
-_CONTROL_KEYSYMS = {"\n": XK.XK_Return, "\r": XK.XK_Return, "\t": XK.XK_Tab}
-
-
-def keysym_for(ch: str) -> int:
-    """The keysym of a character: Latin-1 directly, anything else as a Unicode keysym."""
-    special = _CONTROL_KEYSYMS.get(ch)
-    if special is not None:
-        return int(special)
-    o = ord(ch)
-    if 0x20 <= o <= 0x7E or 0xA0 <= o <= 0xFF:
-        return o
-    return 0x01000000 | o
-
-
-def untypable(text: str) -> str:
-    """The first character of ``text`` that cannot be typed (a control character), or ""."""
-    for ch in text:
-        if ch not in _CONTROL_KEYSYMS and (ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0):
-            return ch
-    return ""
-
-
-class Keyboard:
-    """Types characters through XTest, borrowing spare keycodes for what the keymap lacks.
-
-    Use ``prepare(chars)`` before typing a group of characters, ``send(ch)`` for each, and
-    ``restore()`` at the end (or when typing stops) to give the spare keycodes back.
-    """
-
-    def __init__(self, x: X11) -> None:
-        self._x = x
-        info = x.display.display.info
-        self._min = int(info.min_keycode)
-        self._count = int(info.max_keycode) - self._min + 1
-        self._shift = int(x.display.keysym_to_keycode(XK.XK_Shift_L))
-        self._codes: dict[int, tuple[int, bool]] = {}  # keysym -> (keycode, needs shift)
-        self._borrowed: dict[int, int] = {}  # keycode -> keysym mapped onto it
-        self._spare: list[int] = []
-        self._width = 1
-
-    def _read_keymap(self) -> None:
-        mapping = self._x.display.get_keyboard_mapping(self._min, self._count)
-        self._width = len(mapping[0]) if mapping else 1
-        self._codes = {}
-        self._spare = []
-        for i, syms in enumerate(mapping):
-            code = self._min + i
-            if code in self._borrowed:
-                continue
-            if not any(syms):
-                self._spare.append(code)
-                continue
-            for level in (1, 0):  # the unshifted level wins when both have the keysym
-                if level < len(syms) and syms[level]:
-                    self._codes[int(syms[level])] = (code, level == 1)
-
-    @property
-    def spare_count(self) -> int:
-        if not self._codes:
-            self._read_keymap()
-        return len(self._spare) + len(self._borrowed)
-
-    def missing(self, chars: set[str]) -> set[str]:
-        """The characters of ``chars`` the current keymap cannot type."""
-        if not self._codes:
-            self._read_keymap()
-        return {ch for ch in chars if keysym_for(ch) not in self._codes}
-
-    def prepare(self, chars: set[str]) -> None:
-        """Make every character of ``chars`` typable, mapping spare keycodes as needed.
-
-        Raises:
-            BackendError: more distinct missing characters than spare keycodes.
-        """
-        self._read_keymap()
-        needed = [keysym_for(ch) for ch in sorted(chars) if keysym_for(ch) not in self._codes]
-        needed = [ks for ks in needed if ks not in self._borrowed.values()]
-        free = [code for code in self._spare if code not in self._borrowed]
-        if len(needed) > len(free):
-            raise BackendError(f"{len(needed)} characters need spare keycodes; the keymap has {len(free)}")
-        for keysym, code in zip(needed, free, strict=False):
-            self._x.display.change_keyboard_mapping(code, [[keysym] * self._width])
-            self._borrowed[code] = keysym
-        for code, keysym in self._borrowed.items():
-            self._codes[keysym] = (code, False)
-        self._x.display.sync()
-
-    def send(self, ch: str) -> None:
-        """Press and release the key of one prepared character (not synced)."""
-        code, shift = self._codes[keysym_for(ch)]
-        d = self._x.display
-        if shift:
-            xtest.fake_input(d, X.KeyPress, self._shift)
-        xtest.fake_input(d, X.KeyPress, code)
-        xtest.fake_input(d, X.KeyRelease, code)
-        if shift:
-            xtest.fake_input(d, X.KeyRelease, self._shift)
-
-    @property
-    def borrowed(self) -> int:
-        return len(self._borrowed)
-
-    def restore(self) -> None:
-        """Give every borrowed keycode back its empty mapping."""
-        if not self._borrowed:
-            return
-        for code in self._borrowed:
-            self._x.display.change_keyboard_mapping(code, [[0] * self._width])
-        self._borrowed.clear()
-        self._codes = {}
-        self._x.display.sync()

@@ -8,6 +8,12 @@ event, recorded right after the request; so a device event not preceded by a pen
 remote-desktop viewer, or another program driving XTEST (``xdotool``). That is what the
 backend reports as a person at the desk.
 
+The same recording names the holder of an active grab. X can tell that the keyboard or
+the pointer is grabbed (a grab attempt fails) but not by whom; the watcher records every
+client's ``GrabPointer``/``GrabKeyboard`` (and their replies: did it succeed?),
+``UngrabPointer``/``UngrabKeyboard`` and disconnections, so that a refusal can say which
+client took the grab — when it took it while the session was open.
+
 This works on Xvfb (which has RECORD), needs no input device of its own, and costs one
 thread and two connections per session. Our own requests are recognised by the
 connection's resource id base; every connection of this process that sends input is
@@ -24,6 +30,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from Xlib import X
 from Xlib import error as xerror
@@ -44,8 +51,22 @@ _KINDS = {
     X.MotionNotify: "moved the pointer to ({x}, {y})",
 }
 
+_GRABS = {26: "pointer", 31: "keyboard"}  # GrabPointer, GrabKeyboard
+_UNGRABS = {27: "pointer", 32: "keyboard"}  # UngrabPointer, UngrabKeyboard
+
 # display name -> resource id bases of this process's connections that send input
 own_clients: dict[str, set[int]] = {}
+# display name -> the root point where this process's input last left the pointer
+pointer_left: dict[str, tuple[int, int]] = {}
+
+
+@dataclass(frozen=True)
+class GrabHolder:
+    """A client that took an active grab while the session watched: its id base, the grab window, when."""
+
+    client: int
+    window: int
+    at: float
 
 
 def describe_event(data: bytes) -> tuple[int, str]:
@@ -75,7 +96,14 @@ class InputWatcher:
         self._ctx = 0
         self._thread: threading.Thread | None = None
         self._pending: deque[float] = deque()
+        self._xtest_major = -1
         self.foreign_events = 0
+        self._grabbing: dict[int, tuple[str, int]] = {}  # client -> the grab it asked for, awaiting the reply
+        self._holders: dict[str, GrabHolder] = {}
+
+    def grab_holder(self, kind: str) -> GrabHolder | None:
+        """The client that took the ``"keyboard"`` or ``"pointer"`` grab last, if still held as far as seen."""
+        return self._holders.get(kind)
 
     def start(self) -> None:
         """Start recording; returns once the server records (errors if RECORD is missing)."""
@@ -85,7 +113,7 @@ class InputWatcher:
         if xtest is None or not self._ctl.has_extension("RECORD"):
             self._close_displays()
             raise RuntimeError(f"X display {self._name} lacks RECORD or XTEST")
-        major = xtest.major_opcode
+        major = self._xtest_major = xtest.major_opcode
         self._ctx = self._ctl.record_create_context(
             0,
             [record.AllClients],
@@ -100,7 +128,21 @@ class InputWatcher:
                     "errors": (0, 0),
                     "client_started": False,
                     "client_died": False,
-                }
+                },
+                *(
+                    {
+                        "core_requests": (grab, ungrab),
+                        "core_replies": (grab, grab),
+                        "ext_requests": (0, 0, 0, 0),
+                        "ext_replies": (0, 0, 0, 0),
+                        "delivered_events": (0, 0),
+                        "device_events": (0, 0),
+                        "errors": (0, 0),
+                        "client_started": False,
+                        "client_died": True,
+                    }
+                    for grab, ungrab in ((26, 27), (31, 32))
+                ),
             ],
         )
         self._ctl.sync()  # the context must exist before the other connection enables it
@@ -115,13 +157,20 @@ class InputWatcher:
         def callback(reply: record.EnableContext) -> None:
             if reply.category == record.StartOfData:
                 started.set()
-            elif reply.category == record.FromClient:
-                if reply.id_base in own_clients.get(self._name, ()):
-                    self._pending.append(time.monotonic())
+            elif reply.category == record.FromClient and not reply.client_swapped:
+                self._requests(reply.id_base, bytes(reply.data))
             elif reply.category == record.FromServer and not reply.client_swapped:
                 data = bytes(reply.data)
+                if data[:1] == b"\x01":  # a reply: to a grab request we recorded
+                    self._grab_reply(reply.id_base, data)
+                    return
                 for i in range(0, len(data) - 31, 32):
                     self._event(data[i : i + 32])
+            elif reply.category == record.ClientDied:
+                self._grabbing.pop(reply.id_base, None)
+                for kind, holder in list(self._holders.items()):
+                    if holder.client == reply.id_base:
+                        del self._holders[kind]
 
         try:
             self._data.record_enable_context(self._ctx, callback)
@@ -129,6 +178,40 @@ class InputWatcher:
             log.warning("input recording on %s stopped: %s", self._name, exc)
         finally:
             started.set()
+
+    def _requests(self, client: int, data: bytes) -> None:
+        """Recorded requests of one client, one after another in ``data``."""
+        own = client in own_clients.get(self._name, ())
+        offset = 0
+        while offset + 4 <= len(data):
+            opcode = data[offset]
+            (length,) = struct.unpack_from("=H", data, offset + 2)
+            if length == 0 and offset + 8 <= len(data):  # BIG-REQUESTS: the length follows
+                (length,) = struct.unpack_from("=I", data, offset + 4)
+            request = data[offset : offset + max(length, 1) * 4]
+            offset += max(length, 1) * 4
+            if opcode in _GRABS or opcode in _UNGRABS:
+                if not own:
+                    self._grab_request(client, request)
+            elif opcode == self._xtest_major and own:
+                self._pending.append(time.monotonic())  # a FakeInput: it will make one device event
+
+    def _grab_request(self, client: int, data: bytes) -> None:
+        opcode = data[0]
+        if opcode in _GRABS:
+            (window,) = struct.unpack_from("=I", data, 4)
+            self._grabbing[client] = (_GRABS[opcode], window)
+            return
+        kind = _UNGRABS[opcode]
+        holder = self._holders.get(kind)
+        if holder is not None and holder.client == client:
+            del self._holders[kind]
+
+    def _grab_reply(self, client: int, data: bytes) -> None:
+        asked = self._grabbing.pop(client, None)
+        if asked is not None and data[1] == X.GrabSuccess:
+            kind, window = asked
+            self._holders[kind] = GrabHolder(client, window, time.time())
 
     def _event(self, data: bytes) -> None:
         now = time.monotonic()

@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from handrail._vocabulary import ActionKind, Reason
+from handrail.executor._ariatree import parse_snapshot
 from handrail.executor._backend import (
     AuthzResource,
     Backend,
@@ -36,6 +37,7 @@ from handrail.executor._backend import (
     ObserveOptions,
     RawObservation,
     Refusal,
+    SurfaceListener,
 )
 from handrail.executor._faults import POINTS
 from handrail.executor._models import ActionSpec, DesktopState, Expectation, Observation, WindowInfo
@@ -98,7 +100,9 @@ class FakeBackend:
         kind: ``"browser"`` or ``"desktop"`` (a desktop observation carries a window).
         url: the page's URL (what authz is told an action touches).
         title: the page's (or window's) title.
-        snapshot: the ARIA snapshot observations show; refs are read from it.
+        snapshot: the ARIA snapshot observations show (Playwright's ai-mode YAML); the
+            element list refs are resolved from is parsed from it, as the browser
+            backend parses its own.
 
     Attributes:
         url, title, snapshot: what the next observation shows; a test may change them.
@@ -109,6 +113,10 @@ class FakeBackend:
         closed: whether the loop closed the surface.
         on_dispatch: awaited with each action as it reaches ``dispatch``, before the
             scripted answer (to look at the world at that moment).
+        listener: the loop's listener (``listen``): a test plays the page's document
+            loads and side-effecting requests through it.
+        started: the start pages the loop loaded.
+        observe_error: raised by every observation while set (a target gone for good).
     """
 
     def __init__(
@@ -129,6 +137,9 @@ class FakeBackend:
         self.calls: list[str] = []
         self.closed = False
         self.on_dispatch: Callable[[ActionSpec], Awaitable[None]] | None = None
+        self.listener: SurfaceListener | None = None
+        self.started: list[str] = []
+        self.observe_error: BaseException | None = None
         self._refusals: deque[Refusal | None] = deque()
         self._dispatches: deque[Dispatch] = deque()
         self._expectations: deque[tuple[bool, str]] = deque()
@@ -159,6 +170,8 @@ class FakeBackend:
 
     async def observe(self, options: ObserveOptions) -> RawObservation:
         self.calls.append("observe")
+        if self.observe_error is not None:
+            raise self.observe_error
         self.observations += 1
         desktop = None
         if self.kind == "desktop":
@@ -166,12 +179,14 @@ class FakeBackend:
                 _WINDOW.window_id, _WINDOW.pid, _WINDOW.wm_class, self.title, 0, 0, _WINDOW.width, _WINDOW.height
             )
             desktop = DesktopState(1280, 800, window, window, (window,), screenshot_of_target=True)
+        browser = self.kind == "browser"
         return RawObservation(
-            url=self.url if self.kind == "browser" else "",
+            url=self.url if browser else "",
             title=self.title,
             snapshot=self.snapshot,
-            active_tab="t1" if self.kind == "browser" else "",
+            active_tab="t1" if browser else "",
             desktop=desktop,
+            elements=parse_snapshot(self.snapshot, tab="t1") if browser else (),
         )
 
     async def check_fresh(self, cited: Observation, spec: ActionSpec, target: RefInfo | None) -> Refusal | None:
@@ -208,6 +223,16 @@ class FakeBackend:
     async def expectation_holds(self, expect: Expectation, cited_refs: dict[str, RefInfo]) -> tuple[bool, str]:
         self.calls.append("expect")
         return self._expectations.popleft() if self._expectations else (True, "")
+
+    def listen(self, listener: SurfaceListener) -> None:
+        """Keep the loop's listener: a test plays the page's network through it
+        (``await backend.listener.judge_load(...)``, ``request_started``, ``request_ended``)."""
+        self.listener = listener
+
+    async def start(self, url: str, timeout_ms: int) -> None:
+        self.calls.append("start")
+        self.started.append(url)
+        self.url = url
 
     async def close(self) -> None:
         self.calls.append("close")

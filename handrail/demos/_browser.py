@@ -44,7 +44,9 @@ def run_demo(data_dir: Path, *, chromium: str | None = None, out: TextIO = sys.s
         steps.say(f"executor: pid {exec_proc.proc.pid}, {exec_proc.address}")
 
         operator = stack.enter_context(AuthzClient(authz_proc.address, tokens[OPERATOR]))
-        grant = operator.grant(AGENT, TARGET, ["input", "submit"], [base], note="turn off the renewal of Pro Monthly")
+        grant = operator.grant(
+            AGENT, TARGET, ["navigate", "input", "submit"], [base], note="turn off the renewal of Pro Monthly"
+        )
         steps.say(f"operator {OPERATOR} granted {AGENT}: input, submit on {base} ({grant.grant_id})")
 
         agent = stack.enter_context(ExecutorClient(exec_proc.address, tokens[AGENT]))

@@ -59,6 +59,7 @@ def run_console_demo(
         steps.say(f"the code the merchant sent to the person's phone: {SECOND_FACTOR_CODE}\n")
 
         with AuthzClient(authz.address, tokens[OPERATOR]) as ops:
+            ops.grant(AGENT, TARGET, ["navigate"], [base], note="the merchant's pages")
             ops.grant(AGENT, TARGET, ["input", "submit"], [base], note="turn off the renewal of Pro Monthly")
         agent = stack.enter_context(ExecutorClient(executor.address, tokens[AGENT]))
         session = agent.open_session(target=TARGET, start_url=base + "/")

@@ -93,7 +93,7 @@ def run_desktop_demo(data_dir: Path, out: TextIO = sys.stdout) -> int:
 
             steps.say("\n1. typing reaches the bound window")
             text = "Meeting notes: héllo ü€ 中. "
-            r = session.type("", text).result
+            r = session.type(text).result
             steps.expect("the text is typed", r.outcome is Outcome.DONE, f"{r.outcome.value}, {r.typed_chars} chars")
             got = notes.wait_state(lambda st: st["text"] == text)["text"]
             steps.expect("the notes window received it intact, non-ASCII included", got == text, repr(got))
@@ -103,7 +103,7 @@ def run_desktop_demo(data_dir: Path, out: TextIO = sys.stdout) -> int:
             chat.command("steal")
             chat.wait_state(lambda st: st["stole"])
             time.sleep(0.2)
-            r = session.type("", "my password is hunter2").result
+            r = session.type("my password is hunter2").result
             steps.expect(
                 "the keystrokes are refused before any is sent",
                 r.outcome is Outcome.REFUSED and r.reason == "FOCUS_MISMATCH" and not r.execution_started,
@@ -119,7 +119,7 @@ def run_desktop_demo(data_dir: Path, out: TextIO = sys.stdout) -> int:
             r = session.activate().result
             steps.expect("activating the notes window is allowed and done", r.outcome is Outcome.DONE, r.message)
             more = "Action items follow."
-            r = session.type("", more).result
+            r = session.type(more).result
             steps.expect("typing goes on into the notes window", r.outcome is Outcome.DONE, r.message)
             got = notes.wait_state(lambda st: st["text"] == text + more)["text"]
             steps.expect("the notes window has both parts", got == text + more, repr(got))
@@ -144,7 +144,7 @@ def run_desktop_demo(data_dir: Path, out: TextIO = sys.stdout) -> int:
                 session.observe()
                 subprocess.run(["xdotool", "type", "--delay", "20", " (edited by Alice)"], env=vd.env(), check=True)
                 time.sleep(0.3)
-                r = session.type("", "agent text").result
+                r = session.type("agent text").result
                 steps.expect(
                     "the agent's next keystrokes wait for the person",
                     r.outcome is Outcome.REFUSED and r.reason == "HELD_BY_HUMAN",

@@ -169,6 +169,7 @@ def test_only_a_signed_in_operator_can_decide_an_approval(console_stack: Console
     target = f"browser:{agent.name}"
     with serve({"/": "<title>x</title><form method=post action=/go><button>Pay</button></form>"}) as site:
         with AuthzClient(stack.authz.address, stack.operator.token) as ops:
+            ops.grant(agent.name, target, ["navigate"], [site.url])
             ops.grant(agent.name, target, ["submit"], [site.url], require_approval_verbs=["submit"])
         with ExecutorClient(stack.executor.address, agent.token) as client:
             session = client.open_session(target=target, start_url=site.url + "/")

@@ -54,6 +54,7 @@ def test_an_operator_approves_takes_the_wheel_types_the_code_and_hands_back(
     app.start()
     try:
         with AuthzClient(stack.authz.address, stack.operator.token) as ops:
+            ops.grant(agent.name, target, ["navigate"], [app.url])  # the start page
             ops.grant(
                 agent.name,
                 target,

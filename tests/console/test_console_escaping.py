@@ -25,6 +25,7 @@ def test_page_and_agent_text_is_escaped(console_stack: ConsoleStack) -> None:
     page = f"<title>{EVIL}</title><form method=post action=/go><button aria-label='{EVIL}'>Pay</button></form>"
     with serve({"/": page}) as site:
         with AuthzClient(stack.authz.address, stack.operator.token) as ops:
+            ops.grant(agent.name, target, ["navigate"], [site.url])
             ops.grant(agent.name, target, ["submit"], [site.url], require_approval_verbs=["submit"])
         with ExecutorClient(stack.executor.address, agent.token) as client:
             session = client.open_session(target=target, start_url=site.url + "/")

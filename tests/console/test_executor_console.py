@@ -34,9 +34,16 @@ def _run(coro):  # type: ignore[no-untyped-def]
     return asyncio.run(coro)
 
 
+def _open(stack: Stack, agent: AgentSetup, fa: SecondFactorApp):  # type: ignore[no-untyped-def]
+    """A session on the fixture's start page (a document load: its origin granted)."""
+    with stack.operator_client() as ops:
+        ops.grant(agent.principal.name, agent.target, ["navigate"], [fa.url])
+    return agent.client.open_session(target=agent.target, start_url=fa.url + "/")
+
+
 def _pending_verify(stack: Stack, agent: AgentSetup, fa: SecondFactorApp):  # type: ignore[no-untyped-def]
     with stack.operator_client() as ops:
-        ops.grant(agent.principal.name, agent.target, ["input", "submit"], [fa.url])
+        ops.grant(agent.principal.name, agent.target, ["navigate", "input", "submit"], [fa.url])
     session = agent.client.open_session(target=agent.target, start_url=fa.url + "/")
     session.observe()
     session.click(session.find("button", "Turn off auto-renew")).raise_for_outcome()
@@ -49,7 +56,7 @@ def _pending_verify(stack: Stack, agent: AgentSetup, fa: SecondFactorApp):  # ty
 
 
 def test_operator_rpcs_refuse_agent_and_executor_tokens(stack: Stack, agent: AgentSetup, fa: SecondFactorApp) -> None:
-    session = agent.client.open_session(target=agent.target, start_url=fa.url + "/")
+    session = _open(stack, agent, fa)
 
     async def calls(token: str) -> list[str]:
         client = ConsoleClient(stack.executor.address)
@@ -191,7 +198,7 @@ def test_agent_asks_for_a_person_and_waits_for_the_hand_back(
 
 
 def test_human_input_bad_fields_are_named(stack: Stack, agent: AgentSetup, fa: SecondFactorApp) -> None:
-    session = agent.client.open_session(target=agent.target, start_url=fa.url + "/")
+    session = _open(stack, agent, fa)
 
     async def go() -> list[str]:
         client = ConsoleClient(stack.executor.address)
@@ -227,7 +234,7 @@ def test_human_input_bad_fields_are_named(stack: Stack, agent: AgentSetup, fa: S
 def test_a_revoked_operator_is_refused_on_the_next_call(stack: Stack, agent: AgentSetup, fa: SecondFactorApp) -> None:
     """The executor asks the sidecar who the caller is on every console call: nothing
     remembers an operator's token past its revocation."""
-    session = agent.client.open_session(target=agent.target, start_url=fa.url + "/")
+    session = _open(stack, agent, fa)
     name, token = f"ops-{secrets.token_hex(3)}", secrets.token_urlsafe(24)
     with Store(stack.data_dir / "authz.sqlite") as store:
         store.add_principal(name, "operator", token)

@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 
 CHANNEL = """<script>
 (function () {
-  var es = new EventSource("/__events");
+  var es = new EventSource("/__events?since=SINCE");
   es.onmessage = function (e) {
     var cmd = JSON.parse(e.data);
     try { (0, eval)(cmd.code); } finally {
@@ -88,7 +88,11 @@ class Site:
                 if page is None:
                     self._send(404, b"not found")
                     return
-                self._send(200, (page + CHANNEL).encode())
+                # The page hears every command run after it was served, even one sent
+                # before its event stream connected.
+                with site._cond:
+                    since = len(site._commands)
+                self._send(200, (page + CHANNEL.replace("SINCE", str(since))).encode())
 
             def _events(self) -> None:
                 self.send_response(200)
@@ -96,6 +100,9 @@ class Site:
                 self.end_headers()
                 with site._cond:
                     seen = len(site._commands)
+                    query = parse_qs(urlsplit(self.path).query)
+                    if "since" in query and query["since"][0].isdigit():
+                        seen = min(seen, int(query["since"][0]))
                 try:
                     self.wfile.write(b": hi\n\n")
                     self.wfile.flush()

@@ -19,6 +19,8 @@ pytestmark = pytest.mark.browser
 def raw(
     stack: Stack, agent: AgentSetup, app: SubscriptionApp
 ) -> Iterator[tuple[pb_grpc.ExecutorStub, tuple[tuple[str, str], ...], str, pb.Observation]]:
+    with stack.operator_client() as ops:  # the start page is judged like any other load
+        ops.grant(agent.principal.name, agent.target, ["navigate"], [app.url])
     channel = grpc.insecure_channel(stack.executor.address)
     stub = pb_grpc.ExecutorStub(channel)
     md = (("authorization", f"Bearer {agent.principal.token}"),)

@@ -52,7 +52,8 @@ def _session(
     stack: Stack, agent: AgentSetup, site: Site, verbs: list[str], client: ExecutorClient | None = None
 ) -> Session:
     with stack.operator_client() as ops:
-        ops.grant(agent.principal.name, agent.target, verbs, [site.url])
+        # the start page is a document load: it needs navigate on the site's origin
+        ops.grant(agent.principal.name, agent.target, [*verbs, "navigate"], [site.url])
     session = (client or agent.client).open_session(target=agent.target, start_url=site.url + "/form")
     session.observe()
     return session
@@ -154,10 +155,15 @@ def test_lost_connection_after_submit_is_unknown_and_blocks_until_reconciled(
     again = session.click(ref, idempotency_key="order-1")
     assert again.result.outcome is Outcome.UNKNOWN
     assert again.result.action_id == first.result.action_id
-    # A "retry" with a fresh key: refused, whatever key the agent invents.
+    # Reads stay open: the agent may look (a GET navigation, logged as a read) ...
     session.observe()
-    _refused(session.navigate(site.url + "/form"), "RECONCILE_REQUIRED")
-    _refused(session.navigate(site.url + "/form", idempotency_key="order-1-retry"), "RECONCILE_REQUIRED")
+    looked = session.navigate(site.url + "/form")
+    assert looked.result.outcome is Outcome.DONE, looked.result
+    # ... but a "retry" with a fresh key is refused, whatever key the agent invents.
+    _refused(session.click(session.find("button", "Place order")), "RECONCILE_REQUIRED")
+    _refused(
+        session.click(session.find("button", "Place order"), idempotency_key="order-1-retry"), "RECONCILE_REQUIRED"
+    )
     assert len(site.posts) == 1
     # Observing still works; the agent reconciles from what the merchant shows.
     result = session.reconcile(first.result.action_id, "HAPPENED", "the merchant counted one order")
@@ -242,7 +248,7 @@ def test_strict_client_raises_typed_errors(stack: Stack, agent: AgentSetup, site
 
 def test_async_client(stack: Stack, agent: AgentSetup, site: Site) -> None:
     with stack.operator_client() as ops:
-        ops.grant(agent.principal.name, agent.target, ["submit", "input"], [site.url])
+        ops.grant(agent.principal.name, agent.target, ["submit", "input", "navigate"], [site.url])
 
     async def run() -> Outcome:
         async with AsyncExecutorClient(stack.executor.address, agent.principal.token) as client:
@@ -293,7 +299,11 @@ def test_wait_for_is_bounded(stack: Stack, agent: AgentSetup, site: Site) -> Non
 def test_approval_is_bound_to_the_exact_action(stack: Stack, agent: AgentSetup, site: Site) -> None:
     with stack.operator_client() as ops:
         ops.grant(
-            agent.principal.name, agent.target, ["submit", "input"], [site.url], require_approval_verbs=["submit"]
+            agent.principal.name,
+            agent.target,
+            ["submit", "input", "navigate"],
+            [site.url],
+            require_approval_verbs=["submit"],
         )
     session = agent.client.open_session(target=agent.target, start_url=site.url + "/form")
     obs = session.observe()
@@ -315,7 +325,9 @@ def test_approval_is_bound_to_the_exact_action(stack: Stack, agent: AgentSetup, 
 
 def test_waiting_for_an_approval_that_is_denied_or_times_out(stack: Stack, agent: AgentSetup, site: Site) -> None:
     with stack.operator_client() as ops:
-        ops.grant(agent.principal.name, agent.target, ["submit"], [site.url], require_approval_verbs=["submit"])
+        ops.grant(
+            agent.principal.name, agent.target, ["submit", "navigate"], [site.url], require_approval_verbs=["submit"]
+        )
     session = agent.client.open_session(target=agent.target, start_url=site.url + "/form")
     session.observe()
     order = session.find("button", "Place order")
@@ -339,7 +351,9 @@ def test_waiting_for_an_approval_that_is_denied_or_times_out(stack: Stack, agent
 
 def test_waiting_for_an_approval_that_is_granted(stack: Stack, agent: AgentSetup, site: Site) -> None:
     with stack.operator_client() as ops:
-        ops.grant(agent.principal.name, agent.target, ["submit"], [site.url], require_approval_verbs=["submit"])
+        ops.grant(
+            agent.principal.name, agent.target, ["submit", "navigate"], [site.url], require_approval_verbs=["submit"]
+        )
     session = agent.client.open_session(target=agent.target, start_url=site.url + "/form")
     session.observe()
 

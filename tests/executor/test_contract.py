@@ -44,7 +44,7 @@ def _granted(stack: Stack, app: SubscriptionApp, target: str, *prefixes: str) ->
     agents = [stack.add_principal("agent", p) for p in prefixes]
     with stack.operator_client() as ops:
         for agent in agents:
-            ops.grant(agent.name, target, ["submit"], [app.url])
+            ops.grant(agent.name, target, ["navigate", "submit"], [app.url])  # navigate: the start page
     return agents
 
 
@@ -100,8 +100,10 @@ def test_open_session_returns_the_first_observation_and_says_why_no_lease(stack:
     agent = stack.add_principal("agent", "nogrant")
     with ExecutorClient(stack.executor.address, agent.token) as client:
         session = client.open_session(target=f"browser:{agent.name}", start_url=app.url + "/")
-        assert session.latest is not None and "Pause plan" in session.snapshot
         assert session.info.lease_epoch == 0 and session.info.lease_reason == "OUT_OF_SCOPE"
+        # Observed, on its blank tab: with no lease nothing is judged, so the start page is not loaded.
+        assert session.latest is not None and "Pause plan" not in session.snapshot
+        assert [tab.url for tab in session.latest.tabs] == ["about:blank"]
         r = session.navigate(app.url + "/")  # acting right away works: it cites the first observation
         assert r.result.outcome is Outcome.REFUSED and not r.result.execution_started
         session.close()
@@ -110,6 +112,8 @@ def test_open_session_returns_the_first_observation_and_says_why_no_lease(stack:
 @pytest.mark.browser
 def test_status_codes_and_details(stack: Stack, app: SubscriptionApp) -> None:
     agent = stack.add_principal("agent", "codes")
+    with stack.operator_client() as ops:  # the start page is judged first: granted, it fails to load
+        ops.grant(agent.name, "t", ["navigate"], ["http://127.0.0.1:1"])
     channel = grpc.insecure_channel(stack.executor.address)
     stub = pb_grpc.ExecutorStub(channel)  # type: ignore[no-untyped-call]
     md = (("authorization", f"bearer {agent.token}"),)  # the scheme in any case

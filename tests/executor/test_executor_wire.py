@@ -128,3 +128,41 @@ def test_the_sdk_through_the_servicer_to_the_core_without_a_browser(tmp_path: Pa
         asyncio.run(body())
     finally:
         sidecar.stop()
+
+
+def test_a_target_gone_for_good_is_its_own_error_through_the_sdk(tmp_path: Path) -> None:
+    """TARGET_GONE: an action refused for it and an observe that fails for it say so; neither
+    is UNAVAILABLE, which would invite a retry."""
+    from handrail.executor import TargetGoneError, TargetGoneRefusedError
+
+    sidecar: Sidecar = start_sidecar(tmp_path / "authz")
+
+    async def body() -> None:
+        async with running(sidecar, tmp_path / "ledger.sqlite") as rig:
+            server = grpc.aio.server()
+            pb_grpc.add_ExecutorServicer_to_server(ExecutorServicer(rig.core), server)  # type: ignore[no-untyped-call]
+            port = server.add_insecure_port("127.0.0.1:0")
+            await server.start()
+            try:
+                async with AsyncExecutorClient(f"127.0.0.1:{port}", rig.token, strict=True) as client:
+                    session = await client.open_session(target=rig.target)
+                    await session.observe()
+                    rig.backend.refuse_next_check(Reason.TARGET_GONE, "the target window 0x1 was destroyed")
+                    with pytest.raises(TargetGoneRefusedError) as refused:
+                        await session.click(session.find("button", "Pay"))
+                    assert isinstance(refused.value, TargetGoneError) and refused.value.reason == "TARGET_GONE"
+                    rig.backend.observe_error = TargetGoneError("the target window 0x1 was destroyed")
+                    with pytest.raises(TargetGoneError) as gone:
+                        await session.observe()
+                    error = gone.value
+                    assert isinstance(error, ExecutorRpcError) and not isinstance(error, ExecutorUnavailableError)
+                    assert error.code_name == "FAILED_PRECONDITION" and error.reason == "TARGET_GONE"
+                    assert "destroyed" in error.details()
+                    await session.close()
+            finally:
+                await server.stop(None)
+
+    try:
+        asyncio.run(body())
+    finally:
+        sidecar.stop()

@@ -19,7 +19,7 @@ def test_authz_down_refuses_writes_but_observe_works(tmp_path: Path, app: Subscr
     try:
         agent = stack.add_principal("agent")
         with stack.operator_client() as ops:
-            ops.grant(agent.name, "browser:fc", ["submit"], [app.url])
+            ops.grant(agent.name, "browser:fc", ["submit", "navigate"], [app.url])
         with ExecutorClient(stack.executor.address, agent.token) as client:
             session = client.open_session(target="browser:fc", start_url=app.url + "/")
             session.observe()

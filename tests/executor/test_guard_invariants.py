@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from handrail import ActionKind, Evidence, Outcome, Reason, Verdict
-from handrail.executor import ActResponse, Expectation, WaitFor
+from handrail.executor import ActionSpec, ActResponse, Expectation, WaitFor
 from handrail.executor._faults import POINTS
 from handrail.executor.testing import Dispatch, FakeBackend, FaultHooks
 from handrail.recorder import Ledger
@@ -344,6 +344,27 @@ def test_execution_started_is_false_only_when_nothing_was_dispatched(
     run(body)
 
 
+def test_an_action_that_closes_its_own_target_still_ends_with_its_result(sidecar: Sidecar, tmp_path: Path) -> None:
+    """Invariant 14: a click on "Close" that destroys the desktop target is DONE and recorded;
+    the re-observation that finds the target gone does not leave the intent without a result."""
+    from handrail.executor import TargetGoneError
+
+    async def body() -> None:
+        async with running(sidecar, tmp_path / "ledger.sqlite") as rig:
+            await rig.observe()
+
+            async def closes(spec: ActionSpec) -> None:
+                rig.backend.observe_error = TargetGoneError("the target window 0x1 was destroyed")
+
+            rig.backend.on_dispatch = closes
+            r = await rig.act()
+            assert r.result.outcome is Outcome.DONE and r.observation is None, r.result
+            assert r.result.evidence is Evidence.DISPATCH_RETURNED and "destroyed" in r.result.message
+            assert rig.kinds(r.result.action_id) == ["intent", "result"]
+
+    run(body)
+
+
 def test_verified_only_with_an_expectation_that_holds(sidecar: Sidecar, tmp_path: Path) -> None:
     """Invariant 11: nothing is "verified" without a check that says so."""
 
@@ -367,11 +388,6 @@ def test_verified_only_with_an_expectation_that_holds(sidecar: Sidecar, tmp_path
 # -- 14. every action that was started ends with a result, whatever the client does ---------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="invariant 14 does not hold yet: a call cancelled mid-dispatch (the client gone, its deadline "
-    "passed) cancels the act, leaving its intent without a result and the target unblocked until a restart",
-)
 def test_a_started_action_ends_with_a_result_when_its_caller_goes_away(sidecar: Sidecar, tmp_path: Path) -> None:
     async def body() -> None:
         async with running(sidecar, tmp_path / "ledger.sqlite") as rig:

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.browser
 
 def _open(stack: Stack, agent: AgentSetup, app: SubscriptionApp, verbs: list[str]) -> BrowserSession:
     with stack.operator_client() as ops:
-        ops.grant(agent.principal.name, agent.target, verbs, [app.url])
+        ops.grant(agent.principal.name, agent.target, [*verbs, "navigate"], [app.url])  # the start page too
     session = agent.client.open_session(target=agent.target, start_url=app.url + "/")
     session.observe()
     return session

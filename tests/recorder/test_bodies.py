@@ -198,6 +198,7 @@ def test_reading_is_lenient_and_unknown_kinds_stay_as_stored() -> None:
     assert parse_body("audit", {"a": 1}) == OtherBody("audit", {"a": 1})
     assert KINDS == (
         "session_open", "session_close", "intent", "result", "reconcile", "refusal", "decision", "lease_change",
+        "navigation", "request",
     )  # fmt: skip
 
 

@@ -174,16 +174,18 @@ def _one_run(env: Env, executor: ServerProcess, point: str, key: str, target: st
     executor = env.start_executor(next_fault)
     with ExecutorClient(executor.address, env.agent_token, timeout_s=30) as client:
         session = client.open_session(target=target, start_url=env.app.url + "/")
-        obs = session.observe()
+        session.observe()
         if intent is not None and result is None:
             with Ledger(env.ledger_path) as ledger:
                 results = ledger.entries(action_id=intent.action_id, kind="result")
             assert [r.body_as(ResultBody).outcome for r in results] == ["UNKNOWN"], f"{what}: {results}"
-            # The agent's retry with a fresh key: refused, nothing dispatched.
-            if "Pause plan" in obs.snapshot:
-                retry = session.click(session.find("button", "Pause plan"), idempotency_key=key + "-retry").result
-            else:
-                retry = session.navigate(env.app.url + "/", idempotency_key=key + "-retry").result
+            # The agent may look (a read) ...
+            looked = session.navigate(env.app.url + "/", idempotency_key=key + "-look").result
+            assert looked.outcome is Outcome.DONE, f"{what}: {looked}"
+            session.observe()
+            # ... but its retry with a fresh key is refused, nothing dispatched.
+            name = "Pause plan" if "Pause plan" in session.latest.snapshot else "Delete account"  # type: ignore[union-attr]
+            retry = session.click(session.find("button", name), idempotency_key=key + "-retry").result
             assert (retry.outcome, retry.reason, retry.execution_started) == (
                 Outcome.REFUSED,
                 "RECONCILE_REQUIRED",

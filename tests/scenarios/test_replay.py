@@ -23,7 +23,7 @@ DIVERGING = """\
 name: diverging
 app: subscription
 grants:
-  - {id: cancel, verbs: [input, submit]}
+  - {id: cancel, verbs: [input, submit, navigate]}
 steps:
   - observe
   - act:
@@ -85,7 +85,7 @@ def test_cli_replay_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 def test_record_then_replay(stack: Stack, agent: AgentSetup, app: SubscriptionApp, tmp_path: Path) -> None:
     with stack.operator_client() as operator:
-        operator.grant(agent.principal.name, agent.target, ["input", "submit"], [app.url])
+        operator.grant(agent.principal.name, agent.target, ["input", "submit", "navigate"], [app.url])
     session = agent.client.open_session(target=agent.target, start_url=app.url + "/")
     session.observe()
     assert session.navigate("http://127.0.0.1:9/elsewhere").result.reason == "OUT_OF_SCOPE"

@@ -177,20 +177,30 @@ CHANGE_USE: Change
 CHANGE_RELOAD: Change
 
 class Resource(_message.Message):
-    __slots__ = ("url", "element_role", "element_name", "window_class", "window_title", "password_field")
+    __slots__ = ("url", "element_role", "element_name", "window_class", "window_title", "password_field", "dialog_title", "form_name", "heading", "description", "document_load")
     URL_FIELD_NUMBER: _ClassVar[int]
     ELEMENT_ROLE_FIELD_NUMBER: _ClassVar[int]
     ELEMENT_NAME_FIELD_NUMBER: _ClassVar[int]
     WINDOW_CLASS_FIELD_NUMBER: _ClassVar[int]
     WINDOW_TITLE_FIELD_NUMBER: _ClassVar[int]
     PASSWORD_FIELD_FIELD_NUMBER: _ClassVar[int]
+    DIALOG_TITLE_FIELD_NUMBER: _ClassVar[int]
+    FORM_NAME_FIELD_NUMBER: _ClassVar[int]
+    HEADING_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_LOAD_FIELD_NUMBER: _ClassVar[int]
     url: str
     element_role: str
     element_name: str
     window_class: str
     window_title: str
     password_field: bool
-    def __init__(self, url: _Optional[str] = ..., element_role: _Optional[str] = ..., element_name: _Optional[str] = ..., window_class: _Optional[str] = ..., window_title: _Optional[str] = ..., password_field: _Optional[bool] = ...) -> None: ...
+    dialog_title: str
+    form_name: str
+    heading: str
+    description: str
+    document_load: bool
+    def __init__(self, url: _Optional[str] = ..., element_role: _Optional[str] = ..., element_name: _Optional[str] = ..., window_class: _Optional[str] = ..., window_title: _Optional[str] = ..., password_field: _Optional[bool] = ..., dialog_title: _Optional[str] = ..., form_name: _Optional[str] = ..., heading: _Optional[str] = ..., description: _Optional[str] = ..., document_load: _Optional[bool] = ...) -> None: ...
 
 class CheckRequest(_message.Message):
     __slots__ = ("principal", "target", "lease_epoch", "verb", "resource", "action_id", "fingerprint", "observation_id")
@@ -213,7 +223,7 @@ class CheckRequest(_message.Message):
     def __init__(self, principal: _Optional[str] = ..., target: _Optional[str] = ..., lease_epoch: _Optional[int] = ..., verb: _Optional[_Union[Verb, str]] = ..., resource: _Optional[_Union[Resource, _Mapping]] = ..., action_id: _Optional[str] = ..., fingerprint: _Optional[str] = ..., observation_id: _Optional[str] = ...) -> None: ...
 
 class CheckResponse(_message.Message):
-    __slots__ = ("allow", "reason", "message", "decision_id", "policies", "grant_id", "lease_epoch", "approval_id", "shadow_policies", "grant_consumed")
+    __slots__ = ("allow", "reason", "message", "decision_id", "policies", "grant_id", "lease_epoch", "approval_id", "shadow_policies", "grant_consumed", "idempotency_header")
     ALLOW_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
@@ -224,6 +234,7 @@ class CheckResponse(_message.Message):
     APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
     SHADOW_POLICIES_FIELD_NUMBER: _ClassVar[int]
     GRANT_CONSUMED_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_HEADER_FIELD_NUMBER: _ClassVar[int]
     allow: bool
     reason: Reason
     message: str
@@ -234,10 +245,11 @@ class CheckResponse(_message.Message):
     approval_id: str
     shadow_policies: _containers.RepeatedScalarFieldContainer[str]
     grant_consumed: bool
-    def __init__(self, allow: _Optional[bool] = ..., reason: _Optional[_Union[Reason, str]] = ..., message: _Optional[str] = ..., decision_id: _Optional[str] = ..., policies: _Optional[_Iterable[str]] = ..., grant_id: _Optional[str] = ..., lease_epoch: _Optional[int] = ..., approval_id: _Optional[str] = ..., shadow_policies: _Optional[_Iterable[str]] = ..., grant_consumed: _Optional[bool] = ...) -> None: ...
+    idempotency_header: bool
+    def __init__(self, allow: _Optional[bool] = ..., reason: _Optional[_Union[Reason, str]] = ..., message: _Optional[str] = ..., decision_id: _Optional[str] = ..., policies: _Optional[_Iterable[str]] = ..., grant_id: _Optional[str] = ..., lease_epoch: _Optional[int] = ..., approval_id: _Optional[str] = ..., shadow_policies: _Optional[_Iterable[str]] = ..., grant_consumed: _Optional[bool] = ..., idempotency_header: _Optional[bool] = ...) -> None: ...
 
 class Grant(_message.Message):
-    __slots__ = ("grant_id", "principal", "target", "verbs", "origins", "expires_at_ms", "granted_by", "note", "created_at_ms", "revoked", "path_globs", "role_patterns", "name_patterns", "window_class_patterns", "window_title_patterns", "allow_password_input", "single_use", "task_id", "require_approval_verbs", "approval_timeout_ms", "revoked_at_ms", "used_at_ms", "closed_at_ms", "state", "grant_state")
+    __slots__ = ("grant_id", "principal", "target", "verbs", "origins", "expires_at_ms", "granted_by", "note", "created_at_ms", "revoked", "path_globs", "role_patterns", "name_patterns", "window_class_patterns", "window_title_patterns", "allow_password_input", "single_use", "task_id", "require_approval_verbs", "approval_timeout_ms", "revoked_at_ms", "used_at_ms", "closed_at_ms", "state", "grant_state", "idempotency_header")
     GRANT_ID_FIELD_NUMBER: _ClassVar[int]
     PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     TARGET_FIELD_NUMBER: _ClassVar[int]
@@ -263,6 +275,7 @@ class Grant(_message.Message):
     CLOSED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     GRANT_STATE_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_HEADER_FIELD_NUMBER: _ClassVar[int]
     grant_id: str
     principal: str
     target: str
@@ -288,7 +301,8 @@ class Grant(_message.Message):
     closed_at_ms: int
     state: str
     grant_state: GrantState
-    def __init__(self, grant_id: _Optional[str] = ..., principal: _Optional[str] = ..., target: _Optional[str] = ..., verbs: _Optional[_Iterable[_Union[Verb, str]]] = ..., origins: _Optional[_Iterable[str]] = ..., expires_at_ms: _Optional[int] = ..., granted_by: _Optional[str] = ..., note: _Optional[str] = ..., created_at_ms: _Optional[int] = ..., revoked: _Optional[bool] = ..., path_globs: _Optional[_Iterable[str]] = ..., role_patterns: _Optional[_Iterable[str]] = ..., name_patterns: _Optional[_Iterable[str]] = ..., window_class_patterns: _Optional[_Iterable[str]] = ..., window_title_patterns: _Optional[_Iterable[str]] = ..., allow_password_input: _Optional[bool] = ..., single_use: _Optional[bool] = ..., task_id: _Optional[str] = ..., require_approval_verbs: _Optional[_Iterable[_Union[Verb, str]]] = ..., approval_timeout_ms: _Optional[int] = ..., revoked_at_ms: _Optional[int] = ..., used_at_ms: _Optional[int] = ..., closed_at_ms: _Optional[int] = ..., state: _Optional[str] = ..., grant_state: _Optional[_Union[GrantState, str]] = ...) -> None: ...
+    idempotency_header: bool
+    def __init__(self, grant_id: _Optional[str] = ..., principal: _Optional[str] = ..., target: _Optional[str] = ..., verbs: _Optional[_Iterable[_Union[Verb, str]]] = ..., origins: _Optional[_Iterable[str]] = ..., expires_at_ms: _Optional[int] = ..., granted_by: _Optional[str] = ..., note: _Optional[str] = ..., created_at_ms: _Optional[int] = ..., revoked: _Optional[bool] = ..., path_globs: _Optional[_Iterable[str]] = ..., role_patterns: _Optional[_Iterable[str]] = ..., name_patterns: _Optional[_Iterable[str]] = ..., window_class_patterns: _Optional[_Iterable[str]] = ..., window_title_patterns: _Optional[_Iterable[str]] = ..., allow_password_input: _Optional[bool] = ..., single_use: _Optional[bool] = ..., task_id: _Optional[str] = ..., require_approval_verbs: _Optional[_Iterable[_Union[Verb, str]]] = ..., approval_timeout_ms: _Optional[int] = ..., revoked_at_ms: _Optional[int] = ..., used_at_ms: _Optional[int] = ..., closed_at_ms: _Optional[int] = ..., state: _Optional[str] = ..., grant_state: _Optional[_Union[GrantState, str]] = ..., idempotency_header: _Optional[bool] = ...) -> None: ...
 
 class GrantRequest(_message.Message):
     __slots__ = ("grant",)

@@ -30,6 +30,7 @@ class Reason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     FOCUS_MISMATCH: _ClassVar[Reason]
     IDEMPOTENCY_CONFLICT: _ClassVar[Reason]
     RECONCILE_REQUIRED: _ClassVar[Reason]
+    TARGET_GONE: _ClassVar[Reason]
 
 class Outcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -136,6 +137,7 @@ TARGET_CHANGED: Reason
 FOCUS_MISMATCH: Reason
 IDEMPOTENCY_CONFLICT: Reason
 RECONCILE_REQUIRED: Reason
+TARGET_GONE: Reason
 OUTCOME_UNSPECIFIED: Outcome
 REFUSED: Outcome
 DONE: Outcome
@@ -309,6 +311,78 @@ class Window(_message.Message):
     height: int
     def __init__(self, window_id: _Optional[int] = ..., pid: _Optional[int] = ..., wm_class: _Optional[str] = ..., title: _Optional[str] = ..., x: _Optional[int] = ..., y: _Optional[int] = ..., width: _Optional[int] = ..., height: _Optional[int] = ...) -> None: ...
 
+class Box(_message.Message):
+    __slots__ = ("x", "y", "width", "height")
+    X_FIELD_NUMBER: _ClassVar[int]
+    Y_FIELD_NUMBER: _ClassVar[int]
+    WIDTH_FIELD_NUMBER: _ClassVar[int]
+    HEIGHT_FIELD_NUMBER: _ClassVar[int]
+    x: int
+    y: int
+    width: int
+    height: int
+    def __init__(self, x: _Optional[int] = ..., y: _Optional[int] = ..., width: _Optional[int] = ..., height: _Optional[int] = ...) -> None: ...
+
+class ElementContext(_message.Message):
+    __slots__ = ("role", "name", "ref")
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REF_FIELD_NUMBER: _ClassVar[int]
+    role: str
+    name: str
+    ref: str
+    def __init__(self, role: _Optional[str] = ..., name: _Optional[str] = ..., ref: _Optional[str] = ...) -> None: ...
+
+class Element(_message.Message):
+    __slots__ = ("ref", "role", "name", "tab_id", "frame", "text", "url", "placeholder", "disabled", "expanded", "selected", "focused", "checked", "pressed", "level", "invalid", "box", "parent", "row", "list_item", "dialog", "form", "heading")
+    REF_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TAB_ID_FIELD_NUMBER: _ClassVar[int]
+    FRAME_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    PLACEHOLDER_FIELD_NUMBER: _ClassVar[int]
+    DISABLED_FIELD_NUMBER: _ClassVar[int]
+    EXPANDED_FIELD_NUMBER: _ClassVar[int]
+    SELECTED_FIELD_NUMBER: _ClassVar[int]
+    FOCUSED_FIELD_NUMBER: _ClassVar[int]
+    CHECKED_FIELD_NUMBER: _ClassVar[int]
+    PRESSED_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    INVALID_FIELD_NUMBER: _ClassVar[int]
+    BOX_FIELD_NUMBER: _ClassVar[int]
+    PARENT_FIELD_NUMBER: _ClassVar[int]
+    ROW_FIELD_NUMBER: _ClassVar[int]
+    LIST_ITEM_FIELD_NUMBER: _ClassVar[int]
+    DIALOG_FIELD_NUMBER: _ClassVar[int]
+    FORM_FIELD_NUMBER: _ClassVar[int]
+    HEADING_FIELD_NUMBER: _ClassVar[int]
+    ref: str
+    role: str
+    name: str
+    tab_id: str
+    frame: str
+    text: str
+    url: str
+    placeholder: str
+    disabled: bool
+    expanded: bool
+    selected: bool
+    focused: bool
+    checked: str
+    pressed: str
+    level: int
+    invalid: str
+    box: Box
+    parent: str
+    row: ElementContext
+    list_item: ElementContext
+    dialog: ElementContext
+    form: ElementContext
+    heading: ElementContext
+    def __init__(self, ref: _Optional[str] = ..., role: _Optional[str] = ..., name: _Optional[str] = ..., tab_id: _Optional[str] = ..., frame: _Optional[str] = ..., text: _Optional[str] = ..., url: _Optional[str] = ..., placeholder: _Optional[str] = ..., disabled: _Optional[bool] = ..., expanded: _Optional[bool] = ..., selected: _Optional[bool] = ..., focused: _Optional[bool] = ..., checked: _Optional[str] = ..., pressed: _Optional[str] = ..., level: _Optional[int] = ..., invalid: _Optional[str] = ..., box: _Optional[_Union[Box, _Mapping]] = ..., parent: _Optional[str] = ..., row: _Optional[_Union[ElementContext, _Mapping]] = ..., list_item: _Optional[_Union[ElementContext, _Mapping]] = ..., dialog: _Optional[_Union[ElementContext, _Mapping]] = ..., form: _Optional[_Union[ElementContext, _Mapping]] = ..., heading: _Optional[_Union[ElementContext, _Mapping]] = ...) -> None: ...
+
 class DesktopState(_message.Message):
     __slots__ = ("screen_width", "screen_height", "target", "active", "stacking", "screenshot_of_target", "screenshot_x", "screenshot_y")
     SCREEN_WIDTH_FIELD_NUMBER: _ClassVar[int]
@@ -330,7 +404,7 @@ class DesktopState(_message.Message):
     def __init__(self, screen_width: _Optional[int] = ..., screen_height: _Optional[int] = ..., target: _Optional[_Union[Window, _Mapping]] = ..., active: _Optional[_Union[Window, _Mapping]] = ..., stacking: _Optional[_Iterable[_Union[Window, _Mapping]]] = ..., screenshot_of_target: _Optional[bool] = ..., screenshot_x: _Optional[int] = ..., screenshot_y: _Optional[int] = ...) -> None: ...
 
 class Observation(_message.Message):
-    __slots__ = ("observation_id", "session_id", "generation", "lease_epoch", "url", "title", "snapshot", "screenshot_png", "digest", "taken_at_ms", "tabs", "active_tab", "frames", "dialogs", "viewport_width", "viewport_height", "mutation_counter", "is_diff", "diff", "screenshot_scale", "desktop")
+    __slots__ = ("observation_id", "session_id", "generation", "lease_epoch", "url", "title", "snapshot", "screenshot_png", "digest", "taken_at_ms", "tabs", "active_tab", "frames", "dialogs", "viewport_width", "viewport_height", "mutation_counter", "is_diff", "diff", "screenshot_scale", "desktop", "elements", "elements_gone")
     OBSERVATION_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     GENERATION_FIELD_NUMBER: _ClassVar[int]
@@ -352,6 +426,8 @@ class Observation(_message.Message):
     DIFF_FIELD_NUMBER: _ClassVar[int]
     SCREENSHOT_SCALE_FIELD_NUMBER: _ClassVar[int]
     DESKTOP_FIELD_NUMBER: _ClassVar[int]
+    ELEMENTS_FIELD_NUMBER: _ClassVar[int]
+    ELEMENTS_GONE_FIELD_NUMBER: _ClassVar[int]
     observation_id: str
     session_id: str
     generation: int
@@ -373,7 +449,9 @@ class Observation(_message.Message):
     diff: str
     screenshot_scale: float
     desktop: DesktopState
-    def __init__(self, observation_id: _Optional[str] = ..., session_id: _Optional[str] = ..., generation: _Optional[int] = ..., lease_epoch: _Optional[int] = ..., url: _Optional[str] = ..., title: _Optional[str] = ..., snapshot: _Optional[str] = ..., screenshot_png: _Optional[bytes] = ..., digest: _Optional[str] = ..., taken_at_ms: _Optional[int] = ..., tabs: _Optional[_Iterable[_Union[Tab, _Mapping]]] = ..., active_tab: _Optional[str] = ..., frames: _Optional[_Iterable[_Union[Frame, _Mapping]]] = ..., dialogs: _Optional[_Iterable[_Union[Dialog, _Mapping]]] = ..., viewport_width: _Optional[int] = ..., viewport_height: _Optional[int] = ..., mutation_counter: _Optional[int] = ..., is_diff: _Optional[bool] = ..., diff: _Optional[str] = ..., screenshot_scale: _Optional[float] = ..., desktop: _Optional[_Union[DesktopState, _Mapping]] = ...) -> None: ...
+    elements: _containers.RepeatedCompositeFieldContainer[Element]
+    elements_gone: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, observation_id: _Optional[str] = ..., session_id: _Optional[str] = ..., generation: _Optional[int] = ..., lease_epoch: _Optional[int] = ..., url: _Optional[str] = ..., title: _Optional[str] = ..., snapshot: _Optional[str] = ..., screenshot_png: _Optional[bytes] = ..., digest: _Optional[str] = ..., taken_at_ms: _Optional[int] = ..., tabs: _Optional[_Iterable[_Union[Tab, _Mapping]]] = ..., active_tab: _Optional[str] = ..., frames: _Optional[_Iterable[_Union[Frame, _Mapping]]] = ..., dialogs: _Optional[_Iterable[_Union[Dialog, _Mapping]]] = ..., viewport_width: _Optional[int] = ..., viewport_height: _Optional[int] = ..., mutation_counter: _Optional[int] = ..., is_diff: _Optional[bool] = ..., diff: _Optional[str] = ..., screenshot_scale: _Optional[float] = ..., desktop: _Optional[_Union[DesktopState, _Mapping]] = ..., elements: _Optional[_Iterable[_Union[Element, _Mapping]]] = ..., elements_gone: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Expectation(_message.Message):
     __slots__ = ("text_visible", "url_matches", "role", "name", "gone", "field_ref", "field_value", "within_ms")

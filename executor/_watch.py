@@ -1,0 +1,381 @@
+"""What a session's page does on its own: the documents it loads and the requests it sends.
+
+``SessionWatch`` is the loop's listener of one session's surface (``Backend.listen``):
+
+- **Every top-level document load is judged** before it leaves the browser, on the URL as
+  the browser parsed it (invariant 13). Any other (a redirect off the site, a script, a refresh,
+  a pop-up, a form the page submits by itself) is
+  a check of its own with the sidecar, with ``document_load`` set so that only origins a
+  grant names load: a GET as a navigate, anything else as a submit. The running action's
+  own loads are those on the origins it was allowed on (its page's, its URL's, its
+  effects'): its typed URL, its link, the answer to its form and a same-site redirect after
+  it (a form post only if the action was allowed to write).
+  A refused load is aborted, written to the ledger (``navigation``), and the running
+  action, if any, says so in its result. Every load the sidecar is asked about is written
+  to the ledger, allowed or not. While the target waits for a reconcile, a GET load goes
+  on as a read (logged as one) and a load that writes is refused (``RECONCILE_REQUIRED``).
+- **A person at the wheel loads their own documents**: once a person's input went in
+  (the console's ``HumanInput``), every load until the agent acts again is the person's,
+  decided by ``CheckHumanInput`` with their token (allowed while they hold the lease at
+  their epoch; grants and policies are the agents') and written under the person. When
+  the person no longer holds the wheel, a load is judged as the agent's again.
+- **Every side-effecting request belongs to the action running when it starts** (from
+  dispatch to the end of the settle after it). One that ends without a response makes its
+  action UNKNOWN: at the action's result if it ended before it (or is still unanswered
+  when the settle ends), and otherwise by a later result entry that amends the first
+  (``extra.amends``), never by an edit. A response that arrives after the result is
+  recorded (``request``). A request another action started is never held against the
+  action that happens to be running when it fails.
+- For a grant that asks for it, the action's side-effecting requests carry an
+  ``Idempotency-Key`` header derived from the action id (``<action_id>.<n>``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+
+from handrail._vocabulary import Outcome, Reason, Verb
+from handrail.authz import AsyncAuthzClient, AuthzError, InvalidArgumentError, parse_url
+from handrail.executor._backend import DocumentLoad, LoadVerdict, SideRequest
+from handrail.executor._outcomes import Outcomes
+from handrail.executor._session import Session
+from handrail.recorder import Ledger, NavigationBody, RequestBody
+
+__all__ = ["PERSON_LOAD_S", "ActionNetwork", "PersonInput", "SessionWatch", "page_origin"]
+
+log = logging.getLogger(__name__)
+
+_SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
+_KEEP_FINISHED = 64  # finished actions whose requests may still end
+PERSON_LOAD_S = 2.0  # how long after a person's input a load on its page's origin is its own
+
+
+def page_origin(url: str) -> str | None:
+    """The origin of a URL as a browser parses it; None when it does not parse."""
+    try:
+        return parse_url("url", url).origin
+    except InvalidArgumentError:
+        return None
+
+
+@dataclass
+class _Request:
+    request: SideRequest
+    action_id: str
+    status: int = 0
+    failure: str = ""
+    ended: bool = False
+
+    def describe(self) -> str:
+        r = self.request
+        if self.status:
+            return f"{r.method} {r.url} answered {self.status}"
+        if self.ended:
+            return f"{r.method} {r.url} ended without a response ({self.failure})"
+        return f"{r.method} {r.url} has no response yet"
+
+
+@dataclass
+class ActionNetwork:
+    """What one action's page did on the network, from its dispatch to its result.
+
+    Attributes:
+        action_id: the action.
+        origins: the origins the action was allowed to act on (its page's, its own URL's,
+            its effects'): a document of one of them loads as part of the action.
+        writes: the action was allowed to write (a submit or stronger): a form post to
+            one of its origins is part of it too.
+        read_only: the action is a read let through while the target awaits a reconcile.
+        idempotency_header: its grant asks for an ``Idempotency-Key`` on its requests.
+        requests: the side-effecting requests it started.
+        blocked: what the gate refused while it ran, one sentence each.
+        result_seq: its result entry, once written (0 before).
+        outcome: the outcome that result states.
+    """
+
+    action_id: str
+    idempotency_key: str
+    epoch: int
+    origins: set[str] = field(default_factory=set)
+    writes: bool = False
+    read_only: bool = False
+    idempotency_header: bool = False
+    requests: list[_Request] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)
+    result_seq: int = 0
+    outcome: Outcome | None = None
+    decision_id: str = ""
+    _quiet: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def lost(self) -> list[str]:
+        """The requests that ended without a response."""
+        return [r.describe() for r in self.requests if r.ended and not r.status]
+
+    def pending(self) -> list[str]:
+        return [r.describe() for r in self.requests if not r.ended]
+
+    async def quiet(self, timeout_s: float) -> None:
+        """Wait (at most ``timeout_s``) until every request of the action has ended."""
+        deadline = time.monotonic() + timeout_s
+        while self.pending() and time.monotonic() < deadline:
+            self._quiet.clear()
+            try:
+                await asyncio.wait_for(self._quiet.wait(), max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                return
+
+
+@dataclass
+class PersonInput:
+    """A person's latest input into the session (the console's ``HumanInput``).
+
+    Attributes:
+        person, token: who sent it, and their token (CheckHumanInput asks with it).
+        epoch: the lease epoch of their takeover.
+        action_id, decision_id: the input and the decision that allowed it.
+        origin: the page's origin when it was sent.
+        at: when its dispatch ended (monotonic seconds; 0 while it runs).
+    """
+
+    person: str
+    token: str
+    epoch: int
+    action_id: str
+    decision_id: str
+    origin: str | None
+    at: float = 0.0
+
+    def owns(self, origin: str | None) -> bool:
+        """A load on the input's page's origin, while it runs or within ``PERSON_LOAD_S``
+        after it: the input's own consequence (a form it submitted, a link it followed)."""
+        recent = self.at == 0.0 or time.monotonic() - self.at <= PERSON_LOAD_S
+        return recent and origin is not None and origin == self.origin
+
+
+class SessionWatch:
+    """The loop's listener of one session's surface (see the module docstring).
+
+    Args:
+        session: the session.
+        authz: the sidecar client, authenticated as the executor.
+        outcomes: the records of actions (amending a result, blocking the target).
+        ledger: where document loads and late requests are written.
+    """
+
+    def __init__(self, session: Session, authz: AsyncAuthzClient, outcomes: Outcomes, ledger: Ledger) -> None:
+        self._session = session
+        self._authz = authz
+        self._outcomes = outcomes
+        self._ledger = ledger
+        self.current: ActionNetwork | None = None
+        self._requests: dict[str, _Request] = {}
+        self._actions: dict[str, ActionNetwork] = {}
+        # A person at the wheel who sent input. Until the agent acts again, a document load
+        # is theirs, decided by CheckHumanInput with their token.
+        self.person: PersonInput | None = None
+
+    # -- the act path's side ---------------------------------------------------------------
+
+    def begin(
+        self,
+        action_id: str,
+        idempotency_key: str,
+        epoch: int,
+        urls: list[str],
+        *,
+        writes: bool = False,
+        read_only: bool = False,
+        idempotency_header: bool = False,
+        decision_id: str = "",
+    ) -> ActionNetwork:
+        """An action is about to be dispatched: what its page does from now on is its own.
+
+        ``urls`` are the URLs it was allowed on (its page, its own URL, its effects').
+        """
+        self.person = None  # the agent acts again: the lease came back to it
+        origins = {o for o in map(page_origin, urls) if o}
+        net = ActionNetwork(
+            action_id,
+            idempotency_key,
+            epoch,
+            origins,
+            writes and not read_only,
+            read_only,
+            idempotency_header,
+            decision_id=decision_id,
+        )
+        self.current = net
+        self._actions[action_id] = net
+        while len(self._actions) > _KEEP_FINISHED:
+            oldest = next(iter(self._actions))
+            if self._actions[oldest] is net:
+                break
+            del self._actions[oldest]
+        return net
+
+    def finished(self, net: ActionNetwork, result_seq: int, outcome: Outcome) -> None:
+        """The action's result is written: later ends of its requests amend or add to it."""
+        net.result_seq, net.outcome = result_seq, outcome
+        if self.current is net:
+            self.current = None
+        for request in net.requests:
+            if request.ended:
+                self._requests.pop(request.request.request_id, None)
+
+    def abandon(self, net: ActionNetwork) -> None:
+        """The action stopped without a result (a crash): it is no longer running."""
+        if self.current is net:
+            self.current = None
+
+    def starting(self, url: str) -> ActionNetwork:
+        """The session's start page was allowed: it loads (same-site redirects included)."""
+        net = ActionNetwork("", "", self._session.fence.epoch, {o for o in [page_origin(url)] if o})
+        self.current = net
+        return net
+
+    # -- SurfaceListener ---------------------------------------------------------------------
+
+    async def judge_load(self, load: DocumentLoad) -> LoadVerdict:
+        net = self.current
+        origin = page_origin(load.url)
+        if origin is None:
+            return self._record(load, "", False, Reason.OUT_OF_SCOPE, "a URL the sidecar cannot parse", net)
+        safe = load.method.upper() in _SAFE
+        waiting = self._outcomes.blocked(self._session.target)
+        if waiting is not None and not safe:
+            return self._record(load, Verb.SUBMIT, False, Reason.RECONCILE_REQUIRED, waiting, net)
+        if net is not None and origin in net.origins and (safe or net.writes):
+            # Where the running action was allowed to act: its own load, the answer to its
+            # form (a redirect back to the same site), a page of the same site it opens.
+            return LoadVerdict(True)
+        verb = Verb.NAVIGATE if safe else Verb.SUBMIT
+        session = self._session
+        p = self.person
+        if p is not None:
+            try:
+                decision = await self._authz.check_human_input(
+                    p.token, p.person, session.target, p.epoch, verb, url=load.url
+                )
+            except AuthzError as exc:
+                return self._record(load, verb, False, Reason.AUTHZ_UNAVAILABLE, f"authz: {exc}", net, by=p.person)
+            if decision.allow:
+                allowed = (decision.reason, decision.message, net, decision.decision_id)
+                return self._record(load, verb, True, *allowed, by=p.person)
+            if p.owns(origin):  # the input's own load, late: the wheel was handed back since
+                why = f"a load of {p.person}'s input {p.action_id}, which the wheel's hand-back overtook"
+                return self._record(load, verb, True, Reason.ALLOW, why, net, p.decision_id, by=p.person)
+            self.person = None  # the person no longer holds the wheel: the load is judged as the agent's
+        try:
+            decision = await self._authz.check(
+                session.agent,
+                session.target,
+                session.fence.epoch,
+                verb,
+                url=load.url,
+                action_id=net.action_id if net is not None else "",
+                document_load=True,
+            )
+        except AuthzError as exc:
+            return self._record(load, verb, False, Reason.AUTHZ_UNAVAILABLE, f"authz: {exc}", net)
+        read = waiting is not None
+        return self._record(
+            load, verb, decision.allow, decision.reason, decision.message, net, decision.decision_id, read
+        )
+
+    def _record(
+        self,
+        load: DocumentLoad,
+        verb: str,
+        allow: bool,
+        reason: str,
+        message: str,
+        net: ActionNetwork | None,
+        decision_id: str = "",
+        read: bool = False,
+        by: str = "",
+    ) -> LoadVerdict:
+        cause = load.cause if load.cause != "page" or net is None else "action"
+        if not allow:
+            what = f"{load.method} {load.url} ({cause}) was not loaded: {reason}: {message}"
+            if net is not None:
+                net.blocked.append(what)
+            log.info("session %s: %s", self._session.session_id, what)
+        self._ledger.append(
+            NavigationBody.KIND,
+            session_id=self._session.session_id,
+            action_id=net.action_id if net is not None else "",
+            principal=by or self._session.agent,
+            principal_kind="human" if by else "agent",
+            epoch=self._session.fence.epoch,
+            body=NavigationBody(
+                url=load.url,
+                method=load.method,
+                tab_id=load.tab_id,
+                cause=cause,
+                verb=str(verb),
+                allowed=allow,
+                reason=str(reason),
+                message=message,
+                decision_id=decision_id,
+                read=read and allow,
+            ),
+        )
+        return LoadVerdict(allow, str(reason), message)
+
+    def request_started(self, request: SideRequest) -> dict[str, str]:
+        net = self.current
+        tracked = _Request(request, net.action_id if net is not None else "")
+        self._requests[request.request_id] = tracked
+        if net is None:
+            return {}
+        net.requests.append(tracked)
+        if net.idempotency_header:
+            return {"Idempotency-Key": f"{net.action_id}.{len(net.requests)}"}
+        return {}
+
+    def request_ended(self, request_id: str, status: int, failure: str) -> None:
+        tracked = self._requests.get(request_id)
+        if tracked is None or tracked.ended:
+            return
+        tracked.ended, tracked.status, tracked.failure = True, status, "" if status else failure
+        net = self._actions.get(tracked.action_id)
+        if net is None:
+            self._requests.pop(request_id, None)
+            return
+        if not net.pending():
+            net._quiet.set()
+        if not net.result_seq:
+            return  # the act path reads it when it writes the result
+        self._requests.pop(request_id, None)
+        self._late(net, tracked)
+
+    def _late(self, net: ActionNetwork, tracked: _Request) -> None:
+        """A request of an action whose result is written ended: record it, amend if lost."""
+        r = tracked.request
+        lost = not tracked.status
+        message = f"after the action's result: {tracked.describe()}" + (
+            "; the action may have had its effect" if lost else ""
+        )
+        self._ledger.append(
+            RequestBody.KIND,
+            session_id=self._session.session_id,
+            action_id=net.action_id,
+            idempotency_key=net.idempotency_key,
+            principal=self._session.agent,
+            epoch=net.epoch,
+            body=RequestBody(r.method, r.url, r.tab_id, r.resource_type, tracked.status, tracked.failure, message),
+        )
+        if lost and not net.read_only and net.outcome in (Outcome.DONE, Outcome.FAILED):
+            net.outcome = Outcome.UNKNOWN
+            net.result_seq = self._outcomes.amend_unknown(
+                self._session,
+                net.action_id,
+                net.idempotency_key,
+                net.epoch,
+                net.result_seq,
+                f"{tracked.describe()} after the result was written: the outcome is unknown; observe and reconcile",
+                net.decision_id,
+            )

@@ -1,0 +1,143 @@
+"""What an element is in its page, and what acting on it does: its context and its effects.
+
+READ_CONTEXT runs on the target element at describe time (in the same round trip as the
+element check) and answers, small and self-contained so that it can join a structured
+element list later:
+
+- the element's context for the sidecar's risk classification: the title of the dialog it
+  is in, the name of its form, the nearest heading before it, its description;
+- what acting on it does: the URL of the link it is in, the form it submits (its target
+  URL, resolved as the browser would, and its method), whether it takes text (Enter in it
+  submits its form) and whether a change of it submits its form.
+
+:func:`effects_of` turns those facts into the verb the action is judged as and the
+:class:`~handrail.executor._backend.Effect` s it has besides (docs/browser.md, "Verbs by
+effect").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from handrail._vocabulary import ActionKind, Verb
+from handrail.executor._backend import Effect
+from handrail.executor.browser._pagescript import CHECK_ELEMENT, _on_picked
+
+__all__ = ["CHECK_ELEMENT_CONTEXT", "CHECK_PICKED_CONTEXT", "READ_CONTEXT", "READ_FOCUSED_CONTEXT", "effects_of"]
+
+# (el) => facts. Text is whitespace-collapsed and cut at 200 characters.
+READ_CONTEXT = r"""
+(el) => {
+  const doc = el.ownerDocument;
+  const text = (n) => (n ? (n.innerText || n.textContent || "") : "").replace(/\s+/g, " ").trim().slice(0, 200);
+  const byIds = (ids) => (ids || "").split(/\s+/).filter(Boolean)
+    .map((id) => text(doc.getElementById(id))).filter(Boolean).join(" ");
+  const labelOf = (n) => (n.getAttribute("aria-label") || byIds(n.getAttribute("aria-labelledby")) || "").trim();
+  const headingIn = (n) => text(n.querySelector('h1,h2,h3,h4,h5,h6,[role="heading"],legend'));
+  const box = el.closest('dialog, [role="dialog"], [role="alertdialog"], [aria-modal="true"]');
+  const dialog = box ? (labelOf(box) || headingIn(box)) : "";
+  const tag = el.tagName.toLowerCase(), type = (el.getAttribute("type") || "").toLowerCase();
+  const form = el.form || el.closest("form");
+  const formName = form ? (labelOf(form) || form.getAttribute("name") || headingIn(form) || "") : "";
+  let heading = null;
+  for (const h of doc.querySelectorAll('h1,h2,h3,h4,h5,h6,[role="heading"]')) {
+    if (h.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) heading = h; else break;
+  }
+  const description = byIds(el.getAttribute("aria-describedby")) || el.getAttribute("aria-description")
+    || el.getAttribute("title") || "";
+  const out = { dialog, form: formName, heading: text(heading), description: description.slice(0, 200), tag, type };
+  const link = el.closest("a[href], area[href]");
+  if (link && !link.hasAttribute("download")) {
+    const raw = link.getAttribute("href") || "";
+    const url = link.href;
+    const here = location.href.split("#")[0];
+    const samePage = raw.trim().startsWith("#") || (url.split("#")[0] === here && url.includes("#"));
+    if (!/^\s*javascript:/i.test(raw) && !samePage) out.link = url;
+  }
+  const submitter = (tag === "button" && (type === "" || type === "submit")) ||
+                    (tag === "input" && (type === "submit" || type === "image"));
+  if (form) {
+    const by = submitter ? el : null;
+    const action = by && by.hasAttribute("formaction") ? by.formAction : form.action;
+    const method = ((by && by.getAttribute("formmethod")) || form.getAttribute("method") || "get").toLowerCase();
+    out.formAction = action || location.href;
+    out.formMethod = method === "post" ? "POST" : method === "dialog" ? "DIALOG" : "GET";
+    out.submitter = submitter;
+    const noText = ["checkbox", "radio", "button", "submit", "reset", "image", "file", "hidden", "range", "color"];
+    out.textEntry = tag === "input" && !noText.includes(type);
+    out.autoSubmit = tag === "select" && (/submit/i.test(el.getAttribute("onchange") || "") ||
+      el.hasAttribute("data-autosubmit") || form.hasAttribute("data-autosubmit"));
+  }
+  out.button = submitter || tag === "button" || el.getAttribute("role") === "button";
+  return out;
+}
+"""
+
+# The context of the focused element, for a key pressed without a ref.
+READ_FOCUSED_CONTEXT = (
+    "() => { const el = document.activeElement;"
+    " if (!el || el === document.body || el === document.documentElement) return null;"
+    " return (" + READ_CONTEXT.strip() + ")(el); }"
+)
+
+# The element check (CHECK_ELEMENT), and, when nothing changed, the element's context: one
+# round trip for both, on the picked element or on an element handle.
+CHECK_PICKED_CONTEXT = _on_picked(
+    "  const f = h.check(el, args[0]);\n  if (!f.problem) f.context = (" + READ_CONTEXT.strip() + ")(el);\n  return f;"
+)
+CHECK_ELEMENT_CONTEXT = (
+    "(el, since) => { const f = ("
+    + CHECK_ELEMENT.strip()
+    + ")(el, since); if (!f.problem) f.context = ("
+    + READ_CONTEXT.strip()
+    + ")(el); return f; }"
+)
+
+_ENTER = frozenset({"Enter", "NumpadEnter"})
+_SPACE = frozenset({" ", "Space"})
+
+
+def _form_effect(facts: dict[str, Any], why: str) -> Effect | None:
+    action, method = facts.get("formAction"), facts.get("formMethod", "GET")
+    if not action or method == "DIALOG":
+        return None
+    return Effect(Verb.SUBMIT, str(action), why, str(method))
+
+
+def _activates(kind: ActionKind, facts: dict[str, Any], key: str, text: str) -> bool:
+    """Whether the action activates its element (a click, Enter or Space, a line typed ...)."""
+    if kind in (ActionKind.CLICK, ActionKind.DOUBLE_CLICK):
+        return True
+    if kind in (ActionKind.PRESS, ActionKind.HOTKEY):
+        if key in _ENTER:
+            return bool(facts.get("link") or facts.get("button") or facts.get("textEntry"))
+        return key in _SPACE and bool(facts.get("button"))
+    if kind is ActionKind.TYPE:
+        return ("\n" in text or "\r" in text) and bool(facts.get("textEntry"))
+    return kind is ActionKind.SELECT and bool(facts.get("autoSubmit"))
+
+
+def effects_of(
+    kind: ActionKind, facts: dict[str, Any] | None, *, key: str = "", text: str = ""
+) -> tuple[Verb, tuple[Effect, ...]]:
+    """The verb an action is judged as, and its effects, from its element's facts.
+
+    - a click on a link (or in one) is a submit on the element and a navigate to the link's
+      URL; a click on a form's submit button is also a submit to the form's URL;
+    - Enter on a link, a button or a text field of a form, and Space on a button, are a
+      submit (with the link's or the form's URL as effect), not an input;
+    - typing a line break into a text field of a form submits it;
+    - a select whose change submits its form (an ``onchange`` that calls ``submit``, or
+      ``data-autosubmit`` on it or its form: what a page says; a listener added by script
+      is not visible here, and its load is judged by the navigation gate instead) is a
+      submit to the form's URL.
+    """
+    if not facts or not _activates(kind, facts, key, text):
+        return kind.verb, ()
+    if facts.get("link"):
+        return Verb.SUBMIT, (Effect(Verb.NAVIGATE, str(facts["link"]), "link"),)
+    submits = facts.get("submitter") or (
+        kind not in (ActionKind.CLICK, ActionKind.DOUBLE_CLICK) and (facts.get("textEntry") or facts.get("autoSubmit"))
+    )
+    effect = _form_effect(facts, "form") if submits else None
+    return Verb.SUBMIT, (effect,) if effect is not None else ()

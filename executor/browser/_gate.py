@@ -1,0 +1,313 @@
+"""A session's browser network: every top-level document judged before it loads, every
+side-effecting request reported.
+
+Two interceptors, because neither alone sees everything:
+
+- **Per tab, CDP ``Fetch``** for ``Document`` requests, at the request stage: it pauses
+  the main frame's document requests *and every hop of their HTTP redirects* (Playwright's
+  routing lets redirects through unseen). Each is held until the loop's listener judges
+  it; a refused one fails with ``BlockedByClient``, so nothing leaves the browser and the
+  page stays where it was. Child frames' documents go on (they are subresources).
+- **Per context, Playwright routing**, which is in place before a new tab runs: a pop-up's
+  first document (``window.open``, ``target=_blank``) arrives here before the tab exists.
+  It is judged; a refused one is aborted and its tab closed. An allowed GET is aborted too
+  and loaded again once the tab's own gate is in place, so that its redirects are judged
+  like any other; an allowed POST is fetched without following redirects, and a redirect
+  answer is judged on its target and turned into a client-side one (which the tab's gate
+  then judges). Routing also reports side-effecting requests (not GET, HEAD or OPTIONS:
+  fetch, XHR, form posts, beacons) as they start, adding the headers the listener asks
+  for (``Idempotency-Key``), and the tab's events report how they end.
+
+With no listener yet, every document load is refused (fail closed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import html
+import itertools
+import logging
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urljoin
+
+from playwright.async_api import BrowserContext, CDPSession, Page, Request, Route
+from playwright.async_api import Error as PlaywrightError
+
+from handrail.executor._backend import DocumentLoad, LoadVerdict, SideRequest, SurfaceListener
+
+log = logging.getLogger(__name__)
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+_NO_LISTENER = LoadVerdict(False, "AUTHZ_UNAVAILABLE", "the session's gate has no listener yet")
+
+
+class OpenListener:
+    """A listener that lets every load through and keeps no record: for tools and tests
+    that drive a browser surface without the guarded loop (never the executor's)."""
+
+    async def judge_load(self, load: DocumentLoad) -> LoadVerdict:
+        return LoadVerdict(True)
+
+    def request_started(self, request: SideRequest) -> dict[str, str]:
+        return {}
+
+    def request_ended(self, request_id: str, status: int, failure: str) -> None:
+        return None
+
+
+#: The listener of a surface opened without the loop (see ``BrowserHost.open_page``).
+OPEN_LISTENER = OpenListener()
+
+
+class NetworkGate:
+    """The document gate and the request reporter of one browser context.
+
+    Args:
+        context: the session's browser context.
+        tab_of: the tab id of a page of the session (``""`` when it has none yet).
+    """
+
+    def __init__(self, context: BrowserContext, tab_of: Callable[[Page], str]) -> None:
+        self._context = context
+        self._tab_of = tab_of
+        self.listener: SurfaceListener | None = None
+        self._gated: dict[Page, CDPSession] = {}
+        self._gating: dict[Page, asyncio.Future[None]] = {}
+        self._main_frames: dict[Page, str] = {}
+        self._chains: dict[str, tuple[str, str]] = {}  # network id -> (method, URL) that started it
+        # URLs of requests answered by a redirect whose next hop the gate refused: their
+        # failure is the gate's doing, not a lost response.
+        self._redirected: set[str] = set()
+        self._ids = itertools.count(1)
+        self._requests: dict[Request, str] = {}
+        self._tasks: set[asyncio.Future[Any]] = set()
+        # New tabs whose first load was aborted here, in order: the URL to load once the
+        # tab's gate is in place, or None to close the tab (its load was refused).
+        self._popups: deque[tuple[str | None, str]] = deque()
+
+    async def install(self) -> None:
+        await self._context.route("**/*", self._route)
+
+    # -- tabs ------------------------------------------------------------------------
+
+    def adopt_popup(self, page: Page) -> bool:
+        """A new tab appeared: if its first load was aborted here, load it (or close it)."""
+        # Such a tab shows the error page of its failed first load when it is reported.
+        if not self._popups or not (page.url == "" or page.url.startswith("chrome-error:")):
+            return False
+        url, referer = self._popups.popleft()
+        self._spawn(self._reopen(page, url, referer))
+        return True
+
+    async def _reopen(self, page: Page, url: str | None, referer: str) -> None:
+        with contextlib.suppress(PlaywrightError):
+            if url is None:
+                await page.close()
+                return
+            await self.gate(page)
+            await page.goto(url, referer=referer or None, wait_until="commit", timeout=15_000)
+
+    async def gate(self, page: Page) -> None:
+        """Hold this tab's main-frame documents (and their redirects) until judged."""
+        if page in self._gated:
+            return
+        pending = self._gating.get(page)
+        if pending is None:
+            pending = self._gating[page] = asyncio.ensure_future(self._install_gate(page))
+        await asyncio.shield(pending)
+
+    async def _install_gate(self, page: Page) -> None:
+        try:
+            await self._open_gate(page)
+        except PlaywrightError:  # the tab closed meanwhile: nothing to hold
+            return
+
+    async def _open_gate(self, page: Page) -> None:
+        cdp = await self._context.new_cdp_session(page)
+        tree = await cdp.send("Page.getFrameTree")
+        self._main_frames[page] = tree["frameTree"]["frame"]["id"]
+        cdp.on("Fetch.requestPaused", lambda event: self._spawn(self._paused(page, cdp, event)))
+        pattern = {"urlPattern": "*", "resourceType": "Document", "requestStage": "Request"}
+        await cdp.send("Fetch.enable", {"patterns": [pattern]})
+        self._gated[page] = cdp
+        page.on("close", self._forget)
+
+    def _forget(self, page: Page) -> None:
+        self._gated.pop(page, None)
+        self._gating.pop(page, None)
+        self._main_frames.pop(page, None)
+
+    async def _paused(self, page: Page, cdp: CDPSession, event: dict[str, Any]) -> None:
+        request_id = event["requestId"]
+        verdict = LoadVerdict(True)
+        try:
+            if event.get("frameId") == self._main_frames.get(page):
+                request = event["request"]
+                network_id = str(event.get("networkId", ""))
+                method = str(request.get("method", "GET")).upper()
+                redirect = bool(event.get("redirectedRequestId"))
+                url = str(request["url"])
+                chain, first = self._chains.get(network_id, (method, url)) if redirect else (method, url)
+                if not redirect:
+                    self._chains[network_id] = (method, url)
+                    if len(self._chains) > 256:
+                        self._chains.pop(next(iter(self._chains)))
+                load = DocumentLoad(url, method, self._tab_of(page), "redirect" if redirect else "page", chain)
+                verdict = await self._judge(load)
+                if redirect and not verdict.allow:
+                    self._redirected.add(first)
+        except Exception:  # a listener that failed: fail closed, never let the load out unjudged
+            log.exception("judging a document load failed: refused")
+            verdict = LoadVerdict(False, "AUTHZ_UNAVAILABLE", "the load could not be judged")
+        with contextlib.suppress(PlaywrightError):
+            if verdict.allow:
+                await cdp.send("Fetch.continueRequest", {"requestId": request_id})
+            else:
+                # Aborted, not failed: an aborted navigation commits no error page, so the
+                # tab stays on the document it showed.
+                await cdp.send("Fetch.failRequest", {"requestId": request_id, "errorReason": "Aborted"})
+
+    async def _judge(self, load: DocumentLoad) -> LoadVerdict:
+        if self.listener is None:
+            return _NO_LISTENER
+        return await self.listener.judge_load(load)
+
+    # -- the context's routing ---------------------------------------------------------
+
+    async def _route(self, route: Route) -> None:
+        request = route.request
+        try:
+            if request.is_navigation_request():
+                page = _page_of(request)
+                if page is None or (page not in self._gated and page.main_frame is request.frame):
+                    await self._ungated_load(route, request, page)
+                    return
+            if request.method.upper() not in SAFE_METHODS:
+                await route.continue_(headers=await self._started(request))
+                return
+            await route.continue_()
+        except PlaywrightError:  # the page went away meanwhile
+            return
+
+    async def _started(self, request: Request) -> dict[str, str] | None:
+        """Report a side-effecting request; the headers to send it with (None: as they are)."""
+        request_id = f"r{next(self._ids)}"
+        self._requests[request] = request_id
+        page = _page_of(request)
+        tab = self._tab_of(page) if page is not None else ""
+        if self.listener is None:
+            return None
+        side = SideRequest(request_id, request.method.upper(), request.url, tab, request.resource_type)
+        extra = self.listener.request_started(side)
+        if not extra:
+            return None
+        return {**(await request.all_headers()), **extra}
+
+    async def _ungated_load(self, route: Route, request: Request, page: Page | None) -> None:
+        """A document for a tab whose gate is not in place yet (a pop-up's first load)."""
+        method = request.method.upper()
+        referer = request.headers.get("referer", "")
+        verdict = await self._judge(DocumentLoad(request.url, method, "", "popup"))
+        if not verdict.allow:
+            await route.abort("blockedbyclient")
+            if page is None:
+                self._popups.append((None, referer))
+            return
+        if method in SAFE_METHODS:
+            # Loaded again once the tab's gate holds its redirects too. (Failed, not
+            # aborted: Playwright reports a new tab only once its first document commits,
+            # and a failed load commits an error page.)
+            await route.abort("failed")
+            if page is None:
+                self._popups.append((request.url, referer))
+            else:
+                self._spawn(self._reopen(page, request.url, referer))
+            return
+        headers = await self._started(request)
+        try:
+            response = await route.fetch(max_redirects=0, headers=headers)
+        except PlaywrightError as exc:
+            self._ended(request, 0, str(exc).splitlines()[0])
+            await route.abort("connectionfailed")
+            return
+        self._ended(request, response.status, "")
+        location = response.headers.get("location", "")
+        if 300 <= response.status < 400 and location:
+            target = urljoin(request.url, location)
+            onward = await self._judge(DocumentLoad(target, "GET", "", "redirect", method))
+            if not onward.allow:
+                await route.abort("blockedbyclient")
+                return
+            refresh = f'<meta http-equiv="refresh" content="0;url={html.escape(target, quote=True)}">'
+            await route.fulfill(status=200, content_type="text/html", body=refresh)
+            return
+        await route.fulfill(response=response)
+
+    # -- how requests end ---------------------------------------------------------------
+
+    def watch(self, page: Page) -> None:
+        """Report how the side-effecting requests of ``page`` end."""
+        page.on("response", self._on_response)
+        page.on("requestfinished", self._on_finished)
+        page.on("requestfailed", self._on_failed)
+
+    def _on_response(self, response: Any) -> None:
+        self._ended(response.request, int(response.status), "")
+
+    def _on_finished(self, request: Request) -> None:
+        if request in self._requests:  # answered (its response event may not come: a redirect)
+            self._spawn(self._finished(request))
+
+    async def _finished(self, request: Request) -> None:
+        response = await request.response()
+        self._ended(request, response.status if response is not None else 1, "")
+
+    def _on_failed(self, request: Request) -> None:
+        failure = request.failure or "failed"
+        if request.url in self._redirected and request in self._requests:
+            self._redirected.discard(request.url)
+            self._ended(request, 300, "")  # answered by a redirect the gate did not follow
+            return
+        origin = request.redirected_from
+        if origin is not None and request not in self._requests:
+            # A hop of a redirect: the request that started it was answered (by the
+            # redirect), unless the hop itself was sent and lost.
+            while origin.redirected_from is not None and origin not in self._requests:
+                origin = origin.redirected_from
+            ours = "ERR_ABORTED" in failure or "ERR_BLOCKED_BY_CLIENT" in failure
+            self._ended(origin, 300 if ours else 0, "" if ours else failure)
+            return
+        self._ended(request, 0, failure)
+
+    def _ended(self, request: Request, status: int, failure: str) -> None:
+        request_id = self._requests.pop(request, None)
+        if request_id is not None and self.listener is not None:
+            self.listener.request_ended(request_id, status, failure)
+
+    # -- housekeeping -------------------------------------------------------------------
+
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Future[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("network gate task failed: %r", task.exception())
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _page_of(request: Request) -> Page | None:
+    """The page a request belongs to; None for a new tab's first document (no frame yet)."""
+    try:
+        return request.frame.page
+    except PlaywrightError:
+        return None

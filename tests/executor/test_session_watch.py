@@ -1,0 +1,196 @@
+"""The loop's watch of a page's network, in process: a real sidecar and ledger, a fake page.
+
+The fake backend plays the page's document loads and side-effecting requests through the
+listener the loop gave it, at chosen moments of an action's life (``on_dispatch``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from handrail import ActionKind, Outcome, Reason, Verdict
+from handrail.executor._backend import DocumentLoad, SideRequest
+from handrail.executor.testing import FakeBackend
+from handrail.recorder import NavigationBody, RequestBody, ResultBody
+from tests.executor.inproc import ORIGIN, Sidecar, running, start_sidecar
+
+ELSEWHERE = "https://elsewhere.example"
+
+
+@pytest.fixture
+def sidecar(tmp_path: Path) -> Iterator[Sidecar]:
+    s = start_sidecar(tmp_path / "authz")
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def run(body: object) -> None:
+    asyncio.run(body())  # type: ignore[operator]
+
+
+def _post(n: int) -> SideRequest:
+    return SideRequest(f"r{n}", "POST", ORIGIN + "/api/pay", "t1", "fetch")
+
+
+def test_a_page_load_without_an_action_is_judged_and_logged(sidecar: Sidecar, tmp_path: Path) -> None:
+    async def body() -> None:
+        async with running(sidecar, tmp_path / "ledger.sqlite") as rig:
+            listener = rig.backend.listener
+            assert listener is not None
+            out = await listener.judge_load(DocumentLoad(ELSEWHERE + "/x", "GET", "t1", "page"))
+            assert not out.allow and out.reason == Reason.OUT_OF_SCOPE
+            inside = await listener.judge_load(DocumentLoad(ORIGIN + "/account", "GET", "t1", "page"))
+            assert inside.allow
+            posted = await listener.judge_load(DocumentLoad(ORIGIN + "/order", "POST", "t1", "page"))
+            assert posted.allow  # the grant has submit on this origin
+            logged = [e.body_as(NavigationBody) for e in rig.ledger.entries(kind="navigation")]
+            assert [(n.url, n.allowed, n.verb, n.cause) for n in logged] == [
+                (ELSEWHERE + "/x", False, "navigate", "page"),
+                (ORIGIN + "/account", True, "navigate", "page"),
+                (ORIGIN + "/order", True, "submit", "page"),
+            ]
+
+    run(body)
+
+
+def test_loads_during_an_action_are_its_own_on_its_origin_and_judged_elsewhere(
+    sidecar: Sidecar, tmp_path: Path
+) -> None:
+    async def body() -> None:
+        backend = FakeBackend()
+        verdicts: list[bool] = []
+
+        async def page_moves(spec: object) -> None:
+            assert backend.listener is not None
+            for url, method in ((ORIGIN + "/thanks", "GET"), (ORIGIN + "/pay", "POST"), (ELSEWHERE + "/", "GET")):
+                verdicts.append((await backend.listener.judge_load(DocumentLoad(url, method, "t1", "page"))).allow)
+
+        backend.on_dispatch = page_moves
+        async with running(sidecar, tmp_path / "ledger.sqlite", backend=backend) as rig:
+            await rig.observe()
+            r = await rig.act()
+            assert verdicts == [True, True, False]
+            assert r.result.outcome is Outcome.DONE and ELSEWHERE in r.result.message
+            (blocked,) = [e for e in rig.ledger.entries(kind="navigation")]
+            assert blocked.action_id == r.result.action_id and not blocked.body_as(NavigationBody).allowed
+
+    run(body)
+
+
+def test_a_lost_request_makes_its_own_action_unknown_not_the_next(sidecar: Sidecar, tmp_path: Path) -> None:
+    async def body() -> None:
+        backend = FakeBackend()
+        started: list[int] = []
+
+        async def start_a_post(spec: object) -> None:
+            assert backend.listener is not None
+            if not started:  # the first action starts a POST that is still in flight
+                backend.listener.request_started(_post(1))
+                started.append(1)
+            else:  # the second one's navigation aborts it
+                backend.listener.request_ended("r1", 0, "net::ERR_ABORTED")
+
+        backend.on_dispatch = start_a_post
+        async with running(sidecar, tmp_path / "ledger.sqlite", backend=backend) as rig:
+            await rig.observe()
+            first = await rig.act(key="pay", skip_reobserve=True)
+            assert first.result.outcome is Outcome.DONE
+            await rig.observe()
+            second = await rig.act(ActionKind.NAVIGATE, key="away", url=ORIGIN + "/orders")
+            assert second.result.outcome is Outcome.DONE, second.result
+            results = [e.body_as(ResultBody) for e in rig.entries(first.result.action_id, "result")]
+            assert [r.outcome for r in results] == ["DONE", "UNKNOWN"]
+            assert results[1].extra.amends == rig.entries(first.result.action_id, "result")[0].seq
+            assert [a.action_id for a in rig.core.unknown_actions(rig.target)] == [first.result.action_id]
+            (lost,) = [e.body_as(RequestBody) for e in rig.entries(first.result.action_id, "request")]
+            assert lost.failure == "net::ERR_ABORTED" and lost.status == 0
+            assert rig.ledger.verify().ok
+            # The same key replays the amended outcome.
+            await rig.observe()
+            again = await rig.act(key="pay", skip_reobserve=True)
+            assert again.result.outcome is Outcome.UNKNOWN
+
+    run(body)
+
+
+def test_a_request_lost_before_the_result_makes_it_unknown(sidecar: Sidecar, tmp_path: Path) -> None:
+    async def body() -> None:
+        backend = FakeBackend()
+
+        async def lose(spec: object) -> None:
+            assert backend.listener is not None
+            backend.listener.request_started(_post(1))
+            backend.listener.request_ended("r1", 0, "net::ERR_EMPTY_RESPONSE")
+
+        backend.on_dispatch = lose
+        async with running(sidecar, tmp_path / "ledger.sqlite", backend=backend) as rig:
+            await rig.observe()
+            r = await rig.act()
+            assert r.result.outcome is Outcome.UNKNOWN and "ERR_EMPTY_RESPONSE" in r.result.message
+            assert r.observation is None
+
+    run(body)
+
+
+def test_while_waiting_for_a_reconcile_reads_go_on_and_writes_wait(sidecar: Sidecar, tmp_path: Path) -> None:
+    """Class 6: look at the real state in the session, in this tab or a new one."""
+
+    async def body() -> None:
+        backend = FakeBackend()
+        async with running(sidecar, tmp_path / "ledger.sqlite", backend=backend) as rig:
+            from handrail.executor.testing import Dispatch
+
+            backend.script(Dispatch.maybe_started())
+            await rig.observe()
+            lost = await rig.act(key="pay")
+            assert lost.result.outcome is Outcome.UNKNOWN
+            await rig.observe()
+            looked = await rig.act(ActionKind.NAVIGATE, url=ORIGIN + "/orders")
+            assert looked.result.outcome is Outcome.DONE, looked.result
+            intent = rig.entries(looked.result.action_id, "intent")[0]
+            assert intent.body["params"]["read"] is True
+            await rig.observe()
+            tab = await rig.act(ActionKind.TAB_OPEN, url=ORIGIN + "/orders")
+            assert tab.result.outcome is Outcome.DONE
+            await rig.observe()
+            write = await rig.act()
+            assert (write.result.outcome, write.result.reason) == (Outcome.REFUSED, Reason.RECONCILE_REQUIRED)
+            # Out of scope stays out of scope, and a page's own form post waits.
+            await rig.observe()
+            out = await rig.act(ActionKind.NAVIGATE, url=ELSEWHERE + "/")
+            assert out.result.outcome is Outcome.REFUSED and out.result.reason == Reason.OUT_OF_SCOPE
+            assert backend.listener is not None
+            post = await backend.listener.judge_load(DocumentLoad(ORIGIN + "/pay", "POST", "t1", "page"))
+            assert not post.allow and post.reason == Reason.RECONCILE_REQUIRED
+            read = await backend.listener.judge_load(DocumentLoad(ORIGIN + "/orders", "GET", "t1", "page"))
+            assert read.allow
+            logged = rig.ledger.entries(kind="navigation")[-1].body_as(NavigationBody)
+            assert logged.read and logged.allowed
+            await rig.core.reconcile(rig.session, lost.result.action_id, Verdict.HAPPENED, "the order is listed")
+            await rig.observe()
+            assert (await rig.act()).result.outcome is Outcome.DONE
+
+    run(body)
+
+
+def test_the_start_page_is_judged(sidecar: Sidecar, tmp_path: Path) -> None:
+    from handrail.executor._errors import ScopeRefusedError
+    from handrail.executor._guard import OpenSpec
+    from handrail.executor._models import BackendKind
+
+    async def body() -> None:
+        backend = FakeBackend()
+        async with running(sidecar, tmp_path / "ledger.sqlite", backend=backend) as rig:
+            spec = OpenSpec(BackendKind.BROWSER, rig.target + "-2", ELSEWHERE + "/")
+            with pytest.raises(ScopeRefusedError) as info:
+                await rig.core.open_session(token=rig.token, agent="", target=rig.target, spec=spec)
+            assert info.value.decision_reason == Reason.OUT_OF_SCOPE
+            assert backend.started == []
+
+    run(body)
