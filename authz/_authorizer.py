@@ -7,28 +7,25 @@ state change is committed by the store first, then published to watchers.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import heapq
 import logging
 import threading
-from collections.abc import Callable
+import time
 from pathlib import Path
 
 from handrail._vocabulary import Reason
-from handrail.authz import _core, _identity
-from handrail.authz._decide import (
-    APPROVAL_CREATE,
-    APPROVAL_USE,
-    Verdict,
-    decide,
-    url_path,
-)
+from handrail.authz import _core, _identity, _person_checks
+from handrail.authz import _lease_changes as changes
+from handrail.authz._decide import APPROVAL_CREATE, APPROVAL_USE, Verdict, decide, url_path
 from handrail.authz._errors import (
     AuthzError,
     InvalidArgumentError,
     NotFoundError,
     PermissionDeniedError,
     PolicyError,
+    StoreUnavailableError,
 )
 from handrail.authz._explain import approval_request, explain_text, redact_check
 from handrail.authz._models import (
@@ -47,11 +44,9 @@ from handrail.authz._models import (
     Role,
     WatchEventInfo,
 )
-from handrail.authz._person_checks import PersonChecks
 from handrail.authz._policies import PolicyEngine
-from handrail.authz._reach import ConsoleOrigins
 from handrail.authz._store import AuthzStore
-from handrail.authz._watch import EventHub, Subscription
+from handrail.authz._watch import Subscription
 
 log = logging.getLogger("handrail.authz")
 
@@ -64,7 +59,7 @@ _MAX_ATTEMPTS = 16
 MAX_LISTED = 1000
 
 
-class Authorizer(PersonChecks):
+class Authorizer(_person_checks.PersonChecks):
     """The sidecar's behaviour over one store.
 
     Args:
@@ -73,8 +68,6 @@ class Authorizer(PersonChecks):
         shadow: a dry-run policy engine: evaluated on every check, logged, never enforced.
         policies_dir, shadow_dir: where :meth:`reload_policies` re-reads them from.
         approval_timeout_ms: the deadline of an approval when neither grant nor policy sets one.
-        console_origins: where the operator console is served: agents never reach it
-            (``context.origin_is_console`` of every check).
     """
 
     def __init__(
@@ -86,18 +79,17 @@ class Authorizer(PersonChecks):
         policies_dir: str | Path | None = None,
         shadow_dir: str | Path | None = None,
         approval_timeout_ms: int = DEFAULT_APPROVAL_TIMEOUT_MS,
-        console_origins: ConsoleOrigins | None = None,
     ) -> None:
         self.store = store
-        self.console_origins = console_origins or ConsoleOrigins()
         self._engines = (policies, shadow)
         self._policies_dir = Path(policies_dir) if policies_dir else policies.directory
         self._shadow_dir = Path(shadow_dir) if shadow_dir else (shadow and shadow.directory)
         self.approval_timeout_ms = approval_timeout_ms
-        self.hub = EventHub(store.now_ms() * 1000)
         self._reload_lock = threading.Lock()
         self._due: list[tuple[int, str, str]] = []  # (at_ms, kind, key) heap
         self._due_lock = threading.Lock()
+        self.hub = store.event_hub()
+        self.hub.on_remote = self._remote_event
         self._expired_leases: dict[str, tuple[int, int]] = {}  # target -> (epoch, expires)
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
@@ -324,13 +316,13 @@ class Authorizer(PersonChecks):
 
     # --- leases -------------------------------------------------------------------------------
 
-    def _change(self, target: str, change: str, transition: Callable[[LeaseInfo, int], LeaseInfo]) -> LeaseInfo:
+    def _change(self, target: str, transition: changes.LeaseChange) -> LeaseInfo:
         before, after = self.store.change_lease(target, transition)
         if after != before:
             self._watch_expiry("lease", target, after.expires_at_ms)
-            if change == "expire":
+            if transition.name == "expire":
                 self._expired_leases[target] = (after.epoch, self.store.now_ms())
-            self._publish_lease(change, after)
+            self._publish_lease(transition.name, after)
         return after
 
     def acquire(self, caller: Principal, target: str, holder: str, ttl_ms: int) -> LeaseInfo:
@@ -343,27 +335,23 @@ class Authorizer(PersonChecks):
                 f"{holder!r} has no live grant on {target!r}: only a grant holder may take its lease",
                 reason="NO_GRANT",
             )
-        return self._change(target, "acquire", lambda cur, now: _core.lease_acquire(cur, holder, ttl_ms, now))
+        return self._change(target, changes.Acquire(holder, ttl_ms))
 
     def renew(self, caller: Principal, target: str, holder: str, epoch: int, ttl_ms: int) -> LeaseInfo:
         """The holder extends its lease at its epoch; the epoch stays."""
         holder = _core.resolve_holder(caller, holder, "renew a lease")
-        return self._change(target, "renew", lambda cur, now: _core.lease_renew(cur, holder, epoch, ttl_ms, now))
+        return self._change(target, changes.Renew(holder, epoch, ttl_ms))
 
     def release(self, caller: Principal, target: str, holder: str, epoch: int) -> LeaseInfo:
         """The holder gives its lease up."""
         holder = _core.resolve_holder(caller, holder, "release a lease")
-        return self._change(target, "release", lambda cur, now: _core.lease_release(cur, holder, epoch, now))
+        return self._change(target, changes.Release(holder, epoch))
 
     def take_over(self, caller: Principal, target: str, ttl_ms: int, note: str) -> LeaseInfo:
         """A person takes control (operator, admin); always succeeds."""
         _core.authorize_manage(caller, "take over")
         _core.check_text("note", note)
-        lease = self._change(
-            target,
-            "takeover",
-            lambda cur, now: _core.lease_take_over(cur, caller.name, ttl_ms, now),
-        )
+        lease = self._change(target, changes.TakeOver(caller.name, ttl_ms))
         log.info("takeover of %s by %s (epoch %d): %s", target, caller.name, lease.epoch, note)
         return lease
 
@@ -373,11 +361,7 @@ class Authorizer(PersonChecks):
         _core.check_text("next_holder", next_holder)
         if next_holder:
             _identity.live_agent(self.store, next_holder, "next_holder")
-        lease = self._change(
-            target,
-            "handback",
-            lambda cur, now: _core.lease_hand_back(cur, epoch, next_holder, now),
-        )
+        lease = self._change(target, changes.HandBack(epoch, next_holder))
         log.info("hand-back of %s by %s (epoch %d)", target, caller.name, lease.epoch)
         return lease
 
@@ -385,14 +369,14 @@ class Authorizer(PersonChecks):
         """A person is at the desk (executor): a takeover for ``desk:<target>``."""
         _core.require_role(caller, _core.DESK_REPORTERS, "report desk activity")
         _core.check_text("note", note)
-        lease = self._change(target, "activity", lambda cur, now: _core.lease_report_activity(cur, ttl_ms, now))
+        lease = self._change(target, changes.ReportActivity(ttl_ms=ttl_ms))
         log.info("desk activity on %s reported by %s (epoch %d): %s", target, caller.name, lease.epoch, note)
         return lease
 
     def expire_lease(self, caller: Principal, target: str) -> LeaseInfo:
         """The current lease lapses now (admin); the epoch moves only when someone acquires."""
         _core.require_role(caller, _core.ADMINS, "expire a lease")
-        lease = self._change(target, "expire", lambda cur, now: _core.lease_expire(cur, now))
+        lease = self._change(target, changes.Expire())
         log.info("lease of %s expired by %s (epoch %d)", target, caller.name, lease.epoch)
         return lease
 
@@ -454,7 +438,11 @@ class Authorizer(PersonChecks):
         """
         if caller is not None:
             _core.authorize_manage(caller, "reload policies")
-        who = caller.name if caller is not None else "SIGHUP"
+        engines = self._load_policies(caller.name if caller is not None else "SIGHUP")
+        self.hub.publish(kind="policy", target="", change="reload", at_ms=self.store.now_ms())
+        return engines
+
+    def _load_policies(self, who: str) -> tuple[PolicyEngine, ...]:
         with self._reload_lock:
             try:
                 engine = PolicyEngine.load(self._policies_dir)
@@ -463,13 +451,8 @@ class Authorizer(PersonChecks):
                 log.error("policy reload (%s) refused, the old policies stay: %s", who, exc)
                 raise
             self._engines = (engine, shadow)
-        log.info(
-            "policies reloaded (%s): %d enforced, %d shadow",
-            who,
-            len(engine.policy_ids),
-            len(shadow.policy_ids) if shadow else 0,
-        )
-        self.hub.publish(kind="policy", target="", change="reload", at_ms=self.store.now_ms())
+        shadows = len(shadow.policy_ids) if shadow else 0
+        log.info("policies reloaded (%s): %d enforced, %d shadow", who, len(engine.policy_ids), shadows)
         return (engine, shadow) if shadow is not None else (engine,)
 
     # --- the decision log ---------------------------------------------------------------------
@@ -533,6 +516,18 @@ class Authorizer(PersonChecks):
                 )
         return first, sub
 
+    def _remote_event(self, event: WatchEventInfo) -> None:
+        """Another replica's change (a shared store): notice its expiry, reload policies."""
+        if event.lease is not None:
+            self._watch_expiry("lease", event.target, event.lease.expires_at_ms)
+        if event.grant is not None and event.change == "grant":
+            self._watch_expiry("grant", event.grant.grant_id, event.grant.expires_at_ms)
+        if event.approval is not None and event.change == "create":
+            self._watch_expiry("approval", event.approval.approval_id, event.approval.deadline_ms)
+        if event.kind == "policy" and event.change == "reload":
+            with contextlib.suppress(PolicyError):  # logged; this replica keeps its policies
+                self._load_policies("another replica")
+
     def _publish_lease(self, change: str, lease: LeaseInfo) -> None:
         self.hub.publish(kind="lease", target=lease.target, change=change, lease=lease, at_ms=self.store.now_ms())
 
@@ -565,9 +560,14 @@ class Authorizer(PersonChecks):
                 heapq.heappush(self._due, (at_ms, kind, key))
 
     def _tick_loop(self) -> None:
+        warned = 0.0
         while not self._stop.wait(TICK_S):
             try:
                 self.tick()
+            except StoreUnavailableError as exc:  # the database is away: say so every 10 s
+                if time.monotonic() - warned > 10.0:
+                    warned = time.monotonic()
+                    log.warning("authz: noticing expiries waits for the store: %s", exc)
             except Exception:  # the thread must survive a bad tick (a process boundary)
                 log.exception("authz: noticing expiries failed")
 

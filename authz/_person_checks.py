@@ -14,14 +14,20 @@ from handrail.authz import _core
 from handrail.authz._errors import PermissionDeniedError
 from handrail.authz._explain import redact_check
 from handrail.authz._models import CheckInput, Decision, DecisionRecord, LeaseInfo, Principal
-from handrail.authz._reach import decide_human
+from handrail.authz._reach import ConsoleOrigins, decide_human
 from handrail.authz._store import AuthzStore
 
 
 class PersonChecks:
-    """The console's calls of the authorizer (``store`` is the authorizer's)."""
+    """The console's part of the authorizer (``store`` is the authorizer's).
+
+    Attributes:
+        console_origins: where the operator console is served: agents never reach it
+            (``context.origin_is_console`` of every check; ``serve`` sets it).
+    """
 
     store: AuthzStore
+    console_origins: ConsoleOrigins = ConsoleOrigins()
 
     def check_human_input(self, caller: Principal, request: CheckInput) -> Decision:
         """Decide and log a person's own input at the wheel (:func:`._reach.decide_human`)."""

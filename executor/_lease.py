@@ -90,10 +90,12 @@ class LeaseKeeper:
 
     async def _watch_forever(self) -> None:
         delay = 0.2
+        since = 0  # after a lost stream, resume from the last event (on any replica)
         while True:
             try:
-                async for event in self._authz.watch((), on_established=self._watch_up):
+                async for event in self._authz.watch((), since, on_established=self._watch_up):
                     delay = 0.2
+                    since = max(since, event.seq)
                     self._on_event(event)
             except AuthzError as exc:
                 log.info("watch on the sidecar ended: %s", exc)

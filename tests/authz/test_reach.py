@@ -48,7 +48,9 @@ def authorizer(tmp_path: Path) -> Authorizer:
     store = SqliteStore.in_dir(tmp_path)
     for name, role in (("ops-a", "operator"), ("ops-b", "operator"), ("agent-1", "agent"), ("exec-1", "executor")):
         store.add_principal(name, role)
-    return Authorizer(store, PolicyEngine.load(), console_origins=ConsoleOrigins.parse(["http://127.0.0.1:7710"]))
+    authorizer = Authorizer(store, PolicyEngine.load())
+    authorizer.console_origins = ConsoleOrigins.parse(["http://127.0.0.1:7710"])
+    return authorizer
 
 
 OPS = Principal("ops-a", "operator")
