@@ -197,6 +197,17 @@ class AsyncAuthzClient:
         """See :meth:`AuthzClient.who_am_i`."""
         return await self._send(calls.who_am_i(), token)
 
+    async def check_human_input(
+        self, token: str, person: str, target: str, lease_epoch: int, verb: str, *, url: str = "", action_id: str = ""
+    ) -> Decision:
+        """See :meth:`AuthzClient.check_human_input`."""
+        call = calls.check_human_input(person, target, lease_epoch, verb, url=url, action_id=action_id)
+        return await self._send(call, token=token)
+
+    async def list_leases(self) -> list[LeaseInfo]:
+        """See :meth:`AuthzClient.list_leases`."""
+        return await self._send(calls.list_leases())
+
     async def list_principals(self) -> list[PrincipalInfo]:
         """Every principal, by name, never a token (operator, admin)."""
         return await self._send(calls.list_principals())

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 def build_parser() -> argparse.ArgumentParser:
     # Imported here so that ``handrail --help`` stays cheap and each package owns its commands.
     from handrail.authz import _cli as authz_cli
+    from handrail.console import _cli as console_cli
     from handrail.demos import _cli as demo_cli
     from handrail.executor import _cli as executor_cli
     from handrail.mcp import _cli as mcp_cli
@@ -27,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     mcp_cli.register(sub)
     recorder_cli.register(sub)
     scenario_cli.register(sub)
+    console_cli.register(sub)
     return parser
 
 
