@@ -15,6 +15,9 @@ The modules, bottom up (each imports only modules above it in this list)::
     _policy_index      which Cedar policies can fire for a request
     _policies          the Cedar policy engine
     _explain           redaction of the log, the approval a check asks for, explaining a decision
+    _reach             what agents never reach (the console's origins) and a person's input
+    _lease_changes     lease changes as values (acquire, renew, takeover ...), callable as
+                       the transitions of _core
     _watch             the in-process event hub behind Watch
     _journal           the memory-mapped decision journal files
     _store             the storage seam: the AuthzStore protocol
@@ -25,13 +28,24 @@ The modules, bottom up (each imports only modules above it in this list)::
                        SQLite: one table each
     _sqlite_decisions  SQLite: the decision log, its journal and checkpointer thread
     _sqlite            SqliteStore: the parts above put together behind AuthzStore
+    _pg_db             PostgreSQL: the connection pool, the database's clock, psycopg's
+                       errors, recorded migrations
+    _pg_schema         PostgreSQL: the versioned schema
+    _pg_leases         PostgreSQL: one compare-and-set statement per lease change
+    _pg_principals     PostgreSQL: principals, read with the clock in one statement per call
+    _pg_grants         PostgreSQL: grants, and a check's one-statement snapshot
+    _pg_approvals      PostgreSQL: approvals under row locks, and the decision log
+    _pg_watch          PostgreSQL: the change log, LISTEN/NOTIFY and the hub of each replica
+    _pg                PgStore: the PostgreSQL parts put together behind AuthzStore
     _identity          who a caller is; whether a named principal is a live agent
+    _person_checks     the console's part: a person's input at the wheel, every lease
     _authorizer        the sidecar's behaviour over an AuthzStore (no gRPC)
     _wire              protobuf messages to records and back, and the wire enums
     _wire_responses    the servicer's responses
     _wire_calls        the clients' requests (one builder per RPC) and their decoders
     _service           the gRPC servicer and serve()
     _channel           the clients' gRPC edge: channels, metadata, error mapping
+    _balance           several replicas behind one client: balancing and failover
     _client            AuthzClient (blocking) and WatchStream
     _async_client      AsyncAuthzClient
     _cli_commands      what each command does and prints
@@ -54,6 +68,7 @@ from handrail.authz._errors import (
     NotFoundError,
     PermissionDeniedError,
     PolicyError,
+    StoreUnavailableError,
     UnauthenticatedError,
 )
 from handrail.authz._models import (
@@ -71,6 +86,7 @@ from handrail.authz._models import (
     Role,
     WatchEventInfo,
 )
+from handrail.authz._pg import PgStore
 from handrail.authz._policies import PolicyEngine
 from handrail.authz._service import AuthzServer, serve
 from handrail.authz._sqlite import SqliteStore, Store
@@ -102,6 +118,7 @@ __all__ = [
     "NotFoundError",
     "ParsedUrl",
     "PermissionDeniedError",
+    "PgStore",
     "PolicyEngine",
     "PolicyError",
     "PrincipalInfo",
@@ -110,6 +127,7 @@ __all__ = [
     "Role",
     "SqliteStore",
     "Store",
+    "StoreUnavailableError",
     "UnauthenticatedError",
     "Verb",
     "WatchEventInfo",

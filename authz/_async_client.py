@@ -6,15 +6,25 @@ It is :class:`~handrail.authz.AuthzClient` with every call awaited: the same cal
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
+import grpc
 import grpc.aio
 
 from handrail.authz import _wire_calls as calls
+from handrail.authz._balance import (
+    KEEPALIVE_OPTIONS,
+    Replicas,
+    as_authz_error,
+    may_resend,
+    maybe_applied,
+    no_replica,
+)
 from handrail.authz._channel import channel_args, is_cancelled, map_grpc_errors, metadata
-from handrail.authz._errors import AuthzError
+from handrail.authz._errors import AuthzError, AuthzUnavailableError
 from handrail.authz._models import (
     ApprovalInfo,
     Decision,
@@ -35,7 +45,8 @@ class AsyncAuthzClient:
     """The asyncio twin of :class:`~handrail.authz.AuthzClient`; every call is a coroutine.
 
     Args:
-        address: ``HOST:PORT`` of the sidecar.
+        address: ``HOST:PORT`` of the sidecar, or of its replicas (``"a:7700,b:7700"`` or a
+            list): balanced, with failover (see :mod:`._balance`).
         token: the caller's bearer token.
         timeout_s: the deadline of each call, in seconds.
         root_certificates: PEM CA certificates: speak TLS and trust these (None: plaintext).
@@ -44,31 +55,56 @@ class AsyncAuthzClient:
 
     def __init__(
         self,
-        address: str,
+        address: str | Sequence[str],
         token: str,
         timeout_s: float = 2.0,
         *,
         root_certificates: bytes | None = None,
         server_name: str | None = None,
     ) -> None:
-        self.address = address
         self._token = token
         self._timeout = timeout_s
-        credentials, options = channel_args(root_certificates, server_name)
-        if credentials is None:
-            self._channel = grpc.aio.insecure_channel(address, options=options)
-        else:
-            self._channel = grpc.aio.secure_channel(address, credentials, options=options)
-        self._stub = authz_pb2_grpc.AuthzStub(self._channel)  # type: ignore[no-untyped-call]
+        credentials, base_options = channel_args(root_certificates, server_name)
+        options: list[tuple[str, Any]] = [*base_options, *KEEPALIVE_OPTIONS]
+
+        def connect(target: str) -> grpc.aio.Channel:
+            if credentials is None:
+                return grpc.aio.insecure_channel(target, options=options)
+            return grpc.aio.secure_channel(target, credentials, options=options)
+
+        self._replicas = Replicas(address, connect)
+        self.address = ",".join(self._replicas.addresses)
+        self._stubs = [authz_pb2_grpc.AuthzStub(ch) for ch in self._replicas.channels]  # type: ignore[no-untyped-call]
 
     async def _send(self, call: calls.Call[_T], token: str | None = None) -> _T:
-        with map_grpc_errors(self.address):
-            response = await getattr(self._stub, call.rpc)(
-                call.request,
-                metadata=metadata(self._token if token is None else token),
-                timeout=self._timeout,
-            )
-        return call.decode(response)
+        """See :meth:`AuthzClient._send`: one deadline for the call, failover within it."""
+        replicas = self._replicas
+        deadline = time.monotonic() + self._timeout
+        last: AuthzError | None = None
+        for index in replicas.order():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            try:
+                response = await getattr(self._stubs[index], call.rpc)(
+                    call.request,
+                    metadata=metadata(self._token if token is None else token),
+                    timeout=remaining,
+                )
+            except grpc.RpcError as exc:
+                error = as_authz_error(exc, replicas.addresses[index])
+                if not isinstance(error, AuthzUnavailableError):
+                    raise error from None
+                replicas.failed(index)
+                last = error
+                if len(replicas) > 1 and not may_resend(call.rpc, exc):
+                    if exc.code() == grpc.StatusCode.UNAVAILABLE:
+                        raise maybe_applied(call.rpc, replicas.addresses[index], error) from None
+                    raise error from None
+                continue
+            replicas.answered(index)
+            return call.decode(response)
+        raise no_replica(replicas, last)
 
     async def check(
         self,
@@ -161,6 +197,17 @@ class AsyncAuthzClient:
         """See :meth:`AuthzClient.who_am_i`."""
         return await self._send(calls.who_am_i(), token)
 
+    async def check_human_input(
+        self, token: str, person: str, target: str, lease_epoch: int, verb: str, *, url: str = "", action_id: str = ""
+    ) -> Decision:
+        """See :meth:`AuthzClient.check_human_input`."""
+        call = calls.check_human_input(person, target, lease_epoch, verb, url=url, action_id=action_id)
+        return await self._send(call, token=token)
+
+    async def list_leases(self) -> list[LeaseInfo]:
+        """See :meth:`AuthzClient.list_leases`."""
+        return await self._send(calls.list_leases())
+
     async def list_principals(self) -> list[PrincipalInfo]:
         """Every principal, by name, never a token (operator, admin)."""
         return await self._send(calls.list_principals())
@@ -228,14 +275,18 @@ class AsyncAuthzClient:
         since_seq: int = 0,
         on_established: Callable[[], None] | None = None,
     ) -> AsyncIterator[WatchEventInfo]:
-        """See :meth:`AuthzClient.watch`; an async iterator.
+        """See :meth:`AuthzClient.watch`; an async iterator on one replica (the next in turn).
 
         ``on_established`` is called once the sidecar has subscribed the stream, before
-        any event: from then on every change is pushed.
+        any event: from then on every change is pushed. The stream does not move to another
+        replica by itself (a caller that fences on it must know it is not live meanwhile):
+        when it raises, watch again with ``since_seq`` set to the last event's ``seq``.
         """
-        call = self._stub.Watch(calls.watch_request(targets, since_seq), metadata=metadata(self._token))
+        index = self._replicas.order()[0]
+        address = self._replicas.addresses[index]
+        call = self._stubs[index].Watch(calls.watch_request(targets, since_seq), metadata=metadata(self._token))
         try:
-            with map_grpc_errors(self.address):
+            with map_grpc_errors(address):
                 if on_established is not None:
                     await call.initial_metadata()
                     on_established()
@@ -243,13 +294,16 @@ class AsyncAuthzClient:
                     yield event_from_pb(msg)
         except AuthzError as exc:
             if not is_cancelled(exc):
+                if isinstance(exc, AuthzUnavailableError):
+                    self._replicas.failed(index)
                 raise
         finally:
             call.cancel()
 
     async def close(self) -> None:
-        """Close the channel."""
-        await self._channel.close(None)
+        """Close the channels."""
+        for channel in self._replicas.channels:
+            await channel.close(None)
 
     async def __aenter__(self) -> Self:
         return self

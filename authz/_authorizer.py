@@ -7,28 +7,25 @@ state change is committed by the store first, then published to watchers.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import heapq
 import logging
 import threading
-from collections.abc import Callable
+import time
 from pathlib import Path
 
 from handrail._vocabulary import Reason
-from handrail.authz import _core, _identity
-from handrail.authz._decide import (
-    APPROVAL_CREATE,
-    APPROVAL_USE,
-    Verdict,
-    decide,
-    url_path,
-)
+from handrail.authz import _core, _identity, _person_checks
+from handrail.authz import _lease_changes as changes
+from handrail.authz._decide import APPROVAL_CREATE, APPROVAL_USE, Verdict, decide, url_path
 from handrail.authz._errors import (
     AuthzError,
     InvalidArgumentError,
     NotFoundError,
     PermissionDeniedError,
     PolicyError,
+    StoreUnavailableError,
 )
 from handrail.authz._explain import approval_request, explain_text, redact_check
 from handrail.authz._models import (
@@ -49,7 +46,7 @@ from handrail.authz._models import (
 )
 from handrail.authz._policies import PolicyEngine
 from handrail.authz._store import AuthzStore
-from handrail.authz._watch import EventHub, Subscription
+from handrail.authz._watch import Subscription
 
 log = logging.getLogger("handrail.authz")
 
@@ -62,7 +59,7 @@ _MAX_ATTEMPTS = 16
 MAX_LISTED = 1000
 
 
-class Authorizer:
+class Authorizer(_person_checks.PersonChecks):
     """The sidecar's behaviour over one store.
 
     Args:
@@ -88,10 +85,11 @@ class Authorizer:
         self._policies_dir = Path(policies_dir) if policies_dir else policies.directory
         self._shadow_dir = Path(shadow_dir) if shadow_dir else (shadow and shadow.directory)
         self.approval_timeout_ms = approval_timeout_ms
-        self.hub = EventHub(store.now_ms() * 1000)
         self._reload_lock = threading.Lock()
         self._due: list[tuple[int, str, str]] = []  # (at_ms, kind, key) heap
         self._due_lock = threading.Lock()
+        self.hub = store.event_hub()
+        self.hub.on_remote = self._remote_event
         self._expired_leases: dict[str, tuple[int, int]] = {}  # target -> (epoch, expires)
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
@@ -160,13 +158,9 @@ class Authorizer:
         """Decide one action and log the decision (see :mod:`._decide`)."""
         origin = _core.validate_check(request)
         _core.authorize_check(caller, request.principal)
-        if caller.name != request.principal:
-            problem = _identity.not_a_live_agent(self.store, request.principal)
-            if problem:
-                return self._deny(caller, request, Reason.UNAUTHENTICATED, problem)
         engine, shadow = self._engines
         path = url_path(request.url)
-        base = engine.base_context(request, origin, path)
+        base = engine.base_context(request, origin, path, console=self.console_origins.contains(request.url))
         store = self.store
 
         def evaluate(grant: GrantInfo) -> PolicyResult:
@@ -177,7 +171,10 @@ class Authorizer:
 
         for _ in range(_MAX_ATTEMPTS):
             decision_id = store.new_decision_id()
-            lease, grants, now = store.check_snapshot(request.principal, request.target)
+            agent, lease, grants, now = store.check_snapshot(request.principal, request.target)
+            problem = caller.name != request.principal and _identity.not_a_live_agent(agent, request.principal, now)
+            if problem:  # read in the same snapshot: a revocation acts on this very check
+                return self._deny(caller, request, Reason.UNAUTHENTICATED, problem)
             verdict = decide(
                 request,
                 origin,
@@ -318,13 +315,13 @@ class Authorizer:
 
     # --- leases -------------------------------------------------------------------------------
 
-    def _change(self, target: str, change: str, transition: Callable[[LeaseInfo, int], LeaseInfo]) -> LeaseInfo:
+    def _change(self, target: str, transition: changes.LeaseChange) -> LeaseInfo:
         before, after = self.store.change_lease(target, transition)
         if after != before:
             self._watch_expiry("lease", target, after.expires_at_ms)
-            if change == "expire":
+            if transition.name == "expire":
                 self._expired_leases[target] = (after.epoch, self.store.now_ms())
-            self._publish_lease(change, after)
+            self._publish_lease(transition.name, after)
         return after
 
     def acquire(self, caller: Principal, target: str, holder: str, ttl_ms: int) -> LeaseInfo:
@@ -337,27 +334,23 @@ class Authorizer:
                 f"{holder!r} has no live grant on {target!r}: only a grant holder may take its lease",
                 reason="NO_GRANT",
             )
-        return self._change(target, "acquire", lambda cur, now: _core.lease_acquire(cur, holder, ttl_ms, now))
+        return self._change(target, changes.Acquire(holder, ttl_ms))
 
     def renew(self, caller: Principal, target: str, holder: str, epoch: int, ttl_ms: int) -> LeaseInfo:
         """The holder extends its lease at its epoch; the epoch stays."""
         holder = _core.resolve_holder(caller, holder, "renew a lease")
-        return self._change(target, "renew", lambda cur, now: _core.lease_renew(cur, holder, epoch, ttl_ms, now))
+        return self._change(target, changes.Renew(holder, epoch, ttl_ms))
 
     def release(self, caller: Principal, target: str, holder: str, epoch: int) -> LeaseInfo:
         """The holder gives its lease up."""
         holder = _core.resolve_holder(caller, holder, "release a lease")
-        return self._change(target, "release", lambda cur, now: _core.lease_release(cur, holder, epoch, now))
+        return self._change(target, changes.Release(holder, epoch))
 
     def take_over(self, caller: Principal, target: str, ttl_ms: int, note: str) -> LeaseInfo:
         """A person takes control (operator, admin); always succeeds."""
         _core.authorize_manage(caller, "take over")
         _core.check_text("note", note)
-        lease = self._change(
-            target,
-            "takeover",
-            lambda cur, now: _core.lease_take_over(cur, caller.name, ttl_ms, now),
-        )
+        lease = self._change(target, changes.TakeOver(caller.name, ttl_ms))
         log.info("takeover of %s by %s (epoch %d): %s", target, caller.name, lease.epoch, note)
         return lease
 
@@ -367,11 +360,7 @@ class Authorizer:
         _core.check_text("next_holder", next_holder)
         if next_holder:
             _identity.live_agent(self.store, next_holder, "next_holder")
-        lease = self._change(
-            target,
-            "handback",
-            lambda cur, now: _core.lease_hand_back(cur, epoch, next_holder, now),
-        )
+        lease = self._change(target, changes.HandBack(epoch, next_holder))
         log.info("hand-back of %s by %s (epoch %d)", target, caller.name, lease.epoch)
         return lease
 
@@ -379,14 +368,14 @@ class Authorizer:
         """A person is at the desk (executor): a takeover for ``desk:<target>``."""
         _core.require_role(caller, _core.DESK_REPORTERS, "report desk activity")
         _core.check_text("note", note)
-        lease = self._change(target, "activity", lambda cur, now: _core.lease_report_activity(cur, ttl_ms, now))
+        lease = self._change(target, changes.ReportActivity(ttl_ms=ttl_ms))
         log.info("desk activity on %s reported by %s (epoch %d): %s", target, caller.name, lease.epoch, note)
         return lease
 
     def expire_lease(self, caller: Principal, target: str) -> LeaseInfo:
         """The current lease lapses now (admin); the epoch moves only when someone acquires."""
         _core.require_role(caller, _core.ADMINS, "expire a lease")
-        lease = self._change(target, "expire", lambda cur, now: _core.lease_expire(cur, now))
+        lease = self._change(target, changes.Expire())
         log.info("lease of %s expired by %s (epoch %d)", target, caller.name, lease.epoch)
         return lease
 
@@ -448,7 +437,11 @@ class Authorizer:
         """
         if caller is not None:
             _core.authorize_manage(caller, "reload policies")
-        who = caller.name if caller is not None else "SIGHUP"
+        engines = self._load_policies(caller.name if caller is not None else "SIGHUP")
+        self.hub.publish(kind="policy", target="", change="reload", at_ms=self.store.now_ms())
+        return engines
+
+    def _load_policies(self, who: str) -> tuple[PolicyEngine, ...]:
         with self._reload_lock:
             try:
                 engine = PolicyEngine.load(self._policies_dir)
@@ -457,13 +450,8 @@ class Authorizer:
                 log.error("policy reload (%s) refused, the old policies stay: %s", who, exc)
                 raise
             self._engines = (engine, shadow)
-        log.info(
-            "policies reloaded (%s): %d enforced, %d shadow",
-            who,
-            len(engine.policy_ids),
-            len(shadow.policy_ids) if shadow else 0,
-        )
-        self.hub.publish(kind="policy", target="", change="reload", at_ms=self.store.now_ms())
+        shadows = len(shadow.policy_ids) if shadow else 0
+        log.info("policies reloaded (%s): %d enforced, %d shadow", who, len(engine.policy_ids), shadows)
         return (engine, shadow) if shadow is not None else (engine,)
 
     # --- the decision log ---------------------------------------------------------------------
@@ -527,6 +515,18 @@ class Authorizer:
                 )
         return first, sub
 
+    def _remote_event(self, event: WatchEventInfo) -> None:
+        """Another replica's change (a shared store): notice its expiry, reload policies."""
+        if event.lease is not None:
+            self._watch_expiry("lease", event.target, event.lease.expires_at_ms)
+        if event.grant is not None and event.change == "grant":
+            self._watch_expiry("grant", event.grant.grant_id, event.grant.expires_at_ms)
+        if event.approval is not None and event.change == "create":
+            self._watch_expiry("approval", event.approval.approval_id, event.approval.deadline_ms)
+        if event.kind == "policy" and event.change == "reload":
+            with contextlib.suppress(PolicyError):  # logged; this replica keeps its policies
+                self._load_policies("another replica")
+
     def _publish_lease(self, change: str, lease: LeaseInfo) -> None:
         self.hub.publish(kind="lease", target=lease.target, change=change, lease=lease, at_ms=self.store.now_ms())
 
@@ -559,9 +559,14 @@ class Authorizer:
                 heapq.heappush(self._due, (at_ms, kind, key))
 
     def _tick_loop(self) -> None:
+        warned = 0.0
         while not self._stop.wait(TICK_S):
             try:
                 self.tick()
+            except StoreUnavailableError as exc:  # the database is away: say so every 10 s
+                if time.monotonic() - warned > 10.0:
+                    warned = time.monotonic()
+                    log.warning("authz: noticing expiries waits for the store: %s", exc)
             except Exception:  # the thread must survive a bad tick (a process boundary)
                 log.exception("authz: noticing expiries failed")
 

@@ -56,13 +56,25 @@ def _data_dir_arg(parser: argparse.ArgumentParser) -> None:
         default=os.environ.get("HANDRAIL_DATA_DIR", DEFAULT_DATA_DIR),
         help="directory of authz.sqlite (env HANDRAIL_DATA_DIR; default %(default)s)",
     )
+    _store_arg(parser)
+
+
+def _store_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--store",
+        default=os.environ.get("HANDRAIL_AUTHZ_STORE", ""),
+        metavar="postgresql://...",
+        help="a PostgreSQL database instead of authz.sqlite in --data-dir: any number of sidecar "
+        "replicas serve one database (env HANDRAIL_AUTHZ_STORE; docs/deploy.md)",
+    )
 
 
 def _remote_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--authz",
         default=os.environ.get("HANDRAIL_AUTHZ", DEFAULT_LISTEN),
-        help="address of the authz sidecar (env HANDRAIL_AUTHZ; default %(default)s)",
+        help="address of the authz sidecar, or of its replicas as a comma-separated list "
+        "(env HANDRAIL_AUTHZ; default %(default)s)",
     )
     parser.add_argument(
         "--token",
@@ -114,6 +126,14 @@ def register(subparsers: _Subparsers) -> None:
     )
     serve.add_argument("--tls-cert", default=None, help="PEM certificate chain: serve TLS")
     serve.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
+    serve.add_argument(
+        "--console-origin",
+        action="append",
+        default=None,
+        metavar="URL",
+        help="an origin of the operator console, which no agent may reach (repeatable; "
+        "default $HANDRAIL_CONSOLE_ORIGIN or http://127.0.0.1:7710)",
+    )
     serve.add_argument("--log-level", default="INFO", help="logging level on stderr (default %(default)s)")
     serve.set_defaults(func=cmd_serve)
 
@@ -263,6 +283,12 @@ def _local_or_remote_args(parser: argparse.ArgumentParser) -> None:
         "--data-dir",
         default=None,
         help="read authz.sqlite in this directory instead of asking the sidecar",
+    )
+    parser.add_argument(
+        "--store",
+        default="",
+        metavar="postgresql://...",
+        help="read this PostgreSQL store instead of asking the sidecar",
     )
     parser.add_argument(
         "--policies",

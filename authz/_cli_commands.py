@@ -23,12 +23,15 @@ from types import FrameType
 
 from handrail._vocabulary import VERBS
 from handrail.authz._client import AuthzClient
-from handrail.authz._errors import AuthzError, PolicyError
+from handrail.authz._errors import AuthzError, InvalidArgumentError, PolicyError
 from handrail.authz._explain import explain_text, one_line, parse_since
 from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, WatchEventInfo
+from handrail.authz._pg import PgStore
+from handrail.authz._pg_db import is_pg_dsn
 from handrail.authz._policies import PolicyEngine
 from handrail.authz._service import serve
 from handrail.authz._sqlite import SqliteStore
+from handrail.authz._store import AuthzStore
 
 # --- serve and principals ---------------------------------------------------------------------
 
@@ -50,6 +53,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             approval_timeout_ms=int(args.approval_timeout * 1000),
             tls_cert=args.tls_cert,
             tls_key=args.tls_key,
+            console_origins=args.console_origin,
+            store=args.store or None,
         )
     except PolicyError as exc:
         print(f"handrail-authz: policy error: {exc}", file=sys.stderr)
@@ -87,14 +92,33 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _on_store(args: argparse.Namespace, command: Callable[[SqliteStore], None]) -> int:
-    """Run ``command`` on the store file of ``--data-dir``; an error is one line, exit 1."""
-    if not Path(args.data_dir).is_dir() and getattr(args, "func", None) is not cmd_principal_add:
+def open_store(data_dir: str, store: str = "") -> AuthzStore:
+    """The store the file commands use: ``--store postgresql://...``, else ``authz.sqlite``
+    in ``data_dir``.
+
+    Raises:
+        AuthzError: a ``--store`` that is not a PostgreSQL URL, or a database that does not answer.
+    """
+    if store:
+        if not is_pg_dsn(store):
+            raise InvalidArgumentError("--store", f"must be a postgresql:// URL, not {store!r}")
+        return PgStore(store, pool_size=2)
+    return SqliteStore.in_dir(data_dir)
+
+
+def _on_store(args: argparse.Namespace, command: Callable[[AuthzStore], None]) -> int:
+    """Run ``command`` on the store of ``--store``, else the file of ``--data-dir``; an error
+    is one line, exit 1."""
+    pg = getattr(args, "store", "")
+    if not pg and not Path(args.data_dir).is_dir() and getattr(args, "func", None) is not cmd_principal_add:
         print(f"error: no data directory {args.data_dir}", file=sys.stderr)
         return 1
     try:
-        with SqliteStore.in_dir(args.data_dir) as store:
+        store = open_store(args.data_dir, pg)
+        try:
             command(store)
+        finally:
+            store.close()
     except AuthzError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -115,7 +139,7 @@ def cmd_principal_add(args: argparse.Namespace) -> int:
 def cmd_principal_list(args: argparse.Namespace) -> int:
     """``handrail authz principal list``: name, role, state, added, expires."""
 
-    def show(store: SqliteStore) -> None:
+    def show(store: AuthzStore) -> None:
         now = store.now_ms()
         for p in store.principals():
             print(
@@ -128,7 +152,7 @@ def cmd_principal_list(args: argparse.Namespace) -> int:
 def cmd_principal_revoke(args: argparse.Namespace) -> int:
     """``handrail authz principal revoke``."""
 
-    def revoke(store: SqliteStore) -> None:
+    def revoke(store: AuthzStore) -> None:
         info = store.revoke_principal(args.name)
         print(f"revoked {info.name} ({info.role}) at {_when(info.revoked_at_ms)}")
 
@@ -396,11 +420,14 @@ def _print_records(records: list[DecisionRecord]) -> None:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     """``handrail authz explain``: over the RPC, or from the file with ``--data-dir``."""
-    if args.data_dir:
+    if args.data_dir or args.store:
         try:
-            with SqliteStore.in_dir(args.data_dir) as store:
+            store = open_store(args.data_dir, args.store)
+            try:
                 record = store.get_decision(args.decision_id)
                 grants = [store.get_grant(g) for g in record.grants_considered]
+            finally:
+                store.close()
             try:
                 engine: PolicyEngine | None = PolicyEngine.load(args.policies)
             except PolicyError:
@@ -425,10 +452,13 @@ def cmd_decisions(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     reason = args.reason.upper()
-    if args.data_dir:
+    if args.data_dir or args.store:
         try:
-            with SqliteStore.in_dir(args.data_dir) as store:
+            store = open_store(args.data_dir, args.store)
+            try:
                 records = store.list_decisions(args.principal, args.target, reason, since, args.limit)
+            finally:
+                store.close()
         except AuthzError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1

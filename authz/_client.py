@@ -11,15 +11,24 @@ authz errors in :func:`._channel.map_grpc_errors`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import grpc
 
 from handrail.authz import _wire_calls as calls
+from handrail.authz._balance import (
+    KEEPALIVE_OPTIONS,
+    Replicas,
+    as_authz_error,
+    may_resend,
+    maybe_applied,
+    no_replica,
+)
 from handrail.authz._channel import channel_args, is_cancelled, map_grpc_errors, metadata
-from handrail.authz._errors import AuthzError
+from handrail.authz._errors import AuthzError, AuthzUnavailableError
 from handrail.authz._models import (
     ApprovalInfo,
     Decision,
@@ -37,25 +46,52 @@ _T = TypeVar("_T")
 
 
 class WatchStream(Iterator[WatchEventInfo]):
-    """The events of one ``Watch`` call; iterate it, close it from any thread."""
+    """The events of one ``Watch`` call; iterate it, close it from any thread.
 
-    def __init__(self, call: Any, address: str) -> None:
-        self._call = call
-        self._address = address
+    With several replicas, a stream whose replica goes away continues on another one from
+    the last event it delivered (``since_seq``; replicas over one PostgreSQL store share
+    the numbers), so nothing is lost; it raises only when no replica takes it.
+    """
+
+    def __init__(self, client: AuthzClient, targets: Iterable[str], since_seq: int) -> None:
+        self._client = client
+        self._targets = tuple(targets)
+        self._last_seq = since_seq
         self._closed = False
+        self._moved = False
+        self._index, self._call = client._open_watch(self._targets, since_seq)
+
+    @property
+    def _address(self) -> str:
+        return self._client._replicas.addresses[self._index]
 
     def __iter__(self) -> Self:
         return self
 
     def __next__(self) -> WatchEventInfo:
-        try:
-            with map_grpc_errors(self._address):
-                msg = next(self._call)
-        except AuthzError as exc:
-            if self._closed or is_cancelled(exc):
-                raise StopIteration from None
-            raise
-        return event_from_pb(msg)
+        replicas = self._client._replicas
+        failovers = 0
+        while True:
+            try:
+                with map_grpc_errors(self._address):
+                    msg = next(self._call)
+            except AuthzError as exc:
+                if self._closed or is_cancelled(exc):
+                    raise StopIteration from None
+                if not isinstance(exc, AuthzUnavailableError) or len(replicas) == 1 or failovers >= len(replicas):
+                    raise
+                replicas.failed(self._index)
+                failovers += 1
+                self._index, self._call = self._client._open_watch(self._targets, self._last_seq)
+                self._moved = True  # replicas of one store share the numbers
+                if self._closed:
+                    self._call.cancel()
+                continue
+            event = event_from_pb(msg)
+            if self._moved and event.change != "resync" and event.seq <= self._last_seq:
+                continue  # seen already: the replica taken over from was ahead of this one
+            self._last_seq = max(self._last_seq, event.seq)
+            return event
 
     def close(self) -> None:
         """Cancel the call; a blocked iteration ends with StopIteration."""
@@ -73,9 +109,10 @@ class AuthzClient:
     """A blocking client of the sidecar.
 
     Args:
-        address: ``HOST:PORT`` of the sidecar.
+        address: ``HOST:PORT`` of the sidecar, or of its replicas: ``"a:7700,b:7700"`` or a
+            list. Calls are balanced across replicas and fail over (see :mod:`._balance`).
         token: the caller's bearer token.
-        timeout_s: the deadline of each call, in seconds.
+        timeout_s: the deadline of each call, in seconds (however many replicas it tries).
         root_certificates: PEM CA certificates: speak TLS and trust these (None: plaintext).
         server_name: the name to expect in the server's certificate, when it is not the host
             of ``address``.
@@ -83,31 +120,60 @@ class AuthzClient:
 
     def __init__(
         self,
-        address: str,
+        address: str | Sequence[str],
         token: str,
         timeout_s: float = 2.0,
         *,
         root_certificates: bytes | None = None,
         server_name: str | None = None,
     ) -> None:
-        self.address = address
         self._token = token
         self._timeout = timeout_s
-        credentials, options = channel_args(root_certificates, server_name)
-        if credentials is None:
-            self._channel = grpc.insecure_channel(address, options=options)
-        else:
-            self._channel = grpc.secure_channel(address, credentials, options=options)
-        self._stub = authz_pb2_grpc.AuthzStub(self._channel)  # type: ignore[no-untyped-call]
+        credentials, base_options = channel_args(root_certificates, server_name)
+        options: list[tuple[str, Any]] = [*base_options, *KEEPALIVE_OPTIONS]
+
+        def connect(target: str) -> grpc.Channel:
+            if credentials is None:
+                return grpc.insecure_channel(target, options=options)
+            return grpc.secure_channel(target, credentials, options=options)
+
+        self._replicas = Replicas(address, connect)
+        self.address = ",".join(self._replicas.addresses)
+        self._stubs = [authz_pb2_grpc.AuthzStub(ch) for ch in self._replicas.channels]  # type: ignore[no-untyped-call]
 
     def _send(self, call: calls.Call[_T], token: str | None = None) -> _T:
-        with map_grpc_errors(self.address):
-            response = getattr(self._stub, call.rpc)(
-                call.request,
-                metadata=metadata(self._token if token is None else token),
-                timeout=self._timeout,
-            )
-        return call.decode(response)
+        replicas = self._replicas
+        deadline = time.monotonic() + self._timeout
+        last: AuthzError | None = None
+        for index in replicas.order():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            try:
+                response = getattr(self._stubs[index], call.rpc)(
+                    call.request,
+                    metadata=metadata(self._token if token is None else token),
+                    timeout=remaining,
+                )
+            except grpc.RpcError as exc:
+                error = as_authz_error(exc, replicas.addresses[index])
+                if not isinstance(error, AuthzUnavailableError):
+                    raise error from None
+                replicas.failed(index)
+                last = error
+                if len(replicas) > 1 and not may_resend(call.rpc, exc):
+                    if exc.code() == grpc.StatusCode.UNAVAILABLE:
+                        raise maybe_applied(call.rpc, replicas.addresses[index], error) from None
+                    raise error from None
+                continue
+            replicas.answered(index)
+            return call.decode(response)
+        raise no_replica(replicas, last)
+
+    def _open_watch(self, targets: tuple[str, ...], since_seq: int) -> tuple[int, Any]:
+        index = self._replicas.order()[0]
+        request = calls.watch_request(targets, since_seq)
+        return index, self._stubs[index].Watch(request, metadata=metadata(self._token))
 
     def check(
         self,
@@ -209,6 +275,20 @@ class AuthzClient:
         """Return ``(principal, role)`` of this client's token, or of ``token`` if given."""
         return self._send(calls.who_am_i(), token)
 
+    def check_human_input(
+        self, token: str, person: str, target: str, lease_epoch: int, verb: str, *, url: str = "", action_id: str = ""
+    ) -> Decision:
+        """May ``person`` (whose ``token`` this call carries) send input to ``target`` now?
+
+        Allowed only while the person holds the live lease as a person at ``lease_epoch``.
+        """
+        call = calls.check_human_input(person, target, lease_epoch, verb, url=url, action_id=action_id)
+        return self._send(call, token=token)
+
+    def list_leases(self) -> list[LeaseInfo]:
+        """Every target's lease as it stands now (executor, operator, admin)."""
+        return self._send(calls.list_leases())
+
     def list_principals(self) -> list[PrincipalInfo]:
         """Every principal, by name, never a token (operator, admin)."""
         return self._send(calls.list_principals())
@@ -285,12 +365,12 @@ class AuthzClient:
         :class:`AuthzRpcError` for other errors; :meth:`WatchStream.close` (from any thread)
         ends it quietly.
         """
-        call = self._stub.Watch(calls.watch_request(targets, since_seq), metadata=metadata(self._token))
-        return WatchStream(call, self.address)
+        return WatchStream(self, targets, since_seq)
 
     def close(self) -> None:
-        """Close the channel."""
-        self._channel.close()
+        """Close the channels."""
+        for channel in self._replicas.channels:
+            channel.close()
 
     def __enter__(self) -> Self:
         return self

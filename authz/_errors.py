@@ -12,6 +12,7 @@ Every error below carries a ``reason`` code (see :class:`handrail._errors.Handra
         ├── AlreadyExistsError       a principal name or token is taken
         ├── PolicyError              a Cedar policy or schema file is broken (``.file``, ``.line``)
         ├── AuthzUnavailableError    client: the sidecar is unreachable or past its deadline
+        ├── StoreUnavailableError    server: the store's database cannot be reached
         └── AuthzRpcError            client: any other gRPC error (``.code_name``, ``.details``,
                                      ``.field``, ``.metadata``; ``.reason`` is ErrorInfo's)
 
@@ -21,7 +22,8 @@ clients turn gRPC errors back into this tree (``_channel.map_grpc_errors``): a s
 sidecar sent becomes an :class:`AuthzRpcError` that is also the error of its code
 (``except PermissionDeniedError`` catches a remote PERMISSION_DENIED, ``except
 InvalidArgumentError`` a remote bad field, with ``.field``); the SQLite store turns a taken
-name into :class:`AlreadyExistsError`.
+name into :class:`AlreadyExistsError`; the PostgreSQL store turns psycopg's connection
+errors into :class:`StoreUnavailableError` (``_pg_db.PgDatabase.run``).
 """
 
 from __future__ import annotations
@@ -179,3 +181,12 @@ REMOTE_ERRORS: dict[str, type[AuthzRpcError]] = {
     "ALREADY_EXISTS": RemoteAlreadyExistsError,
     "FAILED_PRECONDITION": RemoteConflictError,
 }
+
+
+class StoreUnavailableError(AuthzError):
+    """The store's database cannot be reached (a PostgreSQL server that is down, a lost
+    connection, no pooled connection in time). The servicer answers ``UNAVAILABLE``, so a
+    client tries another replica or fails closed.
+    """
+
+    reason = "AUTHZ_UNAVAILABLE"

@@ -24,10 +24,12 @@ def authenticate(store: AuthzStore, token: str) -> Principal:
     """
     if not token:
         raise UnauthenticatedError("missing 'authorization: Bearer <token>' metadata", reason="TOKEN_MISSING")
-    info = store.token_owner(token) if len(token) <= MAX_FIELD_CHARS else None
+    if len(token) > MAX_FIELD_CHARS:
+        raise UnauthenticatedError("unknown bearer token", reason="TOKEN_UNKNOWN")
+    info, now = store.identify(token)  # the principal and the clock in one read
     if info is None:
         raise UnauthenticatedError("unknown bearer token", reason="TOKEN_UNKNOWN")
-    state = info.state(store.now_ms())
+    state = info.state(now)
     if state is PrincipalState.REVOKED:
         raise UnauthenticatedError("the token's principal was revoked", reason="TOKEN_REVOKED")
     if state is PrincipalState.EXPIRED:
@@ -42,21 +44,21 @@ def live_agent(store: AuthzStore, name: str, field: str) -> PrincipalInfo:
         NotFoundError: no agent of that name (naming ``field``; reason UNKNOWN_PRINCIPAL).
         LeaseConflictError: it is revoked or expired (reason PRINCIPAL_REVOKED / _EXPIRED).
     """
-    info = store.principal(name)
+    info, now = store.principal_now(name)
     if info is None or info.role != Role.AGENT:
         raise NotFoundError(f"no agent principal {name!r}", field=field, reason="UNKNOWN_PRINCIPAL")
-    state = info.state(store.now_ms())
+    state = info.state(now)
     if state is not PrincipalState.ACTIVE:
         raise LeaseConflictError(f"principal {name!r} is {state.value}", reason=f"PRINCIPAL_{state.name}")
     return info
 
 
-def not_a_live_agent(store: AuthzStore, name: str) -> str:
-    """Why ``name`` may not be acted for (unknown, not an agent, revoked, expired), or ``""``."""
-    info = store.principal(name)
+def not_a_live_agent(info: PrincipalInfo | None, name: str, now: int) -> str:
+    """Why the principal ``name`` (``info`` as the store has it at ``now``; None: unknown)
+    may not be acted for (unknown, not an agent, revoked, expired), or ``""``."""
     if info is None:
         return f"principal {name!r} is unknown"
     if info.role != Role.AGENT:
         return f"principal {name!r} is not an agent"
-    state = info.state(store.now_ms())
+    state = info.state(now)
     return "" if state is PrincipalState.ACTIVE else f"principal {name!r} is {state.value}"

@@ -14,7 +14,7 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -36,12 +36,17 @@ from handrail.authz._errors import (
     NotFoundError,
     PermissionDeniedError,
     PolicyError,
+    StoreUnavailableError,
     UnauthenticatedError,
 )
 from handrail.authz._explain import when
 from handrail.authz._models import DEFAULT_APPROVAL_TIMEOUT_MS, Principal
+from handrail.authz._pg import PgStore
+from handrail.authz._pg_db import describe, is_pg_dsn
 from handrail.authz._policies import PolicyEngine
+from handrail.authz._reach import DEFAULT_CONSOLE_ORIGINS, ConsoleOrigins
 from handrail.authz._sqlite import SqliteStore
+from handrail.authz._store import AuthzStore
 from handrail.authz._watch import SubscriptionClosed
 from handrail.proto.authz.v1 import authz_pb2 as pb
 from handrail.proto.authz.v1 import authz_pb2_grpc
@@ -62,6 +67,7 @@ _STATUS: tuple[tuple[type[AuthzError], grpc.StatusCode], ...] = (
     (LeaseConflictError, grpc.StatusCode.FAILED_PRECONDITION),
     (PolicyError, grpc.StatusCode.FAILED_PRECONDITION),
     (AuthzUnavailableError, grpc.StatusCode.UNAVAILABLE),
+    (StoreUnavailableError, grpc.StatusCode.UNAVAILABLE),
     (AuthzError, grpc.StatusCode.UNAVAILABLE),
 )
 
@@ -76,6 +82,14 @@ def status_of(exc: AuthzError) -> grpc.Status:
 def _internal(method: str) -> grpc.Status:
     return error_status(grpc.StatusCode.INTERNAL, f"internal error in {method}", "INTERNAL", AUTHZ_DOMAIN)
 
+
+#: Let clients ping every second, even between calls (a stopped replica is found by its
+#: missing answers to pings; see ``_balance``).
+KEEPALIVE_SERVER_OPTIONS = (
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.min_ping_interval_without_data_ms", 1000),
+    ("grpc.http2.max_ping_strikes", 0),
+)
 
 #: How long a Watch handler waits for an event before looking whether the call is still on.
 _WATCH_POLL_S = 1.0
@@ -316,6 +330,19 @@ class AuthzServicer(authz_pb2_grpc.AuthzServicer):
         )
         return _wire_responses.list_decisions_response(records)
 
+    # --- the operator console -----------------------------------------------------------------
+
+    @_rpc
+    def CheckHumanInput(self, request: pb.CheckRequest, context: grpc.ServicerContext) -> pb.CheckResponse:
+        caller = self._caller(context)
+        check = _wire.check_request_from_pb(request)
+        return _wire.decision_to_pb(self.authz.check_human_input(caller, check))
+
+    @_rpc
+    def ListLeases(self, request: pb.ListLeasesRequest, context: grpc.ServicerContext) -> pb.ListLeasesResponse:
+        caller = self._caller(context)
+        return pb.ListLeasesResponse(leases=[_wire.lease_msg(lease) for lease in self.authz.list_leases(caller)])
+
     # --- Watch --------------------------------------------------------------------------------
 
     @_stream_rpc
@@ -451,6 +478,8 @@ def serve(
     approval_timeout_ms: int = DEFAULT_APPROVAL_TIMEOUT_MS,
     tls_cert: str | Path | bytes | None = None,
     tls_key: str | Path | bytes | None = None,
+    console_origins: Sequence[str] | None = None,
+    store: str | None = None,
 ) -> tuple[AuthzServer, int]:
     """Load the policies, open the store and start the sidecar's gRPC server.
 
@@ -467,6 +496,11 @@ def serve(
         approval_timeout_ms: the deadline of an approval when neither grant nor policy sets one.
         tls_cert, tls_key: PEM certificate chain and private key (paths or bytes): serve TLS
             instead of plaintext.
+        console_origins: the operator console's origins, which no agent may reach; None:
+            ``$HANDRAIL_CONSOLE_ORIGIN`` (comma-separated) or :data:`DEFAULT_CONSOLE_ORIGINS`.
+        store: ``postgresql://...``: serve from that database (any number of replicas may
+            serve one database; ``data_dir`` is then not used); None: ``authz.sqlite`` in
+            ``data_dir``.
 
     Returns:
         The started server (a :class:`grpc.Server`) and the port it bound.
@@ -477,25 +511,43 @@ def serve(
     """
     if (tls_cert is None) != (tls_key is None):
         raise ValueError("tls_cert and tls_key go together")
+    if console_origins is None:
+        env = os.environ.get("HANDRAIL_CONSOLE_ORIGIN", "")
+        console_origins = [o for o in env.split(",") if o.strip()] or list(DEFAULT_CONSOLE_ORIGINS)
+    consoles = ConsoleOrigins.parse(o.strip() for o in console_origins)
     engine = PolicyEngine.load(policies_dir)
     shadow = PolicyEngine.load(shadow_policies_dir) if shadow_policies_dir else None
-    lock_fd = _lock_data_dir(Path(data_dir))
-    try:
-        store = SqliteStore.in_dir(data_dir, clock=clock, durable_decisions=durable_decisions, journal=True)
-    except BaseException:
-        os.close(lock_fd)
-        raise
+    if store and not is_pg_dsn(store):
+        raise ValueError(f"--store must be a postgresql:// URL, not {store!r}")
+    opened: AuthzStore
+    sqlite: SqliteStore | None = None
+    lock_fd: int | None = None
+    if store:
+        opened = PgStore(store, clock=clock, durable_decisions=durable_decisions, pool_size=max(4, max_workers // 2))
+        where = describe(store)
+    else:
+        lock_fd = _lock_data_dir(Path(data_dir))
+        try:
+            opened = sqlite = SqliteStore.in_dir(
+                data_dir, clock=clock, durable_decisions=durable_decisions, journal=True
+            )
+        except BaseException:
+            os.close(lock_fd)
+            raise
+        where = str(data_dir)
     authorizer = Authorizer(
-        store,
+        opened,
         engine,
         shadow=shadow,
         policies_dir=policies_dir,
         shadow_dir=shadow_policies_dir,
         approval_timeout_ms=approval_timeout_ms,
     )
+    authorizer.console_origins = consoles
     executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="authz")
-    # No SO_REUSEPORT: a second sidecar on the same port must fail, not share it.
-    server = grpc.server(executor, options=[("grpc.so_reuseport", 0)])
+    # No SO_REUSEPORT: a second sidecar on the same port must fail, not share it. Clients
+    # may ping every second (they find a stopped replica that way, see _balance).
+    server = grpc.server(executor, options=[("grpc.so_reuseport", 0), *KEEPALIVE_SERVER_OPTIONS])
     add_service(server, AuthzServicer(authorizer), pb.DESCRIPTOR.services_by_name["Authz"], pb, AUTHZ_DOMAIN)
 
     health_servicer = health.HealthServicer()
@@ -514,17 +566,20 @@ def serve(
             port = server.add_insecure_port(listen)
     except (RuntimeError, OSError):
         executor.shutdown(wait=False)
-        store.close()
-        os.close(lock_fd)
+        authorizer.close()
+        opened.close()
+        if lock_fd is not None:
+            os.close(lock_fd)
         raise RuntimeError(cannot_listen(listen)) from None
     server.start()
     authorizer.start()
-    store.start_checkpointer()
+    if sqlite is not None:
+        sqlite.start_checkpointer()
     log.info(
         "authz serving %s on port %d since %s (%d policies%s)",
-        data_dir,
+        where,
         port,
-        when(store.now_ms()),
+        when(opened.now_ms()),
         len(engine.policy_ids),
         f", {len(shadow.policy_ids)} shadow" if shadow else "",
     )

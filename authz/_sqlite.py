@@ -35,6 +35,7 @@ from handrail.authz._sqlite_leases import SqliteLeases
 from handrail.authz._sqlite_migrations import Migrations
 from handrail.authz._sqlite_principals import SqlitePrincipals
 from handrail.authz._sqlite_schema import DB_NAME
+from handrail.authz._watch import EventHub
 
 
 class SqliteStore:
@@ -82,6 +83,7 @@ class SqliteStore:
         self._leases.load()
         self._grants.load()
         self._checkpointer: Checkpointer | None = None
+        self._hub: EventHub | None = None
 
     @classmethod
     def in_dir(cls, data_dir: str | Path, **kwargs: Any) -> SqliteStore:
@@ -98,6 +100,12 @@ class SqliteStore:
     def now_ms(self) -> int:
         """The store's clock, in unix milliseconds; the only clock that judges expiry."""
         return self._clock()
+
+    def event_hub(self) -> EventHub:
+        """See :meth:`AuthzStore.event_hub`: in-process, numbered from the clock in µs."""
+        if self._hub is None:
+            self._hub = EventHub(self.now_ms() * 1000)
+        return self._hub
 
     @contextmanager
     def atomic(self, conn: sqlite3.Connection | None = None) -> Iterator[sqlite3.Connection]:
@@ -151,6 +159,14 @@ class SqliteStore:
     def token_owner(self, token: str) -> PrincipalInfo | None:
         """See :meth:`AuthzStore.token_owner`."""
         return self._principals.by_token(token)
+
+    def principal_now(self, name: str) -> tuple[PrincipalInfo | None, int]:
+        """See :meth:`AuthzStore.principal_now`."""
+        return self._principals.by_name(name), self.now_ms()
+
+    def identify(self, token: str) -> tuple[PrincipalInfo | None, int]:
+        """See :meth:`AuthzStore.identify`."""
+        return self._principals.by_token(token), self.now_ms()
 
     def authenticate(self, token: str) -> Principal | None:
         """See :meth:`AuthzStore.authenticate`."""
@@ -225,9 +241,13 @@ class SqliteStore:
 
     # --- checks and the decision log ----------------------------------------------------------
 
-    def check_snapshot(self, principal: str, target: str) -> tuple[LeaseInfo | None, list[GrantInfo], int]:
-        """See :meth:`AuthzStore.check_snapshot`: read from memory, no SQL."""
-        return self._leases.row(target), self._grants.covering(principal, target), self._clock()
+    def check_snapshot(
+        self, principal: str, target: str
+    ) -> tuple[PrincipalInfo | None, LeaseInfo | None, list[GrantInfo], int]:
+        """See :meth:`AuthzStore.check_snapshot`: read from memory, no SQL (the principal
+        is a dictionary hit while no process changed a principal)."""
+        agent = self._principals.by_name(principal)
+        return agent, self._leases.row(target), self._grants.covering(principal, target), self._clock()
 
     def new_decision_id(self) -> str:
         """See :meth:`AuthzStore.new_decision_id`: 12 hex digits of log sequence, then 20

@@ -2,9 +2,10 @@ r"""The sidecar's one storage seam: the :class:`AuthzStore` protocol.
 
 The authorizer (and through it the servicer) uses the store through this protocol only,
 and nothing in it is SQLite's: :class:`~handrail.authz.SqliteStore` implements it over one
-SQLite file (:mod:`._sqlite`), and a PostgreSQL backend will implement the same methods
-(epoch compare-and-set and the single-use consumption as conditional ``UPDATE``\ s, expiry
-judged by the database clock). What only one backend has (SQLite's file, its migrations,
+SQLite file (:mod:`._sqlite`), and :class:`~handrail.authz.PgStore` over PostgreSQL for
+several replicas (:mod:`._pg`: each lease change one compare-and-set statement, the
+single-use consumption a conditional ``UPDATE``, expiry judged by the database's clock,
+Watch fed by a change log). What only one backend has (SQLite's file, its migrations,
 its checkpointer thread, bulk imports) stays on that backend's class.
 
 What the protocol promises, whatever the backend:
@@ -43,10 +44,11 @@ from collections.abc import Callable
 from typing import Protocol
 
 from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, Principal, PrincipalInfo
+from handrail.authz._watch import EventHub
 
 
 class AuthzStore(Protocol):
-    """What the sidecar needs from its storage; SQLite today, PostgreSQL to follow.
+    """What the sidecar needs from its storage: SQLite for one sidecar, PostgreSQL for replicas.
 
     Every method that changes state has committed durably when it returns. Expiry is judged
     by :meth:`now_ms` only. Lookups of one thing by id raise :class:`NotFoundError`; bad
@@ -58,6 +60,10 @@ class AuthzStore(Protocol):
 
     def close(self) -> None:
         """Release every resource."""
+
+    def event_hub(self) -> EventHub:
+        """The hub Watch streams are fed from: in-process for one sidecar, fed by every
+        replica's changes for a shared store (the same object on every call)."""
 
     # principals
     def add_principal(self, name: str, role: str, token: str | None = None, expires_at_ms: int = 0) -> str:
@@ -74,6 +80,14 @@ class AuthzStore(Protocol):
 
     def token_owner(self, token: str) -> PrincipalInfo | None:
         """The principal a bearer token names as it stands now (whatever its state), or None."""
+
+    def principal_now(self, name: str) -> tuple[PrincipalInfo | None, int]:
+        """:meth:`principal` and :meth:`now_ms` read together (one round trip for a store
+        behind a network)."""
+
+    def identify(self, token: str) -> tuple[PrincipalInfo | None, int]:
+        """:meth:`token_owner` and :meth:`now_ms` read together (one round trip for a store
+        behind a network)."""
 
     def authenticate(self, token: str) -> Principal | None:
         """The live principal a bearer token names, or None (unknown, revoked, expired)."""
@@ -126,8 +140,11 @@ class AuthzStore(Protocol):
         """Apply a transition atomically (compare-and-set on the epoch); (before, after)."""
 
     # checks and the decision log
-    def check_snapshot(self, principal: str, target: str) -> tuple[LeaseInfo | None, list[GrantInfo], int]:
-        """The lease row, the candidate grants and the clock, for one check."""
+    def check_snapshot(
+        self, principal: str, target: str
+    ) -> tuple[PrincipalInfo | None, LeaseInfo | None, list[GrantInfo], int]:
+        """The principal acted for (None: unknown), the lease row, the candidate grants and
+        the clock, for one check (one read for a store behind a network)."""
 
     def record_decision(self, record: DecisionRecord) -> None:
         """Append one decision to the log."""

@@ -14,7 +14,7 @@ import collections
 import fnmatch
 import itertools
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from handrail.authz._models import WatchEventInfo
 
@@ -103,6 +103,8 @@ class EventHub:
         self._recent: collections.deque[WatchEventInfo] = collections.deque(maxlen=REPLAY_EVENTS)
         self._subs: list[Subscription] = []
         self._closed = False
+        self.on_remote: Callable[[WatchEventInfo], None] | None = None
+        """Called with each event another replica published (a shared hub only)."""
 
     @property
     def last_seq(self) -> int:

@@ -18,13 +18,14 @@ target* when the merchant's real state shows an effect the agent did not ask for
 plan cancelled, "cancel every plan", or text in the other field. An attempt whose click
 was refused or failed with nothing done is not wrong, only not done.
 
-    python bench/guard_pages.py [--n 12]
+    python bench/guard_pages.py [--n 12] [--executor-code DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import re
 import sys
@@ -209,6 +210,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=12, help="attempts per page and side")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument(
+        "--executor-code",
+        default="",
+        help="run the executors from this directory (one holding a 'handrail' package: an older"
+        " commit's code, to measure before a change); the bench, the SDK and the pages stay these",
+    )
     args = ap.parse_args()
     modes = LIST_MODES + FIELD_MODES
     results: dict[str, dict[str, Tally]] = {}
@@ -216,12 +223,19 @@ def main() -> None:
         data = Path(tmp)
         tokens = bench_principals(data)
         authz = start_authz(data)
-        executors = {
-            "pointer": start_executor(data / "pointer", authz.address, tokens["exec"]),
-            "playwright": start_executor(
-                data / "playwright", authz.address, tokens["exec"], extra=["--playwright-clicks"]
-            ),
-        }
+        env = {"PYTHONPATH": args.executor_code} if args.executor_code else None
+        here = os.getcwd()
+        if args.executor_code:
+            os.chdir(args.executor_code)  # `python -m handrail` looks in its working directory first
+        try:
+            executors = {
+                "pointer": start_executor(data / "pointer", authz.address, tokens["exec"], env=env),
+                "playwright": start_executor(
+                    data / "playwright", authz.address, tokens["exec"], extra=["--playwright-clicks"], env=env
+                ),
+            }
+        finally:
+            os.chdir(here)
         try:
             with AuthzClient(authz.address, tokens["ops"]) as ops:
                 ops.grant("bench-agent", "browser:bench", ["submit", "input", "navigate"], [app.url])

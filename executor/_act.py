@@ -429,6 +429,10 @@ class ActPath:
         """
         refuse = self._outcomes.refuse
         resource = await session.backend.describe(spec, target)
+        session.note_action(  # what an operator deciding an approval sees (the console)
+            action_id,
+            {**spec.ledger_params(*((target.role, target.name) if target else ("", ""))), "url": resource.url},
+        )
         try:
             decision = await self._check(session, spec, action_id, resource, fingerprint)
             if decision.reason == Reason.APPROVAL_REQUIRED and decision.approval_id and spec.approval_wait_ms:

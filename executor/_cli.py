@@ -7,6 +7,7 @@ import asyncio
 import logging
 import os
 import signal
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,8 @@ def register(sub: Any) -> None:
     serve.add_argument(
         "--authz",
         default=os.environ.get("HANDRAIL_AUTHZ", "127.0.0.1:7700"),
-        help="the authz sidecar's address (env HANDRAIL_AUTHZ)",
+        help="the authz sidecar's address, or its replicas' as a comma-separated list: calls are "
+        "balanced and fail over (env HANDRAIL_AUTHZ)",
     )
     serve.add_argument(
         "--token",
@@ -41,6 +43,18 @@ def register(sub: Any) -> None:
         type=Path,
         default=Path(os.environ.get("HANDRAIL_DATA_DIR", "handrail-data")),
         help="where the ledger lives (env HANDRAIL_DATA_DIR)",
+    )
+    serve.add_argument(
+        "--ledger",
+        default=os.environ.get("HANDRAIL_LEDGER", ""),
+        metavar="postgresql://...",
+        help="append to this executor's chain in a PostgreSQL ledger instead of <data-dir>/ledger.sqlite "
+        "(env HANDRAIL_LEDGER; the head file stays in --data-dir)",
+    )
+    serve.add_argument(
+        "--executor-id",
+        default=os.environ.get("HANDRAIL_EXECUTOR_ID", "") or socket.gethostname(),
+        help="this executor's chain in a PostgreSQL ledger (env HANDRAIL_EXECUTOR_ID; default the host name)",
     )
     serve.add_argument(
         "--chromium",
@@ -73,6 +87,9 @@ def _serve(args: argparse.Namespace) -> int:
     if not args.token:
         print("handrail executor serve: --token or HANDRAIL_TOKEN is required", file=sys.stderr)
         return 2
+    if args.ledger and not args.ledger.startswith(("postgresql://", "postgres://")):
+        print("handrail executor serve: --ledger must be a postgresql:// URL", file=sys.stderr)
+        return 2
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         return asyncio.run(_serve_async(args))
@@ -94,6 +111,8 @@ async def _serve_async(args: argparse.Namespace) -> int:
         authz_address=args.authz,
         token=args.token,
         data_dir=args.data_dir,
+        ledger=args.ledger or None,
+        executor_id=args.executor_id,
         chromium=args.chromium,
         lease_ttl_ms=args.lease_ttl_ms,
         upload_dir=args.upload_dir,

@@ -31,10 +31,11 @@ from typing import Any, TypeVar
 
 import grpc
 
-from handrail.executor import _wire
+from handrail.executor import _wire, _wire_console
 from handrail.executor._elements import Element
 from handrail.executor._elements import find as find_element
 from handrail.executor._errors import raise_for_outcome
+from handrail.executor._live import PersonRequest
 from handrail.executor._models import (
     ActionKind,
     ActionResult,
@@ -211,10 +212,10 @@ class ExecutorClient:
         self._timeout = timeout_s
         self._strict = strict
 
-    def _call(self, call: _wire.Call[_T]) -> _T:
+    def _call(self, call: _wire.Call[_T], timeout: float | None = None) -> _T:
         method, request, decode = call
         try:
-            response = getattr(self._stub, method)(request, metadata=self._metadata, timeout=self._timeout)
+            response = getattr(self._stub, method)(request, metadata=self._metadata, timeout=timeout or self._timeout)
         except grpc.RpcError as exc:
             raise _wire.rpc_error(exc) from None
         return decode(response)
@@ -304,6 +305,16 @@ class Session(_SessionBase):
     def close(self) -> None:
         self._client._call(_wire.close_session(self.session_id))
 
+    def ask_for_person(self, reason: str = "", *, wait_ms: int = 0, request_id: str = "") -> PersonRequest:
+        """Hand the target to a person: ``reason`` says what they must do.
+
+        Waits up to ``wait_ms`` for the person to take over and hand back (``status`` is
+        then ``HANDED_BACK``); with ``request_id``, waits on an earlier request instead of
+        asking anew. After a hand-back, observe again: the old refs are stale.
+        """
+        call = _wire_console.ask_for_person(self.session_id, reason, wait_ms, request_id)
+        return self._client._call(call, timeout=max(self._client._timeout, wait_ms / 1000 + 10))
+
     # The actions, by name.
     def click(self, ref: str = "", **kw: Any) -> ActResponse:
         return self.act(ActionKind.CLICK, ref=ref, **kw)
@@ -392,10 +403,12 @@ class AsyncExecutorClient:
         self._timeout = timeout_s
         self._strict = strict
 
-    async def _call(self, call: _wire.Call[_T]) -> _T:
+    async def _call(self, call: _wire.Call[_T], timeout: float | None = None) -> _T:
         method, request, decode = call
         try:
-            response = await getattr(self._stub, method)(request, metadata=self._metadata, timeout=self._timeout)
+            response = await getattr(self._stub, method)(
+                request, metadata=self._metadata, timeout=timeout or self._timeout
+            )
         except grpc.RpcError as exc:
             raise _wire.rpc_error(exc) from None
         return decode(response)
@@ -460,6 +473,11 @@ class AsyncSession(_SessionBase):
 
     async def close(self) -> None:
         await self._client._call(_wire.close_session(self.session_id))
+
+    async def ask_for_person(self, reason: str = "", *, wait_ms: int = 0, request_id: str = "") -> PersonRequest:
+        """See ``Session.ask_for_person``."""
+        call = _wire_console.ask_for_person(self.session_id, reason, wait_ms, request_id)
+        return await self._client._call(call, timeout=max(self._client._timeout, wait_ms / 1000 + 10))
 
     async def click(self, ref: str = "", **kw: Any) -> ActResponse:
         return await self.act(ActionKind.CLICK, ref=ref, **kw)

@@ -51,11 +51,12 @@ from handrail.executor._faults import Fault
 from handrail.executor._guard import GuardedExecutor, OpenSpec
 from handrail.executor._lease import LeaseNews
 from handrail.executor._models import BackendKind
+from handrail.executor._service_console import ConsoleRpcs
 from handrail.executor._session import Session
 from handrail.executor.browser import BrowserHost
 from handrail.proto.executor.v1 import executor_pb2 as pb
 from handrail.proto.executor.v1 import executor_pb2_grpc as pb_grpc
-from handrail.recorder import Ledger
+from handrail.recorder import Ledger, open_ledger
 
 log = logging.getLogger(__name__)
 
@@ -101,11 +102,15 @@ def bearer_token(context: Context) -> str:
     return token
 
 
-class ExecutorServicer(pb_grpc.ExecutorServicer):
-    """Thin: every RPC decodes, calls ``GuardedExecutor`` and encodes."""
+class ExecutorServicer(ConsoleRpcs, pb_grpc.ExecutorServicer):
+    """Thin: every RPC decodes, calls ``GuardedExecutor`` and encodes (the console's RPCs:
+    ``ConsoleRpcs``)."""
 
     def __init__(self, core: GuardedExecutor) -> None:
         self._core = core
+
+    def _token(self, context: Context) -> str:
+        return bearer_token(context)
 
     async def _run(self, context: Context, call: Callable[[], Awaitable[_T]]) -> _T:
         try:
@@ -311,6 +316,8 @@ async def start_server(
     authz_address: str,
     token: str,
     data_dir: Path,
+    ledger: str | None = None,
+    executor_id: str = "executor",
     chromium: str | None = None,
     lease_ttl_ms: int = 30_000,
     upload_dir: Path | None = None,
@@ -320,10 +327,15 @@ async def start_server(
     """Check the token, lock the data dir, recover the ledger, start Chromium, the core and
     the gRPC server; return them running.
 
+    ``ledger`` (a ``postgresql://`` URL) puts the ledger in that database, as the chain of
+    ``executor_id`` (its head file in ``data_dir``); by default it is ``data_dir/ledger.sqlite``.
+    ``authz_address`` may list several sidecar replicas (``a:7700,b:7700``).
+
     Raises:
         ExecutorError: in one line: the token is wrong or not an executor's, the sidecar is
             unreachable, another executor serves the data dir, the port is taken ...
-        HandrailError: the ledger cannot be opened (a read-only data dir ...).
+        HandrailError: the ledger cannot be opened (a read-only data dir, a database that
+            does not answer ...).
     """
     authz = AsyncAuthzClient(authz_address, token)
     try:
@@ -334,8 +346,8 @@ async def start_server(
         raise
     resources: list[Callable[[], Awaitable[None]]] = [authz.close]
     try:
-        ledger = Ledger(data_dir / "ledger.sqlite")
-        resources.append(_as_async(ledger.close))
+        opened = open_ledger(ledger or data_dir / "ledger.sqlite", executor_id=executor_id, head_dir=data_dir)
+        resources.append(_as_async(opened.close))
         host = BrowserHost(chromium, upload_dir, playwright_clicks=playwright_clicks)
         await host.start()
         resources.append(host.close)
@@ -358,7 +370,7 @@ async def start_server(
                 return await open_desktop(spec.desktop, on_human_activity=person_at_desk)
             return await host.open_page()  # the loop judges and loads the start page
 
-        core = GuardedExecutor(authz, ledger, open_backend, lease_ttl_ms=lease_ttl_ms, fault=fault)
+        core = GuardedExecutor(authz, opened, open_backend, lease_ttl_ms=lease_ttl_ms, fault=fault)
         await core.start()
         resources.append(core.close)
         # No SO_REUSEPORT: a second executor on the same port must fail, not share it.
@@ -392,7 +404,7 @@ async def start_server(
                 await close()
         os.close(lock_fd)
         raise
-    return ExecutorServer(server, port, core, host, authz, ledger, lock_fd)
+    return ExecutorServer(server, port, core, host, authz, opened, lock_fd)
 
 
 def _as_async(close: Callable[[], None]) -> Callable[[], Awaitable[None]]:

@@ -15,7 +15,9 @@ Example::
         assert result is not None and result.body_as(ResultBody).outcome == "DONE"
         assert ledger.verify().ok
 
-The storage is behind :class:`LedgerStore`; :class:`SqliteLedgerStore` is the default.
+The storage is behind :class:`LedgerStore`; :class:`SqliteLedgerStore` is the default,
+:class:`PgLedgerStore` keeps one chain per executor in PostgreSQL (:func:`open_ledger`
+opens either by its location).
 Recording a session into a scenario file starts from :func:`read_session`; the scenario
 side of it is ``handrail.scenarios``.
 """
@@ -46,6 +48,8 @@ from ._chain import GENESIS_HASH, canonical_json, entry_hash
 from ._entry import LEASE_EVENTS, REDACTED, VERDICTS, Entry, NewEntry, PrincipalKind, redact
 from ._errors import LedgerError, LedgerTamperedError
 from ._ledger import Ledger
+from ._open import open_ledger
+from ._postgres import PgLedgerStore, ledger_executors
 from ._recovery import RecoveredAction, UnresolvedAction
 from ._session_log import SessionLog, read_session
 from ._sqlite import SqliteLedgerStore
@@ -76,6 +80,7 @@ __all__ = [
     "NavigationBody",
     "NewEntry",
     "OtherBody",
+    "PgLedgerStore",
     "PrincipalKind",
     "ReconcileBody",
     "RecoveredAction",
@@ -91,6 +96,8 @@ __all__ = [
     "VerifyReport",
     "canonical_json",
     "entry_hash",
+    "ledger_executors",
+    "open_ledger",
     "parse_body",
     "read_session",
     "redact",

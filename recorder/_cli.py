@@ -30,9 +30,12 @@ from ._chain import canonical_json
 from ._entry import Entry
 from ._errors import LedgerError
 from ._ledger import Ledger
+from ._open import open_ledger
+from ._postgres import is_pg_dsn, ledger_executors
 from ._timeline import timeline
 
 DATA_DIR_ENV = "HANDRAIL_DATA_DIR"
+LEDGER_ENV = "HANDRAIL_LEDGER"
 DEFAULT_DATA_DIR = "./handrail-data"
 LEDGER_FILE = "ledger.sqlite"
 FOLLOW_POLL_S = 0.2
@@ -81,7 +84,17 @@ def register(subparsers: Any) -> None:
 
 
 def _add_location(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", default=None, help="the ledger file (overrides --data-dir)")
+    parser.add_argument(
+        "--db",
+        default=os.environ.get(LEDGER_ENV) or None,
+        help="the ledger file, or a postgresql:// URL holding every executor's ledger "
+        f"(env {LEDGER_ENV}; overrides --data-dir)",
+    )
+    parser.add_argument(
+        "--executor",
+        default=None,
+        help="with a PostgreSQL ledger: only this executor's chain (default: every executor's)",
+    )
     parser.add_argument(
         "--data-dir",
         default=None,
@@ -170,53 +183,94 @@ def _select(ledger: Ledger, filters: dict[str, Any]) -> list[Entry]:
     return [e for e in ledger.session_entries(session) if _matches(e, filters)]
 
 
-def _open_existing(args: argparse.Namespace) -> Ledger | None:
+Chains = list[tuple[str, Ledger]]
+"""The ledgers a command reads: ``("", ledger)`` for a file; ``(executor id, ledger)`` for
+each executor's chain in a PostgreSQL ledger."""
+
+
+def _last(ledger: Ledger, n: int, filters: dict[str, Any]) -> list[Entry]:
+    """The last ``n`` filtered entries; a session's include its target's lease changes."""
+    if n <= 0:
+        return []
+    if filters.get("session_id"):
+        return _select(ledger, filters)[-n:]
+    return ledger.tail(n, **filters)
+
+
+def _open_existing(args: argparse.Namespace) -> Chains | None:
+    if args.db and is_pg_dsn(args.db):
+        chains: Chains = []
+        try:
+            executors = [args.executor] if args.executor else ledger_executors(args.db)
+            if not executors:
+                print("error: the ledger database holds no executor's chain yet", file=sys.stderr)
+                return None
+            for exe in executors:
+                chains.append((exe, open_ledger(args.db, executor_id=exe, read_only=True)))
+            return chains
+        except LedgerError as exc:
+            for _, opened in chains:
+                opened.close()
+            print(f"error: {exc}", file=sys.stderr)
+            return None
     path = ledger_path(args.db, args.data_dir)
     if not path.is_file():
         print(f"error: no ledger at {path}", file=sys.stderr)
         return None
     try:
-        return Ledger(path, read_only=True)
+        return [("", Ledger(path, read_only=True))]
     except LedgerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
 
 
 @contextmanager
-def _reading(args: argparse.Namespace) -> Iterator[Ledger | None]:
-    """Open the ledger; report a read error or a bad argument as exit code 2."""
-    ledger = _open_existing(args)
-    if ledger is None:
+def _reading(args: argparse.Namespace) -> Iterator[Chains | None]:
+    """Open the ledger (every chain of a PostgreSQL one); report a read error or a bad
+    argument as exit code 2."""
+    chains = _open_existing(args)
+    if chains is None:
         yield None
         return
-    with ledger:
-        yield ledger
+    try:
+        yield chains
+    finally:
+        for _, ledger in chains:
+            ledger.close()
+
+
+def _merged(chains: Chains, entries_of: Any) -> list[tuple[str, Entry]]:
+    """Entries of every chain, by time (then executor and seq)."""
+    found = [(exe, entry) for exe, ledger in chains for entry in entries_of(ledger)]
+    return sorted(found, key=lambda pair: (pair[1].ts_ms, pair[0], pair[1].seq))
+
+
+def _lines(found: list[tuple[str, Entry]]) -> str:
+    """A timeline; each line names its executor when there is more than one chain."""
+    return "\n".join(f"[{exe}] {timeline([entry])}" if exe else timeline([entry]) for exe, entry in found)
 
 
 def run_tail(args: argparse.Namespace) -> int:
     """Print the last ``-n`` entries; with ``-f`` keep printing new ones until stopped."""
-    with _reading(args) as ledger:
-        if ledger is None:
+    with _reading(args) as chains:
+        if chains is None:
             return 2
         try:
             filters = _filters(args)
-            if filters["session_id"]:
-                entries = _select(ledger, filters)[-args.n :] if args.n > 0 else []
-            else:
-                entries = ledger.tail(args.n, **filters) if args.n > 0 else []
-            if entries:
-                print(timeline(entries), flush=True)
+            found = _merged(chains, lambda ledger: _last(ledger, args.n, filters))
+            found = found[-args.n :] if args.n > 0 else []
+            if found:
+                print(_lines(found), flush=True)
             if args.follow:
-                last = entries[-1].seq if entries else ledger.head()[0]
-                _follow(ledger, last, filters)
+                _follow(chains, filters)
         except (LedgerError, ValueError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
     return 0
 
 
-def _follow(ledger: Ledger, last_seq: int, filters: dict[str, Any]) -> None:
-    """Poll for entries after ``last_seq`` until Ctrl-C or SIGTERM."""
+def _follow(chains: Chains, filters: dict[str, Any]) -> None:
+    """Poll every chain for entries after its head until Ctrl-C or SIGTERM."""
     stop = threading.Event()
     previous = None
     if threading.current_thread() is threading.main_thread():
@@ -225,16 +279,19 @@ def _follow(ledger: Ledger, last_seq: int, filters: dict[str, Any]) -> None:
             stop.set()
 
         previous = signal.signal(signal.SIGTERM, on_term)
+    last = {exe: ledger.head()[0] for exe, ledger in chains}
     try:
         while not stop.is_set():
             # The filters skip entries, so track the head, not the last entry printed.
-            head = ledger.head()[0]
-            if head > last_seq:
-                fresh = ledger.entries(since_seq=last_seq, **filters)
-                fresh = [entry for entry in fresh if entry.seq <= head]
-                if fresh:
-                    print(timeline(fresh), flush=True)
-                last_seq = head
+            fresh: list[tuple[str, Entry]] = []
+            for exe, ledger in chains:
+                head = ledger.head()[0]
+                if head > last[exe]:
+                    got = ledger.entries(since_seq=last[exe], **filters)
+                    fresh += [(exe, entry) for entry in got if entry.seq <= head]
+                    last[exe] = head
+            if fresh:
+                print(_lines(sorted(fresh, key=lambda p: (p[1].ts_ms, p[0], p[1].seq))), flush=True)
             stop.wait(FOLLOW_POLL_S)
     except KeyboardInterrupt:
         pass
@@ -245,10 +302,19 @@ def _follow(ledger: Ledger, last_seq: int, filters: dict[str, Any]) -> None:
 
 def run_show(args: argparse.Namespace) -> int:
     """Print every entry of one action with its session's context; 1 when none."""
-    with _reading(args) as ledger:
-        if ledger is None:
+    with _reading(args) as chains:
+        if chains is None:
             return 2
         try:
+            with_entries = [
+                (exe, ledger) for exe, ledger in chains if ledger.entries(action_id=args.action_id, limit=1)
+            ]
+            if not with_entries:
+                print(f"no entries for action {args.action_id}", file=sys.stderr)
+                return 1
+            exe, ledger = with_entries[0]  # an action id is the executor's own
+            if exe:
+                print(f"executor {exe}")
             entries = ledger.entries(action_id=args.action_id, session_id=args.session)
             if not entries:
                 print(f"no entries for action {args.action_id}", file=sys.stderr)
@@ -300,65 +366,79 @@ def _status(entries: list[Entry]) -> str:
 
 def run_verify(args: argparse.Namespace) -> int:
     """Verify the chain; exit 0 when it holds, 1 when it does not, 2 on a read error."""
-    with _reading(args) as ledger:
-        if ledger is None:
+    with _reading(args) as chains:
+        if chains is None:
             return 2
-        try:
-            report = ledger.verify()
-        except LedgerError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-    if report.ok:
-        print(f"ok: {report.count} entries, chain verified; head file: {report.head_file}")
-        return 0
-    where = f"entry #{report.first_bad_seq}" if report.first_bad_seq else "the head file"
-    print(f"BAD at {where}: {report.message}")
-    return 1
+        bad = 0
+        for exe, ledger in chains:
+            try:
+                report = ledger.verify()
+            except LedgerError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
+            name = f"executor {exe}: " if exe else ""
+            if report.ok:
+                print(f"{name}ok: {report.count} entries, chain verified; head file: {report.head_file}")
+                continue
+            bad += 1
+            where = f"entry #{report.first_bad_seq}" if report.first_bad_seq else "the head file"
+            print(f"{name}BAD at {where}: {report.message}")
+    if len(chains) > 1:
+        print(f"{len(chains) - bad} of {len(chains)} chains verified")
+    return 1 if bad else 0
 
 
 def run_export(args: argparse.Namespace) -> int:
     """Write the (filtered) entries as JSON lines, one entry per line, in seq order."""
-    with _reading(args) as ledger:
-        if ledger is None:
+    with _reading(args) as chains:
+        if chains is None:
             return 2
         try:
             filters = _filters(args)
             if args.output:
                 with open(args.output, "w", encoding="utf-8") as out:
-                    count = _write_jsonl(ledger, filters, out)
+                    count = sum(_write_jsonl(ledger, filters, out, exe) for exe, ledger in chains)
                 print(f"{count} entries written to {args.output}", file=sys.stderr)
             else:
-                _write_jsonl(ledger, filters, sys.stdout)
+                for exe, ledger in chains:
+                    _write_jsonl(ledger, filters, sys.stdout, exe)
         except (LedgerError, ValueError, OSError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
     return 0
 
 
-def _write_jsonl(ledger: Ledger, filters: dict[str, Any], out: TextIO) -> int:
+def _write_jsonl(ledger: Ledger, filters: dict[str, Any], out: TextIO, executor: str = "") -> int:
+    """One chain's entries as JSON lines; those of a PostgreSQL ledger name their executor
+    (``"executor"``, beside the stored columns: it is not part of what is hashed)."""
     count = 0
     head = ledger.head()[0]  # a fixed end, even while others append
     for entry in ledger.iter_entries(**filters):
         if entry.seq > head:
             break
-        out.write(canonical_json(entry.to_dict()) + "\n")
+        line = entry.to_dict()
+        if executor:
+            line["executor"] = executor
+        out.write(canonical_json(line) + "\n")
         count += 1
     return count
 
 
 def run_timeline(args: argparse.Namespace) -> int:
     """Print the (filtered) entries as a readable timeline, then a one-line summary."""
-    with _reading(args) as ledger:
-        if ledger is None:
+    with _reading(args) as chains:
+        if chains is None:
             return 2
         try:
-            entries = _select(ledger, _filters(args))
+            filters = _filters(args)
+            found = _merged(chains, lambda ledger: _select(ledger, filters))
         except (LedgerError, ValueError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-    if entries:
-        print(timeline(entries))
-    actions = {(entry.session_id, entry.action_id) for entry in entries if entry.action_id}
-    sessions = {entry.session_id for entry in entries if entry.session_id}
-    print(f"-- {len(entries)} entries, {len(actions)} actions, {len(sessions)} sessions")
+    if found:
+        print(_lines(found))
+    actions = {(exe, e.session_id, e.action_id) for exe, e in found if e.action_id}
+    sessions = {(exe, e.session_id) for exe, e in found if e.session_id}
+    executors = f", {len(chains)} executors" if len(chains) > 1 else ""
+    print(f"-- {len(found)} entries, {len(actions)} actions, {len(sessions)} sessions{executors}")
     return 0

@@ -31,12 +31,14 @@ def head_file_path(db: str | Path) -> Path:
     return db.with_name(db.name + ".head")
 
 
-def read_head_file(path: Path) -> tuple[int, str] | None:
-    """Return ``(seq, hash)`` from a head file, or ``None`` when there is none.
+def read_head_file(path: Path | None) -> tuple[int, str] | None:
+    """Return ``(seq, hash)`` from a head file, or ``None`` when there is none (or no path).
 
     Raises:
         LedgerTamperedError: the file exists but does not parse.
     """
+    if path is None:
+        return None
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -83,10 +85,10 @@ class HeadWriter:
     never overwritten then.
     """
 
-    def __init__(self, path: Path, interval_s: float, every: int, *, writable: bool = True) -> None:
+    def __init__(self, path: Path | None, interval_s: float, every: int, *, writable: bool = True) -> None:
         self.path = path
         self._writable = writable
-        self.frozen: str | None = None
+        self.frozen: str | None = None if path is not None else "no head file"
         self._interval_s = interval_s
         self._every = every
         self._cv = threading.Condition()
@@ -99,6 +101,8 @@ class HeadWriter:
 
     def check(self, store: LedgerStore) -> None:
         """Compare the file with the store at open; freeze or schedule a write."""
+        if self.path is None:
+            return
         try:
             recorded = read_head_file(self.path)
         except LedgerError as exc:
@@ -122,7 +126,7 @@ class HeadWriter:
             if self._pending is None or seq > self._pending[0]:
                 self._pending = (seq, digest)
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name=f"ledger-head:{self.path.name}", daemon=True)
+                self._thread = threading.Thread(target=self._run, name=f"ledger-head:{self._file().name}", daemon=True)
                 self._thread.start()
             elif self._idle or seq - self._written_seq >= self._every:
                 self._cv.notify()
@@ -137,6 +141,10 @@ class HeadWriter:
             pending, self._pending = self._pending, None
         if pending is not None and not self.frozen:
             self._write(*pending)
+
+    def _file(self) -> Path:
+        assert self.path is not None  # a writer without a file is frozen
+        return self.path
 
     def _run(self) -> None:
         while True:
@@ -160,11 +168,11 @@ class HeadWriter:
             return
         try:
             # Another process appending to the same file may have written a newer head.
-            current = read_head_file(self.path)
+            current = read_head_file(self._file())
             if current is not None and current[0] >= seq:
                 self._written_seq = current[0]
                 return
-            write_head_file(self.path, seq, digest)
+            write_head_file(self._file(), seq, digest)
         except (OSError, LedgerError) as exc:  # the ledger itself is fine; say so loudly
             _log.warning("cannot write head file %s: %s", self.path, exc)
             return

@@ -66,14 +66,15 @@ class Ledger:
         head_interval_s: the longest time the head file lags behind an append.
         head_every: write the head file at once when this many entries are waiting.
         store: where the entries live instead of the SQLite file at ``path`` (which then
-            only names the head file).
+            only names the head file; None: no head file, e.g. reading a PostgreSQL ledger
+            from another host).
         read_only: only read, never write (the file, its WAL or the head file): for
             auditing a copy, even in a read-only directory. Appends raise ``LedgerError``.
     """
 
     def __init__(
         self,
-        path: str | Path,
+        path: str | Path | None,
         *,
         busy_timeout_s: float = 10.0,
         head_interval_s: float = 0.1,
@@ -81,13 +82,17 @@ class Ledger:
         store: LedgerStore | None = None,
         read_only: bool = False,
     ) -> None:
-        self._path = Path(path)
+        if path is None and store is None:
+            raise LedgerError("a ledger needs a file or a store", reason="INVALID_ARGUMENT")
+        self._path = Path(path) if path is not None else None
         self._closing = threading.Lock()
         self._closed = False
         self._store: LedgerStore = store or SqliteLedgerStore(
-            self._path, busy_timeout_s=busy_timeout_s, read_only=read_only
+            Path(str(path)), busy_timeout_s=busy_timeout_s, read_only=read_only
         )
-        self._head = HeadWriter(head_file_path(self._path), head_interval_s, head_every, writable=not read_only)
+        self._head = HeadWriter(
+            head_file_path(self._path) if self._path else None, head_interval_s, head_every, writable=not read_only
+        )
         self._writer = GroupCommit(self._store.append, self._committed)
         try:
             self._head.check(self._store)
@@ -99,12 +104,19 @@ class Ledger:
 
     @property
     def path(self) -> Path:
-        """The SQLite file."""
+        """The SQLite file (or the name the head file of another store is made from)."""
+        if self._path is None:
+            raise LedgerError(f"ledger {self.location} has no file", reason="INVALID_ARGUMENT")
         return self._path
 
     @property
-    def head_path(self) -> Path:
-        """The head file, ``<path>.head``."""
+    def location(self) -> str:
+        """Where the entries are (a file, or a database and an executor's chain)."""
+        return self._store.location
+
+    @property
+    def head_path(self) -> Path | None:
+        """The head file, ``<path>.head`` (None: there is none)."""
         return self._head.path
 
     @property
@@ -544,5 +556,5 @@ class Ledger:
         """
         report = self.verify()
         if not report.ok:
-            raise LedgerTamperedError(f"ledger {self._path}: {report.message}", seq=report.first_bad_seq)
+            raise LedgerTamperedError(f"ledger {self.location}: {report.message}", seq=report.first_bad_seq)
         return report

@@ -51,7 +51,7 @@ def read_session(ledger: Ledger, session_id: str) -> SessionLog:
     """
     entries = tuple(ledger.session_entries(session_id))
     if not entries:
-        raise LedgerError(f"no entries for session {session_id!r} in {ledger.path}", reason="NOT_FOUND")
+        raise LedgerError(f"no entries for session {session_id!r} in {ledger.location}", reason="NOT_FOUND")
     opened = next((e for e in entries if e.kind == SessionOpenBody.KIND), None)
     if opened is None:
         raise LedgerError("the session has no session_open entry (target and start URL)", reason="NOT_FOUND")

@@ -40,7 +40,7 @@ class VerifyReport:
     head_file: str = ""
 
 
-def verify(snapshot: Callable[[], AbstractContextManager[ChainSnapshot]], head_path: Path) -> VerifyReport:
+def verify(snapshot: Callable[[], AbstractContextManager[ChainSnapshot]], head_path: Path | None) -> VerifyReport:
     """Verify the chain a store shows in ``snapshot()`` against its head and the head file.
 
     The head file is read before the snapshot is taken: it is only ever written after the

@@ -19,7 +19,9 @@ afterwards which plan was cancelled and which field received the text.
   ``overlay=hover[:MS]``     on the pointer's first arrival over a Cancel button, a
                              pop-up "Cancel every plan?" puts its own "Cancel" button
                              (``POST /cancel-all``) exactly over it (gone after MS ms);
-  ``overlay=timer:MS``       the same pop-up MS ms after load, over row ``overlay_row``.
+  ``overlay=timer:MS``       the same pop-up MS ms after load, over row ``overlay_row``;
+  ``tick=MS``                a clock line under the table changes every MS ms: a change
+                             that touches no row (a guard must not refuse for it).
 
   The ``rerender`` fault of a scenario (``FixtureApp.push_rerender``) rotates the rows once.
 - ``GET /profile`` — two autosaved fields, "Email" and "Phone", whose labels are painted
@@ -70,7 +72,7 @@ POSING_REF = "e13"
 """The ref Playwright's ``aria_snapshot(mode="ai")`` gives "Delete account" on a freshly
 loaded ``/account``: the support note's text names it (a test pins it)."""
 
-_OPTIONS = {"rerender": "", "overlay": "", "overlay_row": "4", "swap": ""}
+_OPTIONS = {"rerender": "", "overlay": "", "overlay_row": "4", "swap": "", "tick": ""}
 
 
 class PlansApp(FixtureApp):

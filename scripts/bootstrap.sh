@@ -5,7 +5,8 @@
 #   bash scripts/bootstrap.sh python -m pytest       # set up and run the test suite
 #
 # System packages (Debian, as root, no input): chromium for the browser backend; xvfb,
-# xdotool and openbox for the desktop backend's tests. Python packages: this project
+# xdotool and openbox for the desktop backend's tests; postgresql (its server binaries) for
+# the tests of sidecar replicas and ledgers on PostgreSQL. Python packages: this project
 # with its dev extras, installed editable from this checkout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,11 @@ command -v xdotool >/dev/null 2>&1 || need+=(xdotool)
 command -v openbox >/dev/null 2>&1 || need+=(openbox)
 # The desktop fixtures are Tk programs: Python's _tkinter needs the Tk library.
 "${PYTHON:-python3}" -c "import tkinter" >/dev/null 2>&1 || need+=(libtk8.6)
+# The PostgreSQL tests start a private server: initdb, pg_ctl and postgres, on PATH or
+# where Debian puts them (/usr/lib/postgresql/<version>/bin).
+if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  need+=(postgresql)
+fi
 if ((${#need[@]})); then
   if [ "$(id -u)" != 0 ] && ! command -v sudo >/dev/null 2>&1; then
     echo "bootstrap: missing ${need[*]} and not root: install them with apt-get" >&2

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +17,7 @@ import pytest
 from handrail.authz import AuthzClient, Store
 from handrail.executor import ExecutorClient
 from handrail.scenarios import ServerProcess, SubscriptionApp, start_authz, start_executor
+from handrail.scenarios._postgres import PostgresUnavailable, PrivatePostgres, fresh_schema, test_database
 
 _counter = itertools.count(1)
 
@@ -99,3 +100,56 @@ def agent(stack: Stack) -> Iterator[AgentSetup]:
         yield AgentSetup(principal, f"browser:{principal.name}", client)
     finally:
         client.close()
+
+
+# --- PostgreSQL: one private server per test session, a fresh schema per user -----------------
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PrivatePostgres]:
+    """The session's PostgreSQL server: ``$HANDRAIL_TEST_PG`` if set, else a private one
+    (initdb in a temp dir, a free loopback port, run as an unprivileged user), stopped at
+    the end. Only the tests that ask for it (all marked slow) start it."""
+    try:
+        server = test_database()
+    except PostgresUnavailable as exc:
+        pytest.fail(f"{exc} (scripts/bootstrap.sh installs Debian's postgresql)")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_dsn(postgres: PrivatePostgres) -> Iterator[Callable[[], str]]:
+    """Make DSNs of fresh, empty schemas of the session's server (dropped at teardown)."""
+    made: list[str] = []
+
+    def make() -> str:
+        name, dsn = fresh_schema(postgres.dsn)
+        made.append(name)
+        return dsn
+
+    yield make
+    import psycopg
+
+    with psycopg.connect(postgres.dsn, autocommit=True) as conn:
+        for name in made:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Leave out the PostgreSQL run of a test marked ``sqlite_only``, or of a ledger test that
+    asks for ``ledger_path`` (it reads the SQLite store's own files or internals)."""
+    kept = []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        backend = callspec.params.get("store_kind") if callspec is not None else None
+        if backend == "postgresql" and (
+            item.get_closest_marker("sqlite_only") or "ledger_path" in getattr(item, "fixturenames", ())
+        ):
+            continue
+        kept.append(item)
+    if len(kept) != len(items):
+        config.hook.pytest_deselected(items=[i for i in items if i not in kept])
+        items[:] = kept

@@ -55,22 +55,27 @@ SNAP_ENGINE = (
     """(() => {
   const measured = new Map();
   // Boxes are measured again only when something may have moved them since the last
-  // measure: the DOM, a load (an image), a pointer or focus change (CSS :hover, :focus),
-  // a font, the scroll position or the viewport, or an animation running now.
+  // measure: the DOM, a load (an image), a pointer, focus or input change (CSS :hover,
+  // :focus, :checked, :valid ...), a font, the scroll position or the viewport, the hash
+  // (:target), or an animation or transition running now or having run since (a measure
+  // taken while one runs is never kept).
   let dirty = true, last = null, lastView = "";
   const soil = () => { dirty = true; };
   new MutationObserver(soil)
     .observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
-  for (const type of ["load", "pointermove", "pointerdown", "pointerup", "focusin", "focusout", "scroll", "toggle"])
+  for (const type of ["load", "pointermove", "pointerdown", "pointerup", "click", "focusin", "focusout",
+                      "keydown", "keyup", "input", "change", "scroll", "toggle",
+                      "transitionend", "transitioncancel", "animationend", "animationcancel"])
     document.addEventListener(type, soil, true);
   window.addEventListener("resize", soil);
+  window.addEventListener("hashchange", soil);
   if (document.fonts) document.fonts.addEventListener("loadingdone", soil);
   const fresh = () => {
     const view = `${scrollX},${scrollY},${innerWidth},${innerHeight}`;
     const animating = document.getAnimations().some((a) => a.playState === "running");
     if (dirty || last === null || view !== lastView || animating) {
       last = measure();
-      dirty = false;
+      dirty = animating;
       lastView = view;
     }
     return last;

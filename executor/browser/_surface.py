@@ -49,6 +49,7 @@ from handrail.executor.browser._context import (
 )
 from handrail.executor.browser._expect import expectation_holds, wait_for
 from handrail.executor.browser._gate import NetworkGate
+from handrail.executor.browser._live import LiveView
 from handrail.executor.browser._pointer import (
     ARMED_KINDS,
     POINTER_KINDS,
@@ -81,7 +82,7 @@ class _NavigatedError(Exception):
     """The page navigated while it was being observed."""
 
 
-class BrowserSurface:
+class BrowserSurface(LiveView):
     """A session's browser context: its tabs, the active one, checks and dispatch."""
 
     kind = "browser"

@@ -52,6 +52,13 @@ class Sidecar:
         self._clients.append(c)
         return c
 
+    @property
+    def store_args(self) -> list[str]:
+        """Where the CLI's store commands find this sidecar's store: ``--store`` for a
+        PostgreSQL one, else ``--data-dir``."""
+        dsn = getattr(self.server.store, "dsn", "")
+        return ["--store", dsn] if dsn else ["--data-dir", str(self.data_dir)]
+
     def add(self, name: str, role: str) -> AuthzClient:
         self.tokens[name] = self.server.store.add_principal(name, role)
         return self.client(name)
@@ -76,13 +83,25 @@ def policies_dir(tmp_path: Path, name: str = "policies", **files: str) -> Path:
 MakeSidecar = Callable[..., Sidecar]
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
+def store_kind(request: pytest.FixtureRequest) -> str:
+    """Which store the sidecars of a test use: every sidecar test runs on both (the
+    PostgreSQL run is slow-marked: it needs the session's PostgreSQL server)."""
+    return str(request.param)
+
+
 @pytest.fixture
-def make_sidecar(tmp_path: Path, clock: FakeClock) -> Iterator[MakeSidecar]:
-    """Start a sidecar in-process with ``serve(**kwargs)``; stopped at teardown."""
+def make_sidecar(
+    tmp_path: Path, clock: FakeClock, store_kind: str, request: pytest.FixtureRequest
+) -> Iterator[MakeSidecar]:
+    """Start a sidecar in-process with ``serve(**kwargs)``; stopped at teardown. On
+    PostgreSQL each sidecar gets a fresh schema (pass ``store=`` to share one)."""
     made: list[Sidecar] = []
 
     def make(*, lease_grants: bool = True, **kwargs: Any) -> Sidecar:
         data = tmp_path / f"data{len(made)}"
+        if store_kind == "postgresql":
+            kwargs.setdefault("store", request.getfixturevalue("pg_dsn")())
         kwargs.setdefault("clock", clock)
         server, port = serve(data, "127.0.0.1:0", **kwargs)
         store = server.store

@@ -95,6 +95,7 @@ def test_list_decisions_filters(sidecar: Sidecar) -> None:
     assert err.value.code_name == "NOT_FOUND"
 
 
+@pytest.mark.sqlite_only  # reads (or locks) the SQLite file of --data-dir
 def test_cli_explain_and_decisions(sidecar: Sidecar, capsys: pytest.CaptureFixture[str]) -> None:
     epoch, _ = _setup(sidecar)
     d = sidecar.client("exe").check("agent-a", TARGET, epoch, "submit", url=ORIGIN + "/account")

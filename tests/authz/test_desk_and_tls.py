@@ -110,6 +110,7 @@ def test_tls_needs_both_files(tmp_path: Path) -> None:
         serve(tmp_path, "127.0.0.1:0", tls_cert=b"x")
 
 
+@pytest.mark.sqlite_only  # reads (or locks) the SQLite file of --data-dir
 def test_one_sidecar_per_data_dir(sidecar: Sidecar) -> None:
     from handrail.authz import serve
 

@@ -96,17 +96,17 @@ def test_expiry_acts_on_the_next_call(sidecar: Sidecar) -> None:
 
 
 def test_a_revocation_on_the_file_reaches_the_running_sidecar(sidecar: Sidecar) -> None:
-    """``handrail authz principal revoke`` edits the file; the sidecar's remembered token
-    lookups must not outlive it."""
+    """``handrail authz principal revoke`` edits the store (the file, or the PostgreSQL
+    database every replica reads); the sidecar's remembered token lookups must not outlive it."""
     agent = sidecar.client("agent-b")
     assert agent.who_am_i()[0] == "agent-b"  # remembered now
-    assert authz_cli(["authz", "principal", "revoke", "agent-b", "--data-dir", str(sidecar.data_dir)]) == 0
+    assert authz_cli(["authz", "principal", "revoke", "agent-b", *sidecar.store_args]) == 0
     with pytest.raises(UnauthenticatedError):
         agent.who_am_i()
 
 
 def test_principal_commands(sidecar: Sidecar, capsys: pytest.CaptureFixture[str]) -> None:
-    data = ["--data-dir", str(sidecar.data_dir)]
+    data = sidecar.store_args
     assert authz_cli(["authz", "principal", "add", "cli-agent", "--role", "agent", "--ttl", "60", *data]) == 0
     token = capsys.readouterr().out.strip()
     assert authz_cli(["authz", "principal", "rotate", "cli-agent", *data]) == 0

@@ -431,3 +431,20 @@ def test_every_browser_action_kind(stack: Stack, agent: AgentSetup, site: Site) 
     closed = session.close_tab("t2")
     done(closed, "tab_close")
     assert closed.observation is not None and [t.tab_id for t in closed.observation.tabs] == ["t1"]
+
+
+@pytest.mark.slow
+def test_a_box_measured_during_a_transition_is_measured_again_after_it(
+    stack: Stack, agent: AgentSetup, site: Site
+) -> None:
+    session = _session(stack, agent, site, ["submit"])
+    before = session.find_element("button", "Place order").box
+    assert before is not None
+    site.run_js(
+        "document.querySelector('#box button').style.cssText = 'transition: margin-left 2s linear; margin-left: 300px';"
+    )
+    session.observe()  # taken while the button slides (its box is somewhere on the way)
+    time.sleep(2.5)  # the transition has ended; nothing else happens on the page
+    session.observe()
+    after = session.find_element("button", "Place order").box
+    assert after is not None and after.x == before.x + 300, (before, after)

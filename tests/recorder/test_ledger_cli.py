@@ -228,3 +228,58 @@ def test_tail_follow_with_a_filter_stops_on_ctrl_c(story: Path) -> None:
             child.wait()
         if child.stdout is not None:
             child.stdout.close()
+
+
+# --- a PostgreSQL ledger: every executor's chain ---------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_commands_read_every_executors_chain_in_postgresql(
+    pg_dsn: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import psycopg
+
+    from handrail.recorder import open_ledger
+
+    dsn = pg_dsn()  # type: ignore[operator]
+    for exe, n in (("exe-a", 3), ("exe-b", 2)):
+        with open_ledger(dsn, executor_id=exe, head_dir=tmp_path) as ledger:
+            for i in range(n):
+                ledger.intent("s1", f"{exe}-{i}", f"k{i}", "agent", 1, {"action": "click"})
+    assert run_cli(["ledger", "verify", "--db", dsn]) == 0
+    out = capsys.readouterr().out
+    assert "executor exe-a: ok: 3 entries" in out and "executor exe-b: ok: 2 entries" in out
+    assert "2 of 2 chains verified" in out
+    # the commands only read: an executor with no chain is an error, and no chain is made
+    assert run_cli(["ledger", "verify", "--db", dsn, "--executor", "nobody"]) == 2
+    assert "no chain of executor 'nobody'" in capsys.readouterr().err
+    from handrail.recorder._postgres import ledger_executors
+
+    assert ledger_executors(dsn) == ["exe-a", "exe-b"]
+    assert run_cli(["ledger", "timeline", "--db", dsn]) == 0
+    out = capsys.readouterr().out
+    assert out.count("[exe-a]") == 3 and out.count("[exe-b]") == 2 and "5 entries" in out and "2 executors" in out
+    assert run_cli(["ledger", "export", "--db", dsn, "--executor", "exe-b"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(line["executor"], line["seq"]) for line in lines] == [("exe-b", 1), ("exe-b", 2)]
+    # an entry in PostgreSQL hashes by the one formula of the SQLite ledger
+    from handrail.recorder._chain import hash_columns
+
+    row = lines[0]
+    assert row["entry_hash"] == hash_columns(
+        row["prev_hash"], row["seq"], row["ts_ms"], row["kind"], row["session_id"], row["action_id"],
+        row["idempotency_key"], row["principal"], row["principal_kind"], row["epoch"],
+        json.dumps(row["body"], sort_keys=True, separators=(",", ":")),
+    )  # fmt: skip
+    # an UPDATE is refused; an edit made around the triggers is found, in that chain only
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.RaiseException, match="append-only"):
+            conn.execute("UPDATE ledger_entries SET principal = 'x' WHERE executor_id = 'exe-a' AND seq = 2")
+        conn.execute("ALTER TABLE ledger_entries DISABLE TRIGGER ledger_entries_no_change")
+        conn.execute("UPDATE ledger_entries SET principal = 'x' WHERE executor_id = 'exe-a' AND seq = 2")
+    assert run_cli(["ledger", "verify", "--db", dsn]) == 1
+    out = capsys.readouterr().out
+    assert "executor exe-a: BAD at entry #2: entry #2 was altered" in out and "executor exe-b: ok" in out
+    assert run_cli(["ledger", "verify", "--db", "postgresql://handrail@127.0.0.1:1/nothing"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot read the ledger database") and err.count("\n") == 1

@@ -731,3 +731,13 @@ class PrincipalResponse(_message.Message):
     principal: Principal
     token: str
     def __init__(self, principal: _Optional[_Union[Principal, _Mapping]] = ..., token: _Optional[str] = ...) -> None: ...
+
+class ListLeasesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListLeasesResponse(_message.Message):
+    __slots__ = ("leases",)
+    LEASES_FIELD_NUMBER: _ClassVar[int]
+    leases: _containers.RepeatedCompositeFieldContainer[Lease]
+    def __init__(self, leases: _Optional[_Iterable[_Union[Lease, _Mapping]]] = ...) -> None: ...

@@ -1,0 +1,177 @@
+"""Several sidecar replicas behind one client: the address list, balancing and failover.
+
+A client is given one address or several (``"a:7700,b:7700,c:7700"``, or a list): the
+executor's ``--authz``, the CLI's ``HANDRAIL_AUTHZ`` and any other user of
+:class:`~handrail.authz.AuthzClient` / :class:`~handrail.authz.AsyncAuthzClient` get this
+for nothing. :class:`Replicas` holds one channel per address and chooses, for each call,
+the replicas in turn (round robin), those that failed lately last.
+
+**Failover.** A call that finds its replica unavailable goes to the next one, within the
+call's one deadline: the whole call never takes longer than the deadline, however many
+replicas are down, so a caller that fails closed (the executor refuses the write with
+``AUTHZ_UNAVAILABLE``) does so after at most one deadline, not one per replica. A replica
+that failed is tried last for :data:`DOWN_S` seconds. Channels ping their replica every
+second (gRPC keepalive), so a replica that stopped answering (``SIGSTOP``, a dead host)
+is found within about two seconds and its calls fail at once instead of waiting.
+
+**What may be sent again.** A request that never reached a replica (no connection) may
+go to the next one, whatever it is. A request that may have reached one (the connection
+dropped during the call) goes to another replica only if doing it twice is the same as
+once (:data:`RESENDABLE`): a check (a single-use grant is still consumed at most once,
+and the first answer was never received), reads, an acquire or renewal by the same agent,
+a takeover by the same person, a revocation ... but not ``Grant`` (a second grant),
+``Release`` or ``HandBack`` (the second would find the epoch moved): those fail with
+:class:`AuthzUnavailableError`, saying they may have been applied.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar
+
+import grpc
+
+from handrail.authz._channel import map_grpc_errors
+from handrail.authz._errors import AuthzError, AuthzUnavailableError
+
+#: How long a replica that failed is tried only after the others, in seconds.
+DOWN_S = 2.0
+
+#: Channel options: ping the replica every second; two seconds without an answer end the
+#: connection (the server permits it: ``_service.KEEPALIVE_SERVER_OPTIONS``).
+KEEPALIVE_OPTIONS = [
+    ("grpc.keepalive_time_ms", 1000),
+    ("grpc.keepalive_timeout_ms", 1000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+]
+
+#: RPCs that may be sent to another replica after one may have received them.
+RESENDABLE = frozenset(
+    {
+        "Check",
+        "Revoke",
+        "ListGrants",
+        "CloseTask",
+        "Acquire",
+        "Renew",
+        "TakeOver",
+        "GetLease",
+        "ReportActivity",
+        "ExpireLease",
+        "Approve",
+        "Deny",
+        "GetApproval",
+        "ListApprovals",
+        "ReloadPolicies",
+        "ExplainDecision",
+        "ListDecisions",
+        "WhoAmI",
+    }
+)
+
+# What grpc says when a request could not be sent at all (no connection was made).
+_NOT_SENT = ("failed to connect", "connection refused", "dns resolution failed", "no route to host")
+
+_C = TypeVar("_C")
+
+
+def parse_addresses(address: str | Sequence[str]) -> tuple[str, ...]:
+    """The replicas' addresses: ``"a:1,b:2"`` or a list; blanks and repeats dropped.
+
+    Raises:
+        ValueError: no address at all.
+    """
+    items = address.split(",") if isinstance(address, str) else list(address)
+    found = tuple(dict.fromkeys(a.strip() for a in items if a.strip()))
+    if not found:
+        raise ValueError("no authz sidecar address given")
+    return found
+
+
+def never_sent(exc: grpc.RpcError) -> bool:
+    """Whether a failed call's request cannot have reached the server."""
+    code = exc.code()
+    details = (exc.details() or "").lower()
+    return code == grpc.StatusCode.UNAVAILABLE and any(marker in details for marker in _NOT_SENT)
+
+
+def may_resend(rpc: str, exc: grpc.RpcError) -> bool:
+    """Whether a call of ``rpc`` that failed with ``exc`` may go to another replica."""
+    code = exc.code()
+    if code != grpc.StatusCode.UNAVAILABLE:
+        return False  # a deadline spent, or an answer: nothing to fail over
+    return rpc in RESENDABLE or never_sent(exc)
+
+
+class Replicas(Generic[_C]):
+    """One channel per replica, and which to try first.
+
+    Args:
+        addresses: the replicas (see :func:`parse_addresses`).
+        connect: makes the channel of one address (sync or asyncio).
+    """
+
+    def __init__(self, addresses: str | Sequence[str], connect: Callable[[str], _C]) -> None:
+        self.addresses = parse_addresses(addresses)
+        self.channels: list[_C] = [connect(a) for a in self.addresses]
+        self._down_until = [0.0] * len(self.addresses)
+        self._turn = itertools.count()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self.addresses)
+
+    def order(self) -> list[int]:
+        """The replicas to try for one call, in order: the next in turn first, the ones
+        that failed lately last."""
+        n = len(self.addresses)
+        if n == 1:
+            return [0]
+        start = next(self._turn) % n
+        turn = [(start + i) % n for i in range(n)]
+        now = time.monotonic()
+        return sorted(turn, key=lambda i: self._down_until[i] > now)
+
+    def failed(self, index: int) -> None:
+        """Try replica ``index`` last for a while."""
+        with self._lock:
+            self._down_until[index] = time.monotonic() + DOWN_S
+
+    def answered(self, index: int) -> None:
+        """Replica ``index`` answered: it is as good as any."""
+        if self._down_until[index]:
+            with self._lock:
+                self._down_until[index] = 0.0
+
+    def describe(self) -> str:
+        """The addresses, for messages."""
+        return ", ".join(self.addresses)
+
+
+def no_replica(replicas: Replicas[Any], last: BaseException | None) -> AuthzUnavailableError:
+    """The error of a call that no replica answered in time."""
+    if len(replicas) == 1 and isinstance(last, AuthzUnavailableError):
+        return last
+    detail = f": {last}" if last is not None else ""
+    return AuthzUnavailableError(f"no authz replica answered ({replicas.describe()}){detail}")
+
+
+def maybe_applied(rpc: str, address: str, exc: BaseException) -> AuthzUnavailableError:
+    """The error of a call that may have been applied and is not sent again."""
+    return AuthzUnavailableError(
+        f"authz at {address} went away during {rpc}; it may have been applied (not sent to another replica): {exc}"
+    )
+
+
+def as_authz_error(exc: grpc.RpcError, address: str) -> AuthzError:
+    """``exc`` as the authz error :func:`._channel.map_grpc_errors` makes of it."""
+    try:
+        with map_grpc_errors(address):
+            raise exc
+    except AuthzError as mapped:
+        return mapped
+    raise AssertionError("map_grpc_errors maps every grpc.RpcError")  # pragma: no cover

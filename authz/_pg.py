@@ -1,0 +1,327 @@
+"""The PostgreSQL implementation of :class:`~handrail.authz._store.AuthzStore`: sidecar
+replicas over one database.
+
+:class:`PgStore` puts together parts of one concept each over one
+:class:`~._pg_db.PgDatabase` (a connection pool, the database's clock, psycopg's errors
+mapped at one edge, recorded migrations):
+
+* :class:`~._pg_principals.PgPrincipals` and :class:`~._pg_grants.PgGrants`: principals and
+  scope grants, read at every call (no index, no token cache: see below);
+* :class:`~._pg_leases.PgLeases`: control leases, one compare-and-set statement per change;
+* :class:`~._pg_approvals.PgApprovals`: approvals, changed under row locks;
+* :class:`~._pg_approvals.PgDecisions`: the decision log;
+* :class:`~._pg_watch.SharedEventHub` (from :meth:`PgStore.event_hub`): Watch across
+  replicas through a change log and LISTEN/NOTIFY.
+
+**What SQLite caches, and what this store does instead.** The SQLite store keeps in memory
+the grant index, the lease rows, the known tokens and the next decision number; it may,
+because one process writes its file. Here several replicas write, so none of it is kept:
+
+* grant index and lease rows: a check reads the lease row, its candidate grants and the
+  database's clock in one statement (:meth:`PgGrants.snapshot`), so a revocation, a
+  consumption, a closed task, a takeover or an expiry committed through any replica acts
+  on the very next check through any other;
+* known tokens and principals: dropped. SQLite forgets them when a stamp file beside its
+  database moves, which only processes on its host share; here a revocation, a rotation
+  or an expiry made through any replica must act on the next call to every other, so
+  each call reads its token's principal and the database's clock in one statement
+  (:meth:`~._pg_principals.PgPrincipals.identify`);
+* the decision number: decision ids are random; the log orders by a sequence.
+
+A replica keeps only what its Watch streams have been sent (the hub's
+last sequence number), which the change log makes good after any reconnect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+
+from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, Principal, PrincipalInfo
+from handrail.authz._pg_approvals import PgApprovals, PgDecisions
+from handrail.authz._pg_db import PgDatabase, describe
+from handrail.authz._pg_grants import PgGrants
+from handrail.authz._pg_leases import PgLeases
+from handrail.authz._pg_principals import PgPrincipals
+from handrail.authz._pg_schema import MIGRATIONS
+from handrail.authz._pg_watch import SharedEventHub
+from handrail.authz._watch import EventHub
+
+
+class PgStore:
+    """The PostgreSQL implementation of :class:`~handrail.authz.AuthzStore` (see the module
+    docstring for its parts; each method below is that protocol's). Any number of sidecar
+    replicas may serve one database.
+
+    Args:
+        dsn: a ``postgresql://`` URL or libpq connection string. The tables live in the
+            first schema of its ``search_path`` (created by the migrations if missing).
+        clock: a test clock (unix ms) that stands in for the database's; None in service.
+        durable_decisions: commit each decision synchronously (otherwise a plain decision's
+            commit does not wait for the database's disk: see :mod:`._pg_approvals`).
+        pool_size: the most connections this replica opens for requests (one more listens).
+
+    Attributes:
+        db: the pool and clock state changes go through.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        clock: Callable[[], int] | None = None,
+        durable_decisions: bool = False,
+        pool_size: int = 16,
+    ) -> None:
+        self.dsn = dsn
+        self.db = PgDatabase(dsn, clock, min_size=min(2, pool_size), max_size=pool_size)
+        try:
+            self.migrate()
+            self._log_db = (
+                self.db
+                if durable_decisions
+                else PgDatabase(dsn, clock, min_size=1, max_size=pool_size, synchronous_commit="off", name="decisions")
+            )
+        except BaseException:
+            self.db.close()
+            raise
+        self._principals = PgPrincipals(self.db)
+        self._grants = PgGrants(self.db)
+        self._leases = PgLeases(self.db)
+        self._approvals = PgApprovals(self.db)
+        self._decisions = PgDecisions(self.db, self._log_db)
+        self._hub: SharedEventHub | None = None
+
+    @property
+    def location(self) -> str:
+        """The database, without its password."""
+        return describe(self.dsn)
+
+    def migrate(self) -> list[int]:
+        """Apply the migrations not yet recorded; return their versions."""
+        return self.db.migrate(MIGRATIONS)
+
+    def now_ms(self) -> int:
+        """See :meth:`AuthzStore.now_ms`: the database server's clock."""
+        return self.db.now_ms()
+
+    def event_hub(self) -> EventHub:
+        """See :meth:`AuthzStore.event_hub`: a hub fed by the change log of every replica."""
+        if self._hub is None:
+            self._hub = SharedEventHub(self.db, f"handrail_authz_{self.db.schema}")
+        return self._hub
+
+    def close(self) -> None:
+        """Stop the listener and close the pools."""
+        if self._hub is not None:
+            self._hub.close()
+        if self._log_db is not self.db:
+            self._log_db.close()
+        self.db.close()
+
+    def __enter__(self) -> PgStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # --- principals ---------------------------------------------------------------------------
+
+    def add_principal(self, name: str, role: str, token: str | None = None, expires_at_ms: int = 0) -> str:
+        """See :meth:`AuthzStore.add_principal`."""
+        return self._principals.add(name, role, token, expires_at_ms)
+
+    def list_principals(self) -> list[tuple[str, str, int]]:
+        """See :meth:`AuthzStore.list_principals`."""
+        return self._principals.all()
+
+    def principals(self) -> list[PrincipalInfo]:
+        """See :meth:`AuthzStore.principals`."""
+        return self._principals.infos()
+
+    def principal(self, name: str) -> PrincipalInfo | None:
+        """See :meth:`AuthzStore.principal`: read at every call."""
+        return self._principals.by_name(name)
+
+    def token_owner(self, token: str) -> PrincipalInfo | None:
+        """See :meth:`AuthzStore.token_owner`: read at every call."""
+        return self._principals.by_token(token)
+
+    def principal_now(self, name: str) -> tuple[PrincipalInfo | None, int]:
+        """See :meth:`AuthzStore.principal_now`: one statement."""
+        return self._principals.by_name_now(name)
+
+    def identify(self, token: str) -> tuple[PrincipalInfo | None, int]:
+        """See :meth:`AuthzStore.identify`: one statement."""
+        return self._principals.identify(token)
+
+    def authenticate(self, token: str) -> Principal | None:
+        """See :meth:`AuthzStore.authenticate`."""
+        return self._principals.authenticate(token)
+
+    def revoke_principal(self, name: str) -> PrincipalInfo:
+        """See :meth:`AuthzStore.revoke_principal`."""
+        return self._principals.revoke(name)
+
+    def rotate_token(self, name: str, token: str | None = None, expires_at_ms: int = 0) -> tuple[PrincipalInfo, str]:
+        """See :meth:`AuthzStore.rotate_token`."""
+        return self._principals.rotate(name, token, expires_at_ms)
+
+    # --- grants -------------------------------------------------------------------------------
+
+    def add_grant(self, grant: GrantInfo, granted_by: str) -> GrantInfo:
+        """See :meth:`AuthzStore.add_grant`."""
+        (stored,) = self._grants.add((grant,), granted_by)
+        return stored
+
+    def add_grants(self, grants: list[GrantInfo], granted_by: str) -> list[GrantInfo]:
+        """Store many grants in one transaction (benchmarks and imports)."""
+        return self._grants.add(grants, granted_by)
+
+    def get_grant(self, grant_id: str) -> GrantInfo:
+        """See :meth:`AuthzStore.get_grant`."""
+        return self._grants.get(grant_id)
+
+    def revoke_grant(self, grant_id: str) -> GrantInfo:
+        """See :meth:`AuthzStore.revoke_grant`."""
+        return self._grants.revoke(grant_id)
+
+    def close_task(self, task_id: str) -> list[GrantInfo]:
+        """See :meth:`AuthzStore.close_task`."""
+        return self._grants.close_task(task_id)
+
+    def list_grants(self, principal: str = "", target: str = "", include_inactive: bool = False) -> list[GrantInfo]:
+        """See :meth:`AuthzStore.list_grants`."""
+        return self._grants.query(principal, target, include_inactive)
+
+    def grants_for(self, principal: str, target: str) -> list[GrantInfo]:
+        """See :meth:`AuthzStore.grants_for`."""
+        return self._grants.snapshot(principal, target)[2]
+
+    def indexed_grant(self, grant_id: str) -> GrantInfo | None:
+        """See :meth:`AuthzStore.indexed_grant`: there is no index here, so a read."""
+        return self._grants.find(grant_id)
+
+    def active_grant_expiries(self) -> list[tuple[int, str]]:
+        """See :meth:`AuthzStore.active_grant_expiries`."""
+        return self._grants.expiries()
+
+    # --- leases -------------------------------------------------------------------------------
+
+    def lease_row(self, target: str) -> LeaseInfo | None:
+        """See :meth:`AuthzStore.lease_row`."""
+        return self._leases.row(target)
+
+    def get_lease(self, target: str) -> LeaseInfo:
+        """See :meth:`AuthzStore.get_lease`."""
+        return self._leases.get(target)
+
+    def leases(self) -> list[LeaseInfo]:
+        """See :meth:`AuthzStore.leases`."""
+        return self._leases.rows()
+
+    def change_lease(
+        self, target: str, transition: Callable[[LeaseInfo, int], LeaseInfo]
+    ) -> tuple[LeaseInfo, LeaseInfo]:
+        """See :meth:`AuthzStore.change_lease`: one compare-and-set statement."""
+        return self._leases.change(target, transition)
+
+    # --- checks and the decision log ----------------------------------------------------------
+
+    def check_snapshot(
+        self, principal: str, target: str
+    ) -> tuple[PrincipalInfo | None, LeaseInfo | None, list[GrantInfo], int]:
+        """See :meth:`AuthzStore.check_snapshot`: one statement, the database's clock."""
+        return self._grants.snapshot(principal, target)
+
+    def new_decision_id(self) -> str:
+        """See :meth:`AuthzStore.new_decision_id`."""
+        return self._decisions.new_id()
+
+    def record_decision(self, record: DecisionRecord) -> None:
+        """See :meth:`AuthzStore.record_decision`."""
+        self._decisions.record(record)
+
+    def commit_check(
+        self,
+        record: DecisionRecord,
+        *,
+        consume: str = "",
+        use_approval: str = "",
+        new_approval: ApprovalInfo | None = None,
+    ) -> bool:
+        """See :meth:`AuthzStore.commit_check`: one transaction, row locks, the database's clock."""
+        now = self.db.now()
+
+        def work(conn: psycopg.Connection[Any]) -> bool:
+            try:
+                with conn.transaction():
+                    if consume and PgGrants.consume(conn, consume, now) is None:
+                        raise _LostRace
+                    if use_approval and not PgApprovals.use(conn, use_approval, record.decision_id, now):
+                        raise _LostRace
+                    if new_approval is not None:
+                        PgApprovals.insert(conn, new_approval)
+                    PgDecisions.insert(conn, record)
+            except _LostRace:
+                return False
+            except psycopg.errors.UniqueViolation:
+                if new_approval is None:
+                    raise
+                return False  # another check created the pending approval first
+            return True
+
+        return self.db.run(work)
+
+    def get_decision(self, decision_id: str) -> DecisionRecord:
+        """See :meth:`AuthzStore.get_decision`."""
+        return self._decisions.get(decision_id)
+
+    def list_decisions(
+        self,
+        principal: str = "",
+        target: str = "",
+        reason: str = "",
+        since_ms: int = 0,
+        limit: int = 50,
+    ) -> list[DecisionRecord]:
+        """See :meth:`AuthzStore.list_decisions`."""
+        return self._decisions.query(principal, target, reason, since_ms, limit)
+
+    def count_decisions(self) -> int:
+        """How many decisions the log holds."""
+        return self._decisions.count()
+
+    # --- approvals ----------------------------------------------------------------------------
+
+    def latest_approval(self, principal: str, target: str, fingerprint: str, epoch: int) -> ApprovalInfo | None:
+        """See :meth:`AuthzStore.latest_approval`."""
+        return self._approvals.latest(principal, target, fingerprint, epoch)
+
+    def get_approval(self, approval_id: str) -> ApprovalInfo:
+        """See :meth:`AuthzStore.get_approval`."""
+        return self._approvals.get(approval_id)
+
+    def decide_approval(self, approval_id: str, status: str, by: str, note: str) -> ApprovalInfo:
+        """See :meth:`AuthzStore.decide_approval`."""
+        return self._approvals.decide(approval_id, status, by, note)
+
+    def expire_approvals(self) -> list[ApprovalInfo]:
+        """See :meth:`AuthzStore.expire_approvals`."""
+        return self._approvals.expire()
+
+    def pending_deadlines(self) -> list[tuple[int, str]]:
+        """See :meth:`AuthzStore.pending_deadlines`."""
+        return self._approvals.pending_deadlines()
+
+    def list_approvals(
+        self, status: str = "", principal: str = "", target: str = "", limit: int = 100
+    ) -> list[ApprovalInfo]:
+        """See :meth:`AuthzStore.list_approvals`."""
+        return self._approvals.query(status, principal, target, limit)
+
+
+class _LostRace(Exception):
+    """A conditional update of :meth:`PgStore.commit_check` matched nothing."""

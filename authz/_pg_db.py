@@ -1,0 +1,223 @@
+"""One PostgreSQL database: its connection pool, its clock, the errors it raises, and the
+recorded migrations of the sidecar's schema.
+
+Every part of :class:`~handrail.authz.PgStore` shares one :class:`PgDatabase`. Connections
+come from a ``psycopg_pool`` pool and run in autocommit: a state change is one statement
+(a lease compare-and-set, a conditional ``UPDATE``) or one explicit transaction. Several
+sidecar replicas share the database; nothing here caches rows.
+
+**The clock.** Expiry is judged by the database server's clock, inside the statement that
+acts on it: every statement that needs "now" takes :data:`NOW`, an SQL expression that is
+the server's ``clock_timestamp()`` in unix ms, or the test clock when the store was given
+one (the contract tests move time by hand on both stores).
+
+**Errors.** :meth:`PgDatabase.run` is the edge for psycopg's errors: a lost connection, a
+server that is down or a pool that has no connection in time become
+:class:`StoreUnavailableError` (UNAVAILABLE on the wire, so a client fails over or fails
+closed). A call marked idempotent is tried once more on a fresh connection first (a
+connection the server ended while it sat in the pool fails on first use).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, NamedTuple, TypeVar
+
+import psycopg
+import psycopg_pool
+from psycopg.conninfo import conninfo_to_dict
+
+from handrail.authz._errors import StoreUnavailableError
+
+log = logging.getLogger("handrail.authz.pg")
+
+_T = TypeVar("_T")
+
+#: The store's clock in SQL: the test clock's value when one is given (the ``now``
+#: parameter), else the database server's clock in unix ms.
+NOW = "coalesce(%(now)s::bigint, (extract(epoch from clock_timestamp()) * 1000)::bigint)"
+
+
+def is_pg_dsn(store: str) -> bool:
+    """Whether ``store`` names a PostgreSQL database (``postgresql://`` or ``postgres://``)."""
+    return store.startswith(("postgresql://", "postgres://"))
+
+
+def describe(dsn: str) -> str:
+    """The DSN without its password, for messages and logs."""
+    try:
+        parts = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "postgresql://?"
+    host = parts.get("host", "localhost")
+    port = parts.get("port", "5432")
+    return f"postgresql://{parts.get('user', '')}@{host}:{port}/{parts.get('dbname', '')}"
+
+
+class Migration(NamedTuple):
+    """One step of the PostgreSQL schema: a version, a name, and its SQL (one script)."""
+
+    version: int
+    name: str
+    sql: str
+
+
+class PgDatabase:
+    """The pool of one PostgreSQL database and the store's clock.
+
+    Args:
+        dsn: a libpq connection string or ``postgresql://`` URL.
+        clock: the test clock (unix ms); None (the default) means the server's clock.
+        min_size, max_size: the pool's bounds.
+        connect_timeout_s: how long a new connection may take.
+        synchronous_commit: the setting for this pool's sessions (``"off"`` for a pool
+            whose commits may lag a moment behind the call).
+
+    Attributes:
+        dsn: the DSN.
+        schema: the schema the tables live in (the first of the ``search_path``).
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        clock: Callable[[], int] | None = None,
+        *,
+        min_size: int = 2,
+        max_size: int = 16,
+        connect_timeout_s: float = 5.0,
+        synchronous_commit: str = "on",
+        name: str = "handrail-authz",
+    ) -> None:
+        self.dsn = dsn
+        self._clock = clock
+        self._closed = False
+        self._check_lock = threading.Lock()
+
+        def configure(conn: psycopg.Connection[Any]) -> None:
+            conn.execute(f"SET synchronous_commit = {synchronous_commit}")
+            conn.execute("SET application_name = 'handrail-authz'")
+
+        self.pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = psycopg_pool.ConnectionPool(
+            dsn,
+            kwargs={"autocommit": True, "connect_timeout": max(1, int(connect_timeout_s))},
+            min_size=min_size,
+            max_size=max_size,
+            configure=configure,
+            open=False,
+            timeout=connect_timeout_s,
+            reconnect_timeout=0,  # keep trying to refill for as long as the process lives
+            name=name,
+        )
+        try:
+            self.pool.open(wait=True, timeout=connect_timeout_s)
+        except psycopg_pool.PoolTimeout:
+            self.pool.close()
+            raise StoreUnavailableError(f"cannot connect to {describe(dsn)} within {connect_timeout_s:g} s") from None
+        self.schema = str(self.run(lambda c: c.execute("SELECT current_schema()").fetchone()[0]))  # type: ignore[index]
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def now(self) -> int | None:
+        """The value of the ``now`` parameter of :data:`NOW` (None: the server's clock)."""
+        return self._clock() if self._clock is not None else None
+
+    def now_ms(self) -> int:
+        """The store's clock, in unix ms (a round trip, unless a test clock is set)."""
+        if self._clock is not None:
+            return self._clock()
+        row = self.run(lambda c: c.execute(f"SELECT {NOW}", {"now": None}).fetchone(), idempotent=True)
+        assert row is not None
+        return int(row[0])
+
+    def run(self, work: Callable[[psycopg.Connection[Any]], _T], *, idempotent: bool = False) -> _T:
+        """Run ``work`` on a pooled connection (autocommit); map psycopg's connection errors.
+
+        Args:
+            work: what to do with the connection.
+            idempotent: doing it twice is the same as once: after a connection error it is
+                tried once more, on a fresh connection.
+
+        Raises:
+            StoreUnavailableError: the database cannot be reached (or the pool is closed).
+        """
+        attempts = 2 if idempotent else 1
+        for attempt in range(attempts):
+            try:
+                with self.pool.connection() as conn:
+                    return work(conn)
+            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                if attempt + 1 < attempts and not self._closed:
+                    self._check()
+                    continue
+                raise StoreUnavailableError(f"the store's database is unavailable: {_first_line(exc)}") from None
+            except psycopg_pool.PoolTimeout:
+                raise StoreUnavailableError(
+                    f"no connection to {describe(self.dsn)} within {self.pool.timeout:g} s"
+                ) from None
+            except psycopg_pool.PoolClosed:
+                raise StoreUnavailableError("the store is closed") from None
+        raise AssertionError("unreachable")
+
+    @contextmanager
+    def transaction(self, conn: psycopg.Connection[Any]) -> Iterator[psycopg.Connection[Any]]:
+        """A transaction on ``conn`` (committed when the block ends, rolled back on error)."""
+        with conn.transaction():
+            yield conn
+
+    def _check(self) -> None:
+        """Drop the pool's idle connections that the server has ended (one thread at a time)."""
+        if self._check_lock.acquire(blocking=False):
+            try:
+                self.pool.check()
+            except psycopg_pool.PoolClosed:
+                pass
+            finally:
+                self._check_lock.release()
+
+    def migrate(self, steps: tuple[Migration, ...]) -> list[int]:
+        """Apply the steps not yet recorded in ``migrations``, each in its own transaction,
+        under an advisory lock (replicas starting together apply each step once)."""
+        applied: list[int] = []
+
+        def work(conn: psycopg.Connection[Any]) -> None:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.handrail_authz'))")
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS migrations ("
+                    " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)"
+                )
+                done = {int(r[0]) for r in conn.execute("SELECT version FROM migrations")}
+                for version, name, sql in steps:
+                    if version in done:
+                        continue
+                    conn.execute(sql.encode())  # a script: several statements, no parameters
+                    conn.execute(
+                        f"INSERT INTO migrations (version, name, applied_at_ms) VALUES (%(v)s, %(n)s, {NOW})",
+                        {"v": version, "n": name, "now": self.now()},
+                    )
+                    applied.append(version)
+
+        self.run(work)
+        return applied
+
+    def applied(self) -> list[int]:
+        """The versions the database records as applied, in order."""
+        rows = self.run(lambda c: c.execute("SELECT version FROM migrations ORDER BY version").fetchall())
+        return [int(r[0]) for r in rows]
+
+    def close(self) -> None:
+        """Close the pool (waits for connections in use to come back)."""
+        self._closed = True
+        self.pool.close(timeout=5.0)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

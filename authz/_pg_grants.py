@@ -1,0 +1,198 @@
+"""Scope grants over PostgreSQL, read from the database at every check.
+
+No replica keeps an index of grants: the SQLite store's in-memory index is coherent only
+because one process writes the file, and with several replicas a revocation, a
+consumption or a closed task made through one of them must act on the very next check made
+through any other. A check reads the candidates of (principal, target)
+through an index (``grants_exact``, ``grants_patterns``) in the same statement as the
+lease and the database's clock (:meth:`PgGrants.snapshot`).
+
+A single-use grant is consumed by one conditional ``UPDATE`` inside the check's
+transaction (:meth:`PgGrants.consume`): concurrent checks on any replicas queue on the
+row's lock, and each re-evaluates the condition on the committed row, so exactly one
+matches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+import psycopg
+
+from handrail.authz._core import check_text, validate_grant
+from handrail.authz._decide import target_matches
+from handrail.authz._errors import NotFoundError
+from handrail.authz._models import GrantInfo, LeaseInfo, PrincipalInfo
+from handrail.authz._pg_db import NOW, PgDatabase
+from handrail.authz._pg_principals import PRINCIPAL_COLS_P, principal_info
+from handrail.authz._pg_schema import ENDED_GRANT_RETENTION_MS, GRANT_COLS, LEASE_COLS
+from handrail.authz._sqlite_schema import grant_row, grant_scope_json, lease_row
+
+_INSERT = (
+    f"INSERT INTO grants ({GRANT_COLS}, is_pattern) VALUES"
+    " (%s,%s,%s,%s,%s,%s,%s,%s,%s,NULL,%s,%s,%s,NULL,NULL,%s) ON CONFLICT (grant_id) DO NOTHING"
+)
+
+_ENDED = (
+    "greatest(coalesce(g.revoked_at_ms, 0), coalesce(g.used_at_ms, 0), coalesce(g.closed_at_ms, 0), g.expires_at_ms)"
+)
+_G = ", ".join(f"g.{c.strip()}" for c in GRANT_COLS.split(","))
+_L = ", ".join(f"l.{c.strip()}" for c in LEASE_COLS.split(","))
+
+# One round trip per check: the database's clock, the principal acted for, the lease row,
+# and the candidate grants (one row each; none: one row of NULLs), oldest first.
+SNAPSHOT = (
+    f"SELECT c.now, {PRINCIPAL_COLS_P}, {_L}, {_G} FROM (SELECT {NOW} AS now) AS c"
+    " LEFT JOIN principals AS p ON p.name = %(principal)s"
+    " LEFT JOIN leases AS l ON l.target = %(target)s"
+    " LEFT JOIN grants AS g ON g.principal = %(principal)s AND (g.target = %(target)s OR g.is_pattern)"
+    f" AND ({_ENDED} = 0 OR {_ENDED} > c.now - {ENDED_GRANT_RETENTION_MS})"
+    " ORDER BY g.created_at_ms, g.grant_id"
+)
+
+CONSUME = (
+    "UPDATE grants SET used_at_ms = c.now FROM (SELECT " + NOW + " AS now) AS c"
+    " WHERE grant_id = %(grant_id)s AND single_use AND used_at_ms IS NULL AND revoked_at_ms IS NULL"
+    " AND closed_at_ms IS NULL AND (expires_at_ms = 0 OR expires_at_ms > c.now)"
+    f" RETURNING {GRANT_COLS.replace('grant_id', 'grants.grant_id', 1)}"
+)
+
+
+class PgGrants:
+    """The ``grants`` table.
+
+    Args:
+        db: the database.
+    """
+
+    def __init__(self, db: PgDatabase) -> None:
+        self._db = db
+
+    def snapshot(
+        self, principal: str, target: str
+    ) -> tuple[PrincipalInfo | None, LeaseInfo | None, list[GrantInfo], int]:
+        """The principal ``principal`` (None: unknown), the lease row, its grants whose
+        target is or covers ``target`` (oldest first) and the database's clock, in one statement."""
+        params = {"principal": principal, "target": target, "now": self._db.now()}
+        rows = self._db.run(lambda c: c.execute(SNAPSHOT, params).fetchall(), idempotent=True)
+        first = rows[0]
+        now = int(first[0])
+        agent = principal_info(first[1:6]) if first[1] is not None else None
+        lease = lease_row(first[6:12]) if first[6] is not None else None
+        grants = [
+            grant_row(r[12:])
+            for r in rows
+            if r[12] is not None and (r[14] == target or target_matches(str(r[14]), target))
+        ]
+        return agent, lease, grants, now
+
+    def add(self, grants: Iterable[GrantInfo], granted_by: str) -> list[GrantInfo]:
+        """Validate and store new grants in one transaction (ids are made here, so a retry
+        after a lost connection stores nothing twice)."""
+        now = self._db.now_ms()
+        stored = [
+            dataclasses.replace(
+                validate_grant(g, now),
+                grant_id=uuid.uuid4().hex,
+                granted_by=granted_by,
+                created_at_ms=now,
+                revoked=False,
+                revoked_at_ms=0,
+                used_at_ms=0,
+                closed_at_ms=0,
+            )
+            for g in grants
+        ]
+
+        def work(conn: psycopg.Connection[Any]) -> None:
+            with conn.transaction(), conn.cursor() as cur:
+                cur.executemany(_INSERT, [_values(g) for g in stored])
+
+        self._db.run(work, idempotent=True)
+        return stored
+
+    def revoke(self, grant_id: str) -> GrantInfo:
+        """Revoke a grant (idempotent); return it (NotFoundError)."""
+        check_text("grant_id", grant_id, required=True)
+        sql = f"UPDATE grants SET revoked_at_ms = {NOW} WHERE grant_id = %(id)s AND revoked_at_ms IS NULL"
+        self._db.run(lambda c: c.execute(sql, {"id": grant_id, "now": self._db.now()}), idempotent=True)
+        return self.get(grant_id)
+
+    def close_task(self, task_id: str) -> list[GrantInfo]:
+        """End every grant bound to ``task_id`` that is not closed yet; return them."""
+        check_text("task_id", task_id, required=True)
+        sql = (
+            f"UPDATE grants SET closed_at_ms = {NOW} WHERE task_id = %(task)s AND closed_at_ms IS NULL"
+            f" RETURNING {GRANT_COLS}"
+        )
+        rows = self._db.run(lambda c: c.execute(sql, {"task": task_id, "now": self._db.now()}).fetchall())
+        return sorted((grant_row(r) for r in rows), key=lambda g: (g.created_at_ms, g.grant_id))
+
+    @staticmethod
+    def consume(conn: psycopg.Connection[Any], grant_id: str, now: int | None) -> GrantInfo | None:
+        """Use up a single-use grant inside the caller's transaction; None when it was
+        consumed, ended or expired already (a lost race)."""
+        row = conn.execute(CONSUME, {"grant_id": grant_id, "now": now}).fetchone()
+        return grant_row(row) if row else None
+
+    def get(self, grant_id: str) -> GrantInfo:
+        """One grant by id (NotFoundError)."""
+        check_text("grant_id", grant_id, required=True)
+        sql = f"SELECT {GRANT_COLS} FROM grants WHERE grant_id = %s"
+        row = self._db.run(lambda c: c.execute(sql, (grant_id,)).fetchone(), idempotent=True)
+        if row is None:
+            raise NotFoundError(f"no grant with id {grant_id!r}")
+        return grant_row(row)
+
+    def find(self, grant_id: str) -> GrantInfo | None:
+        """One grant by id, or None."""
+        sql = f"SELECT {GRANT_COLS} FROM grants WHERE grant_id = %s"
+        row = self._db.run(lambda c: c.execute(sql, (grant_id,)).fetchone(), idempotent=True)
+        return grant_row(row) if row else None
+
+    def query(self, principal: str = "", target: str = "", include_inactive: bool = False) -> list[GrantInfo]:
+        """Grants, oldest first, optionally filtered; inactive ones only when asked."""
+        sql = f"SELECT {GRANT_COLS}, {NOW} FROM grants WHERE true"
+        params: dict[str, Any] = {"now": self._db.now()}
+        if principal:
+            sql += " AND principal = %(principal)s"
+            params["principal"] = principal
+        if target:
+            sql += " AND target = %(target)s"
+            params["target"] = target
+        rows = self._db.run(
+            lambda c: c.execute(sql + " ORDER BY created_at_ms, grant_id", params).fetchall(), idempotent=True
+        )
+        grants = [(grant_row(r[:-1]), int(r[-1])) for r in rows]
+        return [g for g, now in grants if include_inactive or g.is_active(now)]
+
+    def expiries(self) -> list[tuple[int, str]]:
+        """``(expires_at_ms, grant_id)`` of every active grant that expires."""
+        sql = (
+            f"SELECT expires_at_ms, grant_id FROM grants WHERE expires_at_ms > {NOW} AND revoked_at_ms IS NULL"
+            " AND used_at_ms IS NULL AND closed_at_ms IS NULL"
+        )
+        rows = self._db.run(lambda c: c.execute(sql, {"now": self._db.now()}).fetchall(), idempotent=True)
+        return [(int(at), str(gid)) for at, gid in rows]
+
+
+def _values(g: GrantInfo) -> tuple[Any, ...]:
+    return (
+        g.grant_id,
+        g.principal,
+        g.target,
+        json.dumps(list(g.verbs)),
+        json.dumps(list(g.origins)),
+        g.expires_at_ms,
+        g.granted_by,
+        g.note,
+        g.created_at_ms,
+        grant_scope_json(g),
+        g.single_use,
+        g.task_id,
+        g.is_pattern,
+    )

@@ -1,0 +1,150 @@
+"""The PostgreSQL schema's history: versioned migrations, each applied once and recorded.
+
+The tables hold what the SQLite store's do, with the same columns where they mean the same
+(the rows are read back with :mod:`._sqlite_schema`'s converters), plus what several
+replicas over one database need:
+
+* ``leases`` carries the row before its last change (``prev_*``), so that one
+  compare-and-set statement can say what it replaced;
+* ``changes`` is the Watch change log: every event any replica publishes, with a sequence
+  number taken from the one-row ``change_counter`` (its row lock orders the events by
+  commit), and a ``dedupe`` key so that an expiry noticed by several replicas is told once;
+* ``decision_log`` takes its order from a sequence (decision ids are random here).
+
+A step is never edited once released; a change to the schema is a new step.
+"""
+
+from __future__ import annotations
+
+from handrail.authz._pg_db import Migration
+
+#: Grants that ended longer ago than this are not a check's candidates (as the SQLite
+#: store's index, which does not load them).
+ENDED_GRANT_RETENTION_MS = 7 * 24 * 3600_000
+
+#: How many Watch events the change log keeps for ``since_seq`` replays.
+CHANGE_LOG_KEEP = 100_000
+
+GRANT_COLS = (
+    "grant_id, principal, target, verbs, origins, expires_at_ms, granted_by, note,"
+    " created_at_ms, revoked_at_ms, scope, single_use, task_id, used_at_ms, closed_at_ms"
+)
+LEASE_COLS = "target, holder_kind, holder, epoch, expires_at_ms, next_holder"
+PREV_LEASE_COLS = "target, prev_holder_kind, prev_holder, prev_epoch, prev_expires_at_ms, prev_next_holder"
+APPROVAL_COLS = (
+    "approval_id, principal, target, fingerprint, lease_epoch, status, deadline_ms, action,"
+    " grant_id, decided_by, note, created_at_ms, decided_at_ms, used_at_ms, decision_id,"
+    " used_by_decision_id"
+)
+DECISION_COLS = "decision_id, at_ms, principal, target, reason, record"
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "initial",
+        """
+        CREATE TABLE principals (
+            name TEXT PRIMARY KEY,
+            role TEXT NOT NULL,
+            token_sha256 TEXT NOT NULL UNIQUE,
+            created_at_ms BIGINT NOT NULL
+        );
+        CREATE TABLE grants (
+            grant_id TEXT PRIMARY KEY,
+            principal TEXT NOT NULL,
+            target TEXT NOT NULL,
+            is_pattern BOOLEAN NOT NULL,
+            verbs TEXT NOT NULL,              -- JSON list
+            origins TEXT NOT NULL,            -- JSON list
+            expires_at_ms BIGINT NOT NULL,
+            granted_by TEXT NOT NULL,
+            note TEXT NOT NULL,
+            created_at_ms BIGINT NOT NULL,
+            revoked_at_ms BIGINT,
+            scope TEXT NOT NULL,              -- JSON: patterns, approval settings
+            single_use BOOLEAN NOT NULL,
+            task_id TEXT NOT NULL,
+            used_at_ms BIGINT,
+            closed_at_ms BIGINT
+        );
+        CREATE INDEX grants_exact ON grants (principal, target, created_at_ms);
+        CREATE INDEX grants_patterns ON grants (principal, created_at_ms) WHERE is_pattern;
+        CREATE INDEX grants_task ON grants (task_id) WHERE task_id <> '';
+        CREATE INDEX grants_expiring ON grants (expires_at_ms)
+            WHERE expires_at_ms > 0 AND revoked_at_ms IS NULL AND used_at_ms IS NULL
+              AND closed_at_ms IS NULL;
+        CREATE TABLE leases (
+            target TEXT PRIMARY KEY,
+            holder_kind TEXT NOT NULL,
+            holder TEXT NOT NULL,
+            epoch BIGINT NOT NULL,
+            expires_at_ms BIGINT NOT NULL,
+            next_holder TEXT NOT NULL,
+            updated_at_ms BIGINT NOT NULL,
+            prev_holder_kind TEXT NOT NULL DEFAULT '',
+            prev_holder TEXT NOT NULL DEFAULT '',
+            prev_epoch BIGINT NOT NULL DEFAULT 0,
+            prev_expires_at_ms BIGINT NOT NULL DEFAULT 0,
+            prev_next_holder TEXT NOT NULL DEFAULT ''
+        );
+        CREATE TABLE approvals (
+            seq BIGSERIAL UNIQUE,
+            approval_id TEXT PRIMARY KEY,
+            principal TEXT NOT NULL,
+            target TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            lease_epoch BIGINT NOT NULL,
+            status TEXT NOT NULL,
+            deadline_ms BIGINT NOT NULL,
+            action TEXT NOT NULL,             -- JSON: verb, url, element, window, ids, policies
+            grant_id TEXT NOT NULL,
+            decided_by TEXT NOT NULL DEFAULT '',
+            note TEXT NOT NULL DEFAULT '',
+            created_at_ms BIGINT NOT NULL,
+            decided_at_ms BIGINT NOT NULL DEFAULT 0,
+            used_at_ms BIGINT NOT NULL DEFAULT 0,
+            decision_id TEXT NOT NULL,
+            used_by_decision_id TEXT NOT NULL DEFAULT ''
+        );
+        CREATE UNIQUE INDEX approvals_one_pending
+            ON approvals (principal, target, fingerprint, lease_epoch) WHERE status = 'PENDING';
+        CREATE INDEX approvals_action
+            ON approvals (principal, target, fingerprint, lease_epoch, created_at_ms);
+        CREATE INDEX approvals_status ON approvals (status, created_at_ms);
+        CREATE TABLE decision_log (
+            seq BIGSERIAL PRIMARY KEY,
+            decision_id TEXT NOT NULL UNIQUE,
+            at_ms BIGINT NOT NULL,
+            principal TEXT NOT NULL,
+            target TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            record TEXT NOT NULL              -- JSON: request (redacted), decision, lease, grants
+        );
+        CREATE INDEX decision_log_principal ON decision_log (principal, at_ms);
+        CREATE INDEX decision_log_target ON decision_log (target, at_ms);
+        CREATE TABLE change_counter (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            seq BIGINT NOT NULL
+        );
+        -- sequence numbers start at the clock in microseconds, as a SQLite sidecar's do
+        INSERT INTO change_counter VALUES (1, (extract(epoch from clock_timestamp()) * 1000000)::bigint);
+        CREATE TABLE changes (
+            seq BIGINT PRIMARY KEY,
+            at_ms BIGINT NOT NULL,
+            kind TEXT NOT NULL,
+            target TEXT NOT NULL,
+            change TEXT NOT NULL,
+            dedupe TEXT UNIQUE,
+            event TEXT NOT NULL               -- JSON: the WatchEventInfo without its seq
+        );
+        """,
+    ),
+    Migration(
+        2,
+        "principal expiry and revocation",
+        """
+        ALTER TABLE principals ADD COLUMN expires_at_ms BIGINT NOT NULL DEFAULT 0;
+        ALTER TABLE principals ADD COLUMN revoked_at_ms BIGINT NOT NULL DEFAULT 0;
+        """,
+    ),
+)

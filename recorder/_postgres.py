@@ -1,0 +1,466 @@
+"""The PostgreSQL ledger store: every executor's chain in one database.
+
+Each executor appends to its own hash chain (``executor_id`` is part of every row's key,
+and ``ledger_heads`` records the head of each chain), in the entry format and canonical
+JSON of the SQLite ledger: the same entry hashes to the same ``entry_hash`` wherever it is
+stored. An append locks its chain's head row (``SELECT ... FOR UPDATE``), chains onto the
+*recorded* head, inserts the entries and moves the head in one transaction, committed
+synchronously before the call returns (``synchronous_commit = on``): an intent is durable
+before its action is dispatched, as with SQLite. The ledger's group commit folds
+concurrent appends into one such transaction.
+
+Triggers refuse ``UPDATE`` and ``DELETE`` of entries. :meth:`PgLedgerStore.snapshot`
+reads one chain in a ``REPEATABLE READ`` transaction (the head and the rows as of one
+moment) through a server-side cursor, so verifying a long chain neither holds up appends
+nor loads it whole. Every psycopg error becomes a :class:`~handrail.recorder.LedgerError`
+here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, TypeVar
+
+import psycopg
+import psycopg_pool
+
+from ._chain import GENESIS_HASH, hash_columns, now_ms
+from ._entry import Entry, PreparedEntry, entry_from_row
+from ._errors import LedgerError
+from ._recovery import RecoveredAction, UnresolvedAction, intent_params
+from ._store import BulkRow, ChainSnapshot, EntryQuery, RecoveryWrite, StoredRow
+
+__all__ = ["PgLedgerStore", "is_pg_dsn", "ledger_executors"]
+
+_T = TypeVar("_T")
+
+_COLUMNS = (
+    "seq, ts_ms, kind, session_id, action_id, idempotency_key, principal, "
+    "principal_kind, epoch, body, prev_hash, entry_hash"
+)
+_INSERT = (
+    f"INSERT INTO ledger_entries (executor_id, {_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
+
+_MIGRATIONS: tuple[tuple[str, str], ...] = (
+    (
+        "create ledger entries and heads",
+        """
+        CREATE TABLE ledger_entries (
+            executor_id TEXT NOT NULL,
+            seq BIGINT NOT NULL,
+            ts_ms BIGINT NOT NULL,
+            kind TEXT NOT NULL,
+            session_id TEXT NOT NULL DEFAULT '',
+            action_id TEXT NOT NULL DEFAULT '',
+            idempotency_key TEXT NOT NULL DEFAULT '',
+            principal TEXT NOT NULL DEFAULT '',
+            principal_kind TEXT NOT NULL CHECK (principal_kind IN ('agent', 'human', 'system')),
+            epoch BIGINT NOT NULL DEFAULT 0,
+            body TEXT NOT NULL,
+            prev_hash TEXT NOT NULL,
+            entry_hash TEXT NOT NULL,
+            PRIMARY KEY (executor_id, seq)
+        );
+        CREATE INDEX ledger_by_key ON ledger_entries (executor_id, session_id, idempotency_key, kind);
+        CREATE INDEX ledger_by_action ON ledger_entries (executor_id, action_id);
+        CREATE INDEX ledger_by_kind ON ledger_entries (executor_id, kind, session_id, action_id);
+        CREATE INDEX ledger_by_time ON ledger_entries (ts_ms);
+        CREATE TABLE ledger_heads (
+            executor_id TEXT PRIMARY KEY,
+            head_seq BIGINT NOT NULL,
+            head_hash TEXT NOT NULL
+        );
+        CREATE FUNCTION ledger_entries_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            RAISE EXCEPTION 'ledger entries are append-only: % refused', TG_OP;
+        END $$;
+        CREATE TRIGGER ledger_entries_no_change BEFORE UPDATE OR DELETE ON ledger_entries
+            FOR EACH ROW EXECUTE FUNCTION ledger_entries_append_only();
+        CREATE TRIGGER ledger_entries_no_truncate BEFORE TRUNCATE ON ledger_entries
+            FOR EACH STATEMENT EXECUTE FUNCTION ledger_entries_append_only();
+        """,
+    ),
+)
+
+_TARGET = """
+    coalesce((SELECT s.body::jsonb ->> 'target' FROM ledger_entries AS s
+              WHERE s.executor_id = {e}.executor_id AND s.session_id = {e}.session_id
+                AND s.idempotency_key = '' AND s.kind = 'session_open'
+              ORDER BY s.seq LIMIT 1), '')
+"""
+
+_INTERRUPTED = f"""
+SELECT i.seq, i.session_id, i.action_id, i.idempotency_key, i.principal, i.principal_kind,
+       i.epoch, i.body, {_TARGET.format(e="i")}
+FROM ledger_entries AS i
+WHERE i.executor_id = %(exe)s AND i.kind = 'intent' AND NOT EXISTS (
+    SELECT 1 FROM ledger_entries AS r
+    WHERE r.executor_id = i.executor_id AND r.kind IN ('result', 'reconcile')
+      AND r.session_id = i.session_id AND r.action_id = i.action_id)
+ORDER BY i.seq
+"""
+
+_UNRESOLVED = f"""
+SELECT u.seq, u.session_id, u.action_id, u.idempotency_key, u.principal, u.principal_kind,
+       u.epoch, u.body::jsonb ->> 'reason',
+       (SELECT p.body FROM ledger_entries AS p
+        WHERE p.executor_id = u.executor_id AND p.kind = 'intent' AND p.session_id = u.session_id
+          AND p.action_id = u.action_id ORDER BY p.seq DESC LIMIT 1),
+       {_TARGET.format(e="u")}
+FROM ledger_entries AS u
+WHERE u.executor_id = %(exe)s AND u.kind = 'result' AND upper(u.body::jsonb ->> 'outcome') = 'UNKNOWN'
+  AND NOT EXISTS (
+    SELECT 1 FROM ledger_entries AS l
+    WHERE l.executor_id = u.executor_id AND l.kind IN ('result', 'reconcile')
+      AND l.session_id = u.session_id AND l.action_id = u.action_id AND l.seq > u.seq)
+ORDER BY u.seq
+"""
+
+
+def is_pg_dsn(location: str) -> bool:
+    """Whether ``location`` names a PostgreSQL database rather than a file."""
+    return location.startswith(("postgresql://", "postgres://"))
+
+
+class PgLedgerStore:
+    """One executor's chain in a PostgreSQL database.
+
+    Args:
+        dsn: a ``postgresql://`` URL or libpq string (tables in the first schema of its
+            ``search_path``; created on first use).
+        executor_id: whose chain this is.
+        pool_size: the most connections it opens.
+        read_only: only read (an auditor, the ledger commands): nothing is created or
+            migrated, the chain must exist (``LedgerError`` NOT_FOUND otherwise), appends
+            raise ``LedgerError`` (READ_ONLY), and the sessions are read-only in the server too.
+    """
+
+    def __init__(self, dsn: str, executor_id: str, *, pool_size: int = 4, read_only: bool = False) -> None:
+        if not executor_id or len(executor_id) > 200:
+            raise LedgerError("the executor id must be 1..200 characters", reason="INVALID_ARGUMENT")
+        self.dsn = dsn
+        self.executor_id = executor_id
+        self.read_only = read_only
+        self._lock = threading.Lock()
+
+        def configure(conn: psycopg.Connection[Any]) -> None:
+            if read_only:  # the server refuses a write too
+                conn.execute("SET default_transaction_read_only = on")
+
+        self._closed = False
+        self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = psycopg_pool.ConnectionPool(
+            dsn,
+            kwargs={"autocommit": True, "connect_timeout": 5},
+            configure=configure,
+            min_size=1,
+            max_size=pool_size,
+            open=False,
+            timeout=10.0,
+            name=f"ledger-{executor_id}",
+        )
+        try:
+            self._pool.open(wait=True, timeout=10.0)
+            self._run(self._check_chain if read_only else self._migrate)
+        except psycopg_pool.PoolTimeout:
+            self._pool.close()
+            raise LedgerError(f"cannot connect to the ledger database {self.location}") from None
+        except LedgerError:
+            self._pool.close()
+            raise
+
+    @property
+    def location(self) -> str:
+        return f"{_describe(self.dsn)} (executor {self.executor_id})"
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._pool.close()
+
+    def _run(
+        self, work: Callable[[psycopg.Connection[Any]], _T], what: str = "use", *, again: Callable[[], bool] = bool
+    ) -> _T:
+        """Run ``work`` on a pooled connection; psycopg's errors become LedgerError.
+
+        A connection the server ended while it sat in the pool fails on first use: the work
+        is run once more on a fresh one when ``again()`` says nothing can have been written
+        (a read; a transaction whose COMMIT was never sent).
+        """
+        if self._closed:
+            raise LedgerError(f"ledger {self.location} is closed")
+        for attempt in (1, 2):
+            try:
+                with self._pool.connection() as conn:
+                    return work(conn)
+            except LedgerError:
+                raise
+            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                if attempt == 1 and again():
+                    with contextlib.suppress(psycopg_pool.PoolClosed):
+                        self._pool.check()
+                    continue
+                raise LedgerError(f"cannot {what} ledger {self.location}: {_first_line(exc)}") from exc
+            except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+                raise LedgerError(f"cannot {what} ledger {self.location}: {_first_line(exc)}") from exc
+        raise AssertionError("unreachable")
+
+    def _check_chain(self, conn: psycopg.Connection[Any]) -> None:
+        try:
+            sql = "SELECT 1 FROM ledger_heads WHERE executor_id = %s"
+            found = conn.execute(sql, (self.executor_id,)).fetchone()
+        except psycopg.errors.UndefinedTable:
+            raise LedgerError(f"no ledger in {_describe(self.dsn)}", reason="NOT_FOUND") from None
+        if found is None:
+            raise LedgerError(f"no chain of executor {self.executor_id!r} in {_describe(self.dsn)}", reason="NOT_FOUND")
+
+    def _writing(self) -> None:
+        if self.read_only:
+            raise LedgerError(f"ledger {self.location} is open read-only", reason="READ_ONLY")
+
+    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.handrail_ledger'))")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS ledger_migrations ("
+                " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_ms BIGINT NOT NULL)"
+            )
+            done = {int(r[0]) for r in conn.execute("SELECT version FROM ledger_migrations")}
+            for version, (name, sql) in enumerate(_MIGRATIONS, start=1):
+                if version not in done:
+                    conn.execute(sql.encode())
+                    conn.execute(
+                        "INSERT INTO ledger_migrations (version, name, applied_ms) VALUES (%s, %s, %s)",
+                        (version, name, now_ms()),
+                    )
+            conn.execute(
+                "INSERT INTO ledger_heads (executor_id, head_seq, head_hash) VALUES (%s, 0, %s)"
+                " ON CONFLICT (executor_id) DO NOTHING",
+                (self.executor_id, GENESIS_HASH),
+            )
+
+    # -- writing -------------------------------------------------------------------
+
+    def append(self, entries: Sequence[PreparedEntry]) -> list[Entry]:
+        self._writing()
+        committing = False
+
+        def work(conn: psycopg.Connection[Any]) -> list[StoredRow]:
+            nonlocal committing
+            with conn.transaction():
+                stored = self._insert(conn, entries)
+                committing = True  # a failure from here on may follow a commit: not retried
+            return stored
+
+        rows = self._run(work, "append to", again=lambda: not committing)
+        return [entry_from_row(row) for row in rows]
+
+    def _insert(self, conn: psycopg.Connection[Any], entries: Sequence[PreparedEntry]) -> list[StoredRow]:
+        head_seq, prev = self._locked_head(conn)
+        ts_ms = now_ms()
+        stored: list[StoredRow] = []
+        for kind, sid, aid, key, who, who_kind, epoch, body in entries:
+            head_seq += 1
+            digest = hash_columns(prev, head_seq, ts_ms, kind, sid, aid, key, who, who_kind, epoch, body)
+            stored.append((head_seq, ts_ms, kind, sid, aid, key, who, who_kind, epoch, body, prev, digest))
+            prev = digest
+        self._write(conn, stored, head_seq, prev)
+        return stored
+
+    def _locked_head(self, conn: psycopg.Connection[Any]) -> tuple[int, str]:
+        row = conn.execute(
+            "SELECT head_seq, head_hash FROM ledger_heads WHERE executor_id = %s FOR UPDATE", (self.executor_id,)
+        ).fetchone()
+        if row is None:
+            raise LedgerError(f"the recorded head of {self.location} is missing")
+        return int(row[0]), str(row[1])
+
+    def _write(self, conn: psycopg.Connection[Any], rows: Sequence[StoredRow], head_seq: int, head: str) -> None:
+        with conn.cursor() as cur:
+            cur.executemany(_INSERT, [(self.executor_id, *row) for row in rows])
+        conn.execute(
+            "UPDATE ledger_heads SET head_seq = %s, head_hash = %s WHERE executor_id = %s",
+            (head_seq, head, self.executor_id),
+        )
+
+    def bulk_load(self, rows: Iterable[BulkRow]) -> tuple[int, str]:
+        self._writing()
+
+        def work(conn: psycopg.Connection[Any]) -> tuple[int, str]:
+            with conn.transaction():
+                head_seq, prev = self._locked_head(conn)
+                stored: list[StoredRow] = []
+                for ts, kind, sid, aid, key, who, who_kind, epoch, body in rows:
+                    head_seq += 1
+                    digest = hash_columns(prev, head_seq, ts, kind, sid, aid, key, who, who_kind, epoch, body)
+                    stored.append((head_seq, ts, kind, sid, aid, key, who, who_kind, epoch, body, prev, digest))
+                    prev = digest
+                self._write(conn, stored, head_seq, prev)
+                return head_seq, prev
+
+        return self._run(work, "append to")
+
+    def recover(self, result_for: Callable[[RecoveredAction], PreparedEntry]) -> RecoveryWrite:
+        self._writing()
+
+        def work(conn: psycopg.Connection[Any]) -> tuple[list[RecoveredAction], list[StoredRow]]:
+            with conn.transaction():
+                self._locked_head(conn)  # no append of this chain meanwhile
+                found = [
+                    RecoveredAction(
+                        sid, aid, key, who, who_kind, int(epoch), intent_params(json.loads(body)), str(target), int(seq)
+                    )
+                    for seq, sid, aid, key, who, who_kind, epoch, body, target in conn.execute(
+                        _INTERRUPTED, {"exe": self.executor_id}
+                    )
+                ]
+                if not found:
+                    return [], []
+                return found, self._insert(conn, [result_for(action) for action in found])
+
+        found, stored = self._run(work, "recover", again=_always)  # a second run finds what is left
+        if not found:
+            return RecoveryWrite([], None)
+        marked = [action.with_result(row[0]) for action, row in zip(found, stored, strict=True)]
+        return RecoveryWrite(marked, (stored[-1][0], stored[-1][11]))
+
+    # -- reading -------------------------------------------------------------------
+
+    def unresolved(self) -> list[UnresolvedAction]:
+        def work(conn: psycopg.Connection[Any]) -> list[UnresolvedAction]:
+            found = []
+            for row in conn.execute(_UNRESOLVED, {"exe": self.executor_id}):
+                seq, sid, aid, key, who, who_kind, epoch, reason, intent_body, target = row
+                params = intent_params(json.loads(intent_body)) if intent_body else {}
+                found.append(
+                    UnresolvedAction(
+                        sid, aid, key, who, who_kind, int(epoch), params, str(target), int(seq), str(reason or "")
+                    )
+                )
+            return found
+
+        return self._run(work, "read", again=_always)
+
+    def select(self, query: EntryQuery) -> list[Entry]:
+        where, params = _where(query)
+        order = "DESC" if query.newest_first else ""
+        sql = f"SELECT {_COLUMNS} FROM ledger_entries WHERE executor_id = %s{where} ORDER BY seq {order}".rstrip()
+        if query.limit is not None:
+            sql += " LIMIT %s"
+            params.append(query.limit)
+        rows = self._run(lambda conn: conn.execute(sql, [self.executor_id, *params]).fetchall(), "read", again=_always)
+        return [entry_from_row(row) for row in rows]
+
+    def head(self) -> tuple[int, str]:
+        sql = "SELECT head_seq, head_hash FROM ledger_heads WHERE executor_id = %s"
+        row = self._run(lambda conn: conn.execute(sql, (self.executor_id,)).fetchone(), "read", again=_always)
+        if row is None:
+            raise LedgerError(f"the recorded head of {self.location} is missing")
+        return int(row[0]), str(row[1])
+
+    def hash_at(self, seq: int) -> str | None:
+        sql = "SELECT entry_hash FROM ledger_entries WHERE executor_id = %s AND seq = %s"
+        row = self._run(lambda conn: conn.execute(sql, (self.executor_id, seq)).fetchone(), "read", again=_always)
+        return None if row is None else str(row[0])
+
+    def count(self) -> int:
+        sql = "SELECT count(*) FROM ledger_entries WHERE executor_id = %s"
+        row = self._run(lambda conn: conn.execute(sql, (self.executor_id,)).fetchone(), "read", again=_always)
+        return int(row[0]) if row else 0
+
+    def snapshot(self, batch_size: int) -> AbstractContextManager[ChainSnapshot]:
+        return self._snapshot(batch_size)
+
+    @contextmanager
+    def _snapshot(self, batch_size: int) -> Iterator[ChainSnapshot]:
+        try:
+            conn = psycopg.connect(self.dsn, connect_timeout=10)
+        except psycopg.Error as exc:
+            raise LedgerError(f"cannot read ledger {self.location}: {_first_line(exc)}") from exc
+        try:
+            with conn:
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                row = conn.execute(
+                    "SELECT head_seq, head_hash FROM ledger_heads WHERE executor_id = %s", (self.executor_id,)
+                ).fetchone()
+                head = (int(row[0]), str(row[1])) if row else (0, GENESIS_HASH)
+                with conn.cursor(name="ledger_snapshot") as cursor:
+                    cursor.itersize = batch_size
+                    sql = f"SELECT {_COLUMNS} FROM ledger_entries WHERE executor_id = %s ORDER BY seq"
+                    cursor.execute(sql, (self.executor_id,))
+
+                    def batches() -> Iterator[list[StoredRow]]:
+                        while rows := cursor.fetchmany(batch_size):
+                            yield [(int(r[0]), int(r[1]), *r[2:8], int(r[8]), *r[9:]) for r in rows]
+
+                    yield ChainSnapshot(head, batches())
+        except psycopg.Error as exc:
+            raise LedgerError(f"cannot read ledger {self.location}: {_first_line(exc)}") from exc
+        finally:
+            conn.close()
+
+
+def ledger_executors(dsn: str) -> list[str]:
+    """The executors that have a chain in the ledger database ``dsn``, by name.
+
+    Raises:
+        LedgerError: the database cannot be read, or holds no ledger.
+    """
+    try:
+        with psycopg.connect(dsn, connect_timeout=10) as conn:
+            rows = conn.execute("SELECT executor_id FROM ledger_heads ORDER BY executor_id").fetchall()
+    except psycopg.errors.UndefinedTable:
+        raise LedgerError(f"no ledger in {_describe(dsn)}", reason="NOT_FOUND") from None
+    except psycopg.Error as exc:
+        raise LedgerError(f"cannot read the ledger database {_describe(dsn)}: {_first_line(exc)}") from exc
+    return [str(r[0]) for r in rows]
+
+
+def _always() -> bool:
+    return True
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _describe(dsn: str) -> str:
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        parts = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "postgresql://?"
+    return f"postgresql://{parts.get('host', 'localhost')}:{parts.get('port', '5432')}/{parts.get('dbname', '')}"
+
+
+def _where(query: EntryQuery) -> tuple[str, list[Any]]:
+    where = ""
+    params: list[Any] = []
+    for column, value in (
+        ("session_id", query.session_id),
+        ("idempotency_key", query.idempotency_key),
+        ("action_id", query.action_id),
+        ("kind", query.kind),
+        ("principal", query.principal),
+    ):
+        if value is not None:
+            where += f" AND {column} = %s"
+            params.append(value)
+    if query.outcome is not None:
+        where += " AND (upper(body::jsonb ->> 'outcome') = %s OR (kind = 'refusal' AND %s = 'REFUSED'))"
+        params += [query.outcome.upper(), query.outcome.upper()]
+    if query.since_ms is not None:
+        where += " AND ts_ms >= %s"
+        params.append(query.since_ms)
+    if query.since_seq:
+        where += " AND seq > %s"
+        params.append(query.since_seq)
+    return where, params
