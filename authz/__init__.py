@@ -15,6 +15,7 @@ The modules, bottom up (each imports only modules above it in this list)::
     _policy_index      which Cedar policies can fire for a request
     _policies          the Cedar policy engine
     _explain           redaction of the log, the approval a check asks for, explaining a decision
+    _reach             what agents never reach (the console's origins) and a person's input
     _lease_changes     lease changes as values (acquire, renew, takeover ...), callable as
                        the transitions of _core
     _watch             the in-process event hub behind Watch
@@ -37,6 +38,7 @@ The modules, bottom up (each imports only modules above it in this list)::
     _pg_watch          PostgreSQL: the change log, LISTEN/NOTIFY and the hub of each replica
     _pg                PgStore: the PostgreSQL parts put together behind AuthzStore
     _identity          who a caller is; whether a named principal is a live agent
+    _person_checks     the console's part: a person's input at the wheel, every lease
     _authorizer        the sidecar's behaviour over an AuthzStore (no gRPC)
     _wire              protobuf messages to records and back, and the wire enums
     _wire_responses    the servicer's responses

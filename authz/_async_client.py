@@ -124,6 +124,7 @@ class AsyncAuthzClient:
         observation_id: str = "",
         context: ElementContext | None = None,
         document_load: bool = False,
+        approval_asked: str = "",
     ) -> Decision:
         """See :meth:`AuthzClient.check`."""
         return await self._send(
@@ -143,6 +144,7 @@ class AsyncAuthzClient:
                 observation_id=observation_id,
                 context=context,
                 document_load=document_load,
+                approval_asked=approval_asked,
             )
         )
 
@@ -196,6 +198,17 @@ class AsyncAuthzClient:
     async def who_am_i(self, token: str | None = None) -> tuple[str, str]:
         """See :meth:`AuthzClient.who_am_i`."""
         return await self._send(calls.who_am_i(), token)
+
+    async def check_human_input(
+        self, token: str, person: str, target: str, lease_epoch: int, verb: str, *, url: str = "", action_id: str = ""
+    ) -> Decision:
+        """See :meth:`AuthzClient.check_human_input`."""
+        call = calls.check_human_input(person, target, lease_epoch, verb, url=url, action_id=action_id)
+        return await self._send(call, token=token)
+
+    async def list_leases(self) -> list[LeaseInfo]:
+        """See :meth:`AuthzClient.list_leases`."""
+        return await self._send(calls.list_leases())
 
     async def list_principals(self) -> list[PrincipalInfo]:
         """Every principal, by name, never a token (operator, admin)."""

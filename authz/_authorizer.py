@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from handrail._vocabulary import Reason
-from handrail.authz import _core, _identity
+from handrail.authz import _core, _identity, _person_checks
 from handrail.authz import _lease_changes as changes
 from handrail.authz._decide import APPROVAL_CREATE, APPROVAL_USE, Verdict, decide, url_path
 from handrail.authz._errors import (
@@ -59,7 +59,7 @@ _MAX_ATTEMPTS = 16
 MAX_LISTED = 1000
 
 
-class Authorizer:
+class Authorizer(_person_checks.PersonChecks):
     """The sidecar's behaviour over one store.
 
     Args:
@@ -160,7 +160,7 @@ class Authorizer:
         _core.authorize_check(caller, request.principal)
         engine, shadow = self._engines
         path = url_path(request.url)
-        base = engine.base_context(request, origin, path)
+        base = engine.base_context(request, origin, path, console=self.console_origins.contains(request.url))
         store = self.store
 
         def evaluate(grant: GrantInfo) -> PolicyResult:

@@ -126,6 +126,14 @@ def register(subparsers: _Subparsers) -> None:
     )
     serve.add_argument("--tls-cert", default=None, help="PEM certificate chain: serve TLS")
     serve.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
+    serve.add_argument(
+        "--console-origin",
+        action="append",
+        default=None,
+        metavar="URL",
+        help="an origin of the operator console, which no agent may reach (repeatable; "
+        "default $HANDRAIL_CONSOLE_ORIGIN or http://127.0.0.1:7710)",
+    )
     serve.add_argument("--log-level", default="INFO", help="logging level on stderr (default %(default)s)")
     serve.set_defaults(func=cmd_serve)
 

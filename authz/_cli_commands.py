@@ -53,6 +53,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             approval_timeout_ms=int(args.approval_timeout * 1000),
             tls_cert=args.tls_cert,
             tls_key=args.tls_key,
+            console_origins=args.console_origin,
             store=args.store or None,
         )
     except PolicyError as exc:

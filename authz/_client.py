@@ -193,6 +193,7 @@ class AuthzClient:
         observation_id: str = "",
         context: ElementContext | None = None,
         document_load: bool = False,
+        approval_asked: str = "",
     ) -> Decision:
         """Ask whether ``principal`` may do ``verb`` on ``target`` under ``lease_epoch``.
 
@@ -216,6 +217,7 @@ class AuthzClient:
                 observation_id=observation_id,
                 context=context,
                 document_load=document_load,
+                approval_asked=approval_asked,
             )
         )
 
@@ -274,6 +276,20 @@ class AuthzClient:
     def who_am_i(self, token: str | None = None) -> tuple[str, str]:
         """Return ``(principal, role)`` of this client's token, or of ``token`` if given."""
         return self._send(calls.who_am_i(), token)
+
+    def check_human_input(
+        self, token: str, person: str, target: str, lease_epoch: int, verb: str, *, url: str = "", action_id: str = ""
+    ) -> Decision:
+        """May ``person`` (whose ``token`` this call carries) send input to ``target`` now?
+
+        Allowed only while the person holds the live lease as a person at ``lease_epoch``.
+        """
+        call = calls.check_human_input(person, target, lease_epoch, verb, url=url, action_id=action_id)
+        return self._send(call, token=token)
+
+    def list_leases(self) -> list[LeaseInfo]:
+        """Every target's lease as it stands now (executor, operator, admin)."""
+        return self._send(calls.list_leases())
 
     def list_principals(self) -> list[PrincipalInfo]:
         """Every principal, by name, never a token (operator, admin)."""

@@ -292,11 +292,12 @@ class PolicyEngine:
         return self._sizes.get(verb, 0)
 
     @staticmethod
-    def base_context(request: CheckInput, origin: str, path: str) -> dict[str, Any]:
+    def base_context(request: CheckInput, origin: str, path: str, *, console: bool = False) -> dict[str, Any]:
         """The part of the Cedar context that does not depend on the grant.
 
         It carries the element's risk class, classified here from its name and context
         (:mod:`._risk`), so that a standing policy can say "not unless the grant says so".
+        ``console``: the URL is served by the operator console (``origin_is_console``).
         """
         risk = RiskClass.NONE
         if request.element_name:
@@ -316,6 +317,7 @@ class PolicyEngine:
             "password_field": request.password_field,
             "window_class": request.window_class,
             "window_title": request.window_title,
+            "origin_is_console": console,
             "dialog_title": request.context.dialog_title,
             "form_name": request.context.form_name,
             "heading": request.context.heading,

@@ -70,6 +70,7 @@ _BOOL_FIELDS = frozenset(
         "origin_granted",
         "grant_allows_password",
         "grant_single_use",
+        "origin_is_console",
         "document_load",
         "destructive",
     }

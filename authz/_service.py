@@ -14,7 +14,7 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -44,6 +44,7 @@ from handrail.authz._models import DEFAULT_APPROVAL_TIMEOUT_MS, Principal
 from handrail.authz._pg import PgStore
 from handrail.authz._pg_db import describe, is_pg_dsn
 from handrail.authz._policies import PolicyEngine
+from handrail.authz._reach import DEFAULT_CONSOLE_ORIGINS, ConsoleOrigins
 from handrail.authz._sqlite import SqliteStore
 from handrail.authz._store import AuthzStore
 from handrail.authz._watch import SubscriptionClosed
@@ -329,6 +330,19 @@ class AuthzServicer(authz_pb2_grpc.AuthzServicer):
         )
         return _wire_responses.list_decisions_response(records)
 
+    # --- the operator console -----------------------------------------------------------------
+
+    @_rpc
+    def CheckHumanInput(self, request: pb.CheckRequest, context: grpc.ServicerContext) -> pb.CheckResponse:
+        caller = self._caller(context)
+        check = _wire.check_request_from_pb(request)
+        return _wire.decision_to_pb(self.authz.check_human_input(caller, check))
+
+    @_rpc
+    def ListLeases(self, request: pb.ListLeasesRequest, context: grpc.ServicerContext) -> pb.ListLeasesResponse:
+        caller = self._caller(context)
+        return pb.ListLeasesResponse(leases=[_wire.lease_msg(lease) for lease in self.authz.list_leases(caller)])
+
     # --- Watch --------------------------------------------------------------------------------
 
     @_stream_rpc
@@ -464,6 +478,7 @@ def serve(
     approval_timeout_ms: int = DEFAULT_APPROVAL_TIMEOUT_MS,
     tls_cert: str | Path | bytes | None = None,
     tls_key: str | Path | bytes | None = None,
+    console_origins: Sequence[str] | None = None,
     store: str | None = None,
 ) -> tuple[AuthzServer, int]:
     """Load the policies, open the store and start the sidecar's gRPC server.
@@ -481,6 +496,8 @@ def serve(
         approval_timeout_ms: the deadline of an approval when neither grant nor policy sets one.
         tls_cert, tls_key: PEM certificate chain and private key (paths or bytes): serve TLS
             instead of plaintext.
+        console_origins: the operator console's origins, which no agent may reach; None:
+            ``$HANDRAIL_CONSOLE_ORIGIN`` (comma-separated) or :data:`DEFAULT_CONSOLE_ORIGINS`.
         store: ``postgresql://...``: serve from that database (any number of replicas may
             serve one database; ``data_dir`` is then not used); None: ``authz.sqlite`` in
             ``data_dir``.
@@ -494,6 +511,10 @@ def serve(
     """
     if (tls_cert is None) != (tls_key is None):
         raise ValueError("tls_cert and tls_key go together")
+    if console_origins is None:
+        env = os.environ.get("HANDRAIL_CONSOLE_ORIGIN", "")
+        console_origins = [o for o in env.split(",") if o.strip()] or list(DEFAULT_CONSOLE_ORIGINS)
+    consoles = ConsoleOrigins.parse(o.strip() for o in console_origins)
     engine = PolicyEngine.load(policies_dir)
     shadow = PolicyEngine.load(shadow_policies_dir) if shadow_policies_dir else None
     if store and not is_pg_dsn(store):
@@ -522,6 +543,7 @@ def serve(
         shadow_dir=shadow_policies_dir,
         approval_timeout_ms=approval_timeout_ms,
     )
+    authorizer.console_origins = consoles
     executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="authz")
     # No SO_REUSEPORT: a second sidecar on the same port must fail, not share it. Clients
     # may ping every second (they find a stopped replica that way, see _balance).

@@ -31,6 +31,7 @@ from handrail.authz._wire import (
     decision_from_pb,
     grant_from_pb,
     grant_to_pb,
+    lease_from_msg,
     lease_from_pb,
     principal_from_pb,
     reason_to_pb,
@@ -78,6 +79,7 @@ def check(
     observation_id: str = "",
     context: ElementContext | None = None,
     document_load: bool = False,
+    approval_asked: str = "",
 ) -> Call[Decision]:
     """``Check``: may ``principal`` do ``verb`` on ``target`` under ``lease_epoch``?"""
     request = CheckInput(
@@ -96,6 +98,7 @@ def check(
         observation_id=observation_id,
         context=context or ElementContext(),
         document_load=document_load,
+        approval_asked=approval_asked,
     )
     return Call("Check", check_request_to_pb(request), decision_from_pb)
 
@@ -193,6 +196,25 @@ def report_activity(target: str, note: str = "", ttl_ms: int = 0) -> Call[LeaseI
 def expire_lease(target: str) -> Call[LeaseInfo]:
     """``ExpireLease``."""
     return Call("ExpireLease", pb.ExpireLeaseRequest(target=target), lease_from_pb)
+
+
+def check_human_input(
+    person: str, target: str, lease_epoch: int, verb: str, *, url: str = "", action_id: str = ""
+) -> Call[Decision]:
+    """``CheckHumanInput``: may the person (the caller) send this input under ``lease_epoch``?"""
+    request = CheckInput(
+        principal=person, target=target, lease_epoch=lease_epoch, verb=verb, url=url, action_id=action_id
+    )
+    return Call("CheckHumanInput", check_request_to_pb(request), decision_from_pb)
+
+
+def list_leases() -> Call[list[LeaseInfo]]:
+    """``ListLeases``: every target's lease."""
+    return Call("ListLeases", pb.ListLeasesRequest(), _leases_of)
+
+
+def _leases_of(response: Any) -> list[LeaseInfo]:
+    return [lease_from_msg(lease) for lease in response.leases]
 
 
 def who_am_i() -> Call[tuple[str, str]]:

@@ -15,6 +15,7 @@ from handrail.executor._client import (
     ExecutorClient,
     Session,
 )
+from handrail.executor._console_client import ActionDescription, ConsoleClient
 from handrail.executor._elements import Box, Context, Element
 from handrail.executor._errors import (
     REFUSAL_ERRORS,
@@ -57,6 +58,16 @@ from handrail.executor._errors import (
     TargetGoneRefusedError,
     UnauthenticatedError,
 )
+from handrail.executor._live import (
+    HumanInput,
+    PersonRequest,
+    PersonStatus,
+    ScreenBox,
+    ScreenFrame,
+    SessionSummary,
+    TimelineItem,
+    view_to_surface,
+)
 from handrail.executor._models import (
     ActionKind,
     ActionResult,
@@ -69,6 +80,7 @@ from handrail.executor._models import (
     Expectation,
     Observation,
     Outcome,
+    PointSpace,
     Reason,
     SessionInfo,
     Verdict,
@@ -79,6 +91,7 @@ from handrail.executor._models import (
 __all__ = [
     "REFUSAL_ERRORS",
     "ActResponse",
+    "ActionDescription",
     "ActionError",
     "ActionFailedError",
     "ActionKind",
@@ -96,6 +109,7 @@ __all__ = [
     "BatchResult",
     "Box",
     "BrowserSession",
+    "ConsoleClient",
     "Context",
     "DesktopState",
     "DesktopTarget",
@@ -113,6 +127,7 @@ __all__ = [
     "GrantExpiredError",
     "GrantRevokedError",
     "HeldByHumanError",
+    "HumanInput",
     "IdempotencyConflictError",
     "InvalidArgumentError",
     "LeaseHeldError",
@@ -123,21 +138,29 @@ __all__ = [
     "Outcome",
     "OutcomeUnknownError",
     "PermissionDeniedError",
+    "PersonRequest",
+    "PersonStatus",
+    "PointSpace",
     "PolicyForbidError",
     "Reason",
     "ReconcileRequiredError",
     "ScopeRefusedError",
+    "ScreenBox",
+    "ScreenFrame",
     "Session",
     "SessionClosedError",
     "SessionInfo",
+    "SessionSummary",
     "StaleEpochError",
     "StaleObservationError",
     "StaleRefError",
     "TargetChangedError",
     "TargetGoneError",
     "TargetGoneRefusedError",
+    "TimelineItem",
     "UnauthenticatedError",
     "Verdict",
     "WaitFor",
     "WindowInfo",
+    "view_to_surface",
 ]

@@ -31,10 +31,11 @@ from typing import Any, TypeVar
 
 import grpc
 
-from handrail.executor import _wire
+from handrail.executor import _wire, _wire_console
 from handrail.executor._elements import Element
 from handrail.executor._elements import find as find_element
 from handrail.executor._errors import raise_for_outcome
+from handrail.executor._live import PersonRequest
 from handrail.executor._models import (
     ActionKind,
     ActionResult,
@@ -44,6 +45,7 @@ from handrail.executor._models import (
     DesktopTarget,
     Expectation,
     Observation,
+    PointSpace,
     SessionInfo,
     Verdict,
     WaitFor,
@@ -211,10 +213,10 @@ class ExecutorClient:
         self._timeout = timeout_s
         self._strict = strict
 
-    def _call(self, call: _wire.Call[_T]) -> _T:
+    def _call(self, call: _wire.Call[_T], timeout: float | None = None) -> _T:
         method, request, decode = call
         try:
-            response = getattr(self._stub, method)(request, metadata=self._metadata, timeout=self._timeout)
+            response = getattr(self._stub, method)(request, metadata=self._metadata, timeout=timeout or self._timeout)
         except grpc.RpcError as exc:
             raise _wire.rpc_error(exc) from None
         return decode(response)
@@ -304,6 +306,16 @@ class Session(_SessionBase):
     def close(self) -> None:
         self._client._call(_wire.close_session(self.session_id))
 
+    def ask_for_person(self, reason: str = "", *, wait_ms: int = 0, request_id: str = "") -> PersonRequest:
+        """Hand the target to a person: ``reason`` says what they must do.
+
+        Waits up to ``wait_ms`` for the person to take over and hand back (``status`` is
+        then ``HANDED_BACK``); with ``request_id``, waits on an earlier request instead of
+        asking anew. After a hand-back, observe again: the old refs are stale.
+        """
+        call = _wire_console.ask_for_person(self.session_id, reason, wait_ms, request_id)
+        return self._client._call(call, timeout=max(self._client._timeout, wait_ms / 1000 + 10))
+
     # The actions, by name.
     def click(self, ref: str = "", **kw: Any) -> ActResponse:
         return self.act(ActionKind.CLICK, ref=ref, **kw)
@@ -377,6 +389,30 @@ class Session(_SessionBase):
     def activate(self, **kw: Any) -> ActResponse:
         return self.act(ActionKind.ACTIVATE, **kw)
 
+    # Browser actions at a point of a screenshot (``observation=``, default the latest):
+    # x, y in its screenshot's pixels, or CSS pixels of the viewport with ``css=True``.
+    def click_at(self, x: int, y: int, *, css: bool = False, **kw: Any) -> ActResponse:
+        """Click at (x, y) (``button="right"``, ``click_count=3`` ...), guarded as a ref click."""
+        return self.act(ActionKind.CLICK, **_at(x, y, css, kw))
+
+    def double_click_at(self, x: int, y: int, *, css: bool = False, **kw: Any) -> ActResponse:
+        return self.act(ActionKind.DOUBLE_CLICK, **_at(x, y, css, kw))
+
+    def move_to(self, x: int, y: int, *, css: bool = False, **kw: Any) -> ActResponse:
+        return self.act(ActionKind.MOVE, **_at(x, y, css, kw))
+
+    def drag_at(self, x: int, y: int, to_x: int, to_y: int, *, css: bool = False, **kw: Any) -> ActResponse:
+        return self.act(ActionKind.DRAG, to_x=to_x, to_y=to_y, **_at(x, y, css, kw))
+
+    def scroll_at(
+        self, x: int, y: int, delta_x: int = 0, delta_y: int = 0, *, css: bool = False, **kw: Any
+    ) -> ActResponse:
+        return self.act(ActionKind.SCROLL, delta_x=delta_x, delta_y=delta_y, **_at(x, y, css, kw))
+
+    def type_at(self, x: int, y: int, text: str, *, css: bool = False, **kw: Any) -> ActResponse:
+        """Click the field at (x, y), then type ``text`` into it (every key guarded)."""
+        return self.act(ActionKind.TYPE, text=text, **_at(x, y, css, kw))
+
 
 # The name the foundation used for a browser session.
 BrowserSession = Session
@@ -392,10 +428,12 @@ class AsyncExecutorClient:
         self._timeout = timeout_s
         self._strict = strict
 
-    async def _call(self, call: _wire.Call[_T]) -> _T:
+    async def _call(self, call: _wire.Call[_T], timeout: float | None = None) -> _T:
         method, request, decode = call
         try:
-            response = await getattr(self._stub, method)(request, metadata=self._metadata, timeout=self._timeout)
+            response = await getattr(self._stub, method)(
+                request, metadata=self._metadata, timeout=timeout or self._timeout
+            )
         except grpc.RpcError as exc:
             raise _wire.rpc_error(exc) from None
         return decode(response)
@@ -461,6 +499,11 @@ class AsyncSession(_SessionBase):
     async def close(self) -> None:
         await self._client._call(_wire.close_session(self.session_id))
 
+    async def ask_for_person(self, reason: str = "", *, wait_ms: int = 0, request_id: str = "") -> PersonRequest:
+        """See ``Session.ask_for_person``."""
+        call = _wire_console.ask_for_person(self.session_id, reason, wait_ms, request_id)
+        return await self._client._call(call, timeout=max(self._client._timeout, wait_ms / 1000 + 10))
+
     async def click(self, ref: str = "", **kw: Any) -> ActResponse:
         return await self.act(ActionKind.CLICK, ref=ref, **kw)
 
@@ -480,3 +523,15 @@ class AsyncSession(_SessionBase):
 
     async def navigate(self, url: str, **kw: Any) -> ActResponse:
         return await self.act(ActionKind.NAVIGATE, url=url, **kw)
+
+    async def click_at(self, x: int, y: int, *, css: bool = False, **kw: Any) -> ActResponse:
+        """See ``Session.click_at``."""
+        return await self.act(ActionKind.CLICK, **_at(x, y, css, kw))
+
+    async def type_at(self, x: int, y: int, text: str, *, css: bool = False, **kw: Any) -> ActResponse:
+        return await self.act(ActionKind.TYPE, text=text, **_at(x, y, css, kw))
+
+
+def _at(x: int, y: int, css: bool, kw: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of an action at the point (x, y)."""
+    return {"x": x, "y": y, "point_space": PointSpace.CSS if css else PointSpace.SCREENSHOT, **kw}

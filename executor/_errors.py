@@ -7,7 +7,8 @@
         ├── InvalidArgumentError   a request field is missing, malformed or too large
         ├── NotFoundError          an unknown session, observation or ref (or another agent's)
         ├── UnauthenticatedError   no or a bad bearer token
-        ├── PermissionDeniedError  a token of another role than agent
+        ├── PermissionDeniedError  a token of another role than the call needs (an
+        │   │                      agent's; an operator's for the console's RPCs)
         │   └── ScopeRefusedError  OpenSession's start_url is not granted (OUT_OF_SCOPE ...)
         ├── SessionClosedError     the session was closed
         ├── LeaseHeldError         another agent holds the target's lease
@@ -74,7 +75,8 @@ class UnauthenticatedError(ExecutorError):
 
 
 class PermissionDeniedError(ExecutorError):
-    """The caller's token is not an agent's."""
+    """The caller's token is not of the role the call needs (an agent's; an operator's for
+    the console's RPCs)."""
 
     reason = "PERMISSION_DENIED"
 

@@ -30,6 +30,7 @@ from handrail._vocabulary import Reason, Verb, Verdict
 from handrail.authz import AsyncAuthzClient, AuthzError, AuthzUnavailableError, Decision
 from handrail.executor._act import DEFAULT_ACTION_TIMEOUT_MS, SETTLE_TIMEOUT_MS, ActPath
 from handrail.executor._backend import Backend, ObserveOptions
+from handrail.executor._console import ConsoleDesk
 from handrail.executor._errors import (
     BackendError,
     ExecutorError,
@@ -122,6 +123,7 @@ class GuardedExecutor:
         self._observer = Observer(self._leases)
         self._watches: dict[str, SessionWatch] = {}
         self._acts = ActPath(authz, self._leases, self._outcomes, self._observer, fault or NoFault(), self._watches)
+        self.console = ConsoleDesk(authz, ledger, self.sessions, self._leases, self._outcomes, self._watches)
         self._reaper: asyncio.Task[None] | None = None
 
     async def start(self) -> None:

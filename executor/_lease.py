@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from handrail._vocabulary import Reason
@@ -24,6 +25,7 @@ from handrail.authz import (
     AuthzError,
     AuthzUnavailableError,
     Decision,
+    LeaseInfo,
     PermissionDeniedError,
     WatchEventInfo,
 )
@@ -66,6 +68,9 @@ class LeaseKeeper:
         # fences at once; while it is down, each write asks for the lease instead.
         self._watch_live = False
         self._watcher: asyncio.Task[None] | None = None
+        # Called with every lease change pushed for a target with an open session (after
+        # its fence saw it): the console's requests for a person follow the lease here.
+        self.listeners: list[Callable[[str, LeaseInfo], None]] = []
 
     # -- the watch ------------------------------------------------------------------------
 
@@ -112,6 +117,8 @@ class LeaseKeeper:
             return
         fence = open_here[0].fence  # one fence per target: held epochs end here
         fence.saw_lease(lease.epoch, lease.holder_kind)
+        for listener in self.listeners:
+            listener(event.target, lease)
         if event.change in ("renew", "resync"):
             return
         kind = {"human": "human", "agent": "agent"}.get(lease.holder_kind, "system")

@@ -66,6 +66,10 @@ class Outcomes:
     def _block(self, target: str, action: UnknownAction) -> None:
         self._unknown.setdefault(target, {})[action.action_id] = action
 
+    def block(self, target: str, action: UnknownAction) -> None:
+        """Block ``target`` on an action of unknown outcome (a person's input, ``_console``)."""
+        self._block(target, action)
+
     def unknown_actions(self, target: str) -> list[UnknownAction]:
         """The actions whose outcome is unknown on ``target``, blocking its writes."""
         return list(self._unknown.get(target, {}).values())

@@ -51,6 +51,7 @@ from handrail.executor._faults import Fault
 from handrail.executor._guard import GuardedExecutor, OpenSpec
 from handrail.executor._lease import LeaseNews
 from handrail.executor._models import BackendKind
+from handrail.executor._service_console import ConsoleRpcs
 from handrail.executor._session import Session
 from handrail.executor.browser import BrowserHost
 from handrail.proto.executor.v1 import executor_pb2 as pb
@@ -101,11 +102,15 @@ def bearer_token(context: Context) -> str:
     return token
 
 
-class ExecutorServicer(pb_grpc.ExecutorServicer):
-    """Thin: every RPC decodes, calls ``GuardedExecutor`` and encodes."""
+class ExecutorServicer(ConsoleRpcs, pb_grpc.ExecutorServicer):
+    """Thin: every RPC decodes, calls ``GuardedExecutor`` and encodes (the console's RPCs:
+    ``ConsoleRpcs``)."""
 
     def __init__(self, core: GuardedExecutor) -> None:
         self._core = core
+
+    def _token(self, context: Context) -> str:
+        return bearer_token(context)
 
     async def _run(self, context: Context, call: Callable[[], Awaitable[_T]]) -> _T:
         try:

@@ -15,6 +15,7 @@ import hmac
 import secrets
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from handrail.executor._backend import Backend
 from handrail.executor._elements import Element
@@ -134,6 +135,15 @@ class Session:
     # One write at a time per session; observing does not take it.
     write_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     renewer: asyncio.Task[None] | None = None
+    # The parameters of the last few actions sent to the sidecar, by action id, so that an
+    # operator deciding an approval sees the exact action (the console's DescribeAction).
+    asked: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def note_action(self, action_id: str, params: dict[str, Any]) -> None:
+        self.asked[action_id] = params
+        while len(self.asked) > 4 * _REMEMBERED:
+            del self.asked[next(iter(self.asked))]
+
     # How long the session lives without a call (ms), and when the last call came
     # (monotonic seconds); an open Attach stream keeps it alive.
     ttl_ms: int = 600_000
@@ -213,6 +223,13 @@ class Sessions:
         if session.closed:
             raise SessionClosedError(f"session {session_id} is closed")
         session.touch()
+        return session
+
+    def find(self, session_id: str) -> Session:
+        """The open session ``session_id``, for an operator (whose role was checked)."""
+        session = self._sessions.get(session_id)
+        if session is None or session.closed:
+            raise NotFoundError("session_id", f"no open session {session_id!r}")
         return session
 
     def remove(self, session_id: str) -> Session | None:

@@ -14,6 +14,11 @@
   action, if any, says so in its result. Every load the sidecar is asked about is written
   to the ledger, allowed or not. While the target waits for a reconcile, a GET load goes
   on as a read (logged as one) and a load that writes is refused (``RECONCILE_REQUIRED``).
+- **A person at the wheel loads their own documents**: once a person's input went in
+  (the console's ``HumanInput``), every load until the agent acts again is the person's,
+  decided by ``CheckHumanInput`` with their token (allowed while they hold the lease at
+  their epoch; grants and policies are the agents') and written under the person. When
+  the person no longer holds the wheel, a load is judged as the agent's again.
 - **Every side-effecting request belongs to the action running when it starts** (from
   dispatch to the end of the settle after it). One that ends without a response makes its
   action UNKNOWN: at the action's result if it ended before it (or is still unanswered
@@ -39,15 +44,16 @@ from handrail.executor._outcomes import Outcomes
 from handrail.executor._session import Session
 from handrail.recorder import Ledger, NavigationBody, RequestBody
 
-__all__ = ["ActionNetwork", "SessionWatch"]
+__all__ = ["PERSON_LOAD_S", "ActionNetwork", "PersonInput", "SessionWatch", "page_origin"]
 
 log = logging.getLogger(__name__)
 
 _SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
 _KEEP_FINISHED = 64  # finished actions whose requests may still end
+PERSON_LOAD_S = 2.0  # how long after a person's input a load on its page's origin is its own
 
 
-def _origin(url: str) -> str | None:
+def page_origin(url: str) -> str | None:
     """The origin of a URL as a browser parses it; None when it does not parse."""
     try:
         return parse_url("url", url).origin
@@ -122,6 +128,33 @@ class ActionNetwork:
                 return
 
 
+@dataclass
+class PersonInput:
+    """A person's latest input into the session (the console's ``HumanInput``).
+
+    Attributes:
+        person, token: who sent it, and their token (CheckHumanInput asks with it).
+        epoch: the lease epoch of their takeover.
+        action_id, decision_id: the input and the decision that allowed it.
+        origin: the page's origin when it was sent.
+        at: when its dispatch ended (monotonic seconds; 0 while it runs).
+    """
+
+    person: str
+    token: str
+    epoch: int
+    action_id: str
+    decision_id: str
+    origin: str | None
+    at: float = 0.0
+
+    def owns(self, origin: str | None) -> bool:
+        """A load on the input's page's origin, while it runs or within ``PERSON_LOAD_S``
+        after it: the input's own consequence (a form it submitted, a link it followed)."""
+        recent = self.at == 0.0 or time.monotonic() - self.at <= PERSON_LOAD_S
+        return recent and origin is not None and origin == self.origin
+
+
 class SessionWatch:
     """The loop's listener of one session's surface (see the module docstring).
 
@@ -140,6 +173,9 @@ class SessionWatch:
         self.current: ActionNetwork | None = None
         self._requests: dict[str, _Request] = {}
         self._actions: dict[str, ActionNetwork] = {}
+        # A person at the wheel who sent input. Until the agent acts again, a document load
+        # is theirs, decided by CheckHumanInput with their token.
+        self.person: PersonInput | None = None
 
     # -- the act path's side ---------------------------------------------------------------
 
@@ -159,7 +195,8 @@ class SessionWatch:
 
         ``urls`` are the URLs it was allowed on (its page, its own URL, its effects').
         """
-        origins = {o for o in map(_origin, urls) if o}
+        self.person = None  # the agent acts again: the lease came back to it
+        origins = {o for o in map(page_origin, urls) if o}
         net = ActionNetwork(
             action_id,
             idempotency_key,
@@ -195,7 +232,7 @@ class SessionWatch:
 
     def starting(self, url: str) -> ActionNetwork:
         """The session's start page was allowed: it loads (same-site redirects included)."""
-        net = ActionNetwork("", "", self._session.fence.epoch, {o for o in [_origin(url)] if o})
+        net = ActionNetwork("", "", self._session.fence.epoch, {o for o in [page_origin(url)] if o})
         self.current = net
         return net
 
@@ -203,7 +240,7 @@ class SessionWatch:
 
     async def judge_load(self, load: DocumentLoad) -> LoadVerdict:
         net = self.current
-        origin = _origin(load.url)
+        origin = page_origin(load.url)
         if origin is None:
             return self._record(load, "", False, Reason.OUT_OF_SCOPE, "a URL the sidecar cannot parse", net)
         safe = load.method.upper() in _SAFE
@@ -216,6 +253,21 @@ class SessionWatch:
             return LoadVerdict(True)
         verb = Verb.NAVIGATE if safe else Verb.SUBMIT
         session = self._session
+        p = self.person
+        if p is not None:
+            try:
+                decision = await self._authz.check_human_input(
+                    p.token, p.person, session.target, p.epoch, verb, url=load.url
+                )
+            except AuthzError as exc:
+                return self._record(load, verb, False, Reason.AUTHZ_UNAVAILABLE, f"authz: {exc}", net, by=p.person)
+            if decision.allow:
+                allowed = (decision.reason, decision.message, net, decision.decision_id)
+                return self._record(load, verb, True, *allowed, by=p.person)
+            if p.owns(origin):  # the input's own load, late: the wheel was handed back since
+                why = f"a load of {p.person}'s input {p.action_id}, which the wheel's hand-back overtook"
+                return self._record(load, verb, True, Reason.ALLOW, why, net, p.decision_id, by=p.person)
+            self.person = None  # the person no longer holds the wheel: the load is judged as the agent's
         try:
             decision = await self._authz.check(
                 session.agent,
@@ -243,6 +295,7 @@ class SessionWatch:
         net: ActionNetwork | None,
         decision_id: str = "",
         read: bool = False,
+        by: str = "",
     ) -> LoadVerdict:
         cause = load.cause if load.cause != "page" or net is None else "action"
         if not allow:
@@ -254,7 +307,8 @@ class SessionWatch:
             NavigationBody.KIND,
             session_id=self._session.session_id,
             action_id=net.action_id if net is not None else "",
-            principal=self._session.agent,
+            principal=by or self._session.agent,
+            principal_kind="human" if by else "agent",
             epoch=self._session.fence.epoch,
             body=NavigationBody(
                 url=load.url,

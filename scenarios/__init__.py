@@ -57,6 +57,7 @@ from ._scenario import (
     Step,
     WaitStep,
 )
+from ._second_factor import SECOND_FACTOR_CODE, SECOND_FACTOR_STATE, SecondFactorApp
 from ._subscription import INITIAL_STATE, SubscriptionApp
 from ._tkapps import COLOURS, NOTES_LAYOUT, TkApp
 from ._xvfb import VirtualDisplay
@@ -77,6 +78,8 @@ __all__ = [
     "PLAN_IDS",
     "POSING_REF",
     "REASONS",
+    "SECOND_FACTOR_CODE",
+    "SECOND_FACTOR_STATE",
     "WAYS_OUT",
     "ActSpec",
     "ActStep",
@@ -103,6 +106,7 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "ScenarioReport",
+    "SecondFactorApp",
     "ServerProcess",
     "SessionSpec",
     "StateCheck",

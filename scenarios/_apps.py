@@ -7,6 +7,7 @@ from ._base import FixtureApp
 from ._checkout import CheckoutApp
 from ._hostile import FetchShopApp
 from ._plans import PlansApp
+from ._second_factor import SecondFactorApp
 from ._subscription import SubscriptionApp
 
 __all__ = ["FIXTURE_APPS"]
@@ -17,5 +18,6 @@ FIXTURE_APPS: dict[str, type[FixtureApp]] = {
     "admin": AdminApp,
     "fetchshop": FetchShopApp,
     "plans": PlansApp,
+    "subscription-2fa": SecondFactorApp,
 }
 """Fixture apps by the name a scenario file uses."""

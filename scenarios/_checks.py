@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -64,6 +64,7 @@ class LedgerCount(Model):
     outcome: ExpectedOutcome | None = None
     reason: Reason | None = None
     idempotency_key: str | None = None
+    principal_kind: Literal["agent", "human", "system"] | None = None  # human: a person's input
     equals: int | None = None
     at_least: int | None = None
 
@@ -75,7 +76,7 @@ class LedgerCount(Model):
 
     def describe(self) -> str:
         filters = [f"kind {self.kind}"]
-        for name in ("outcome", "reason", "idempotency_key"):
+        for name in ("outcome", "reason", "idempotency_key", "principal_kind"):
             value = getattr(self, name)
             if value is not None:
                 filters.append(f"{name} {value}")

@@ -72,7 +72,12 @@ def ledger_problems(checks: LedgerChecks, entries: Sequence[Entry], verified: Ve
         if n != checks.unresolved:
             problems.append(f"ledger check unresolved == {checks.unresolved}: {n} UNKNOWN action(s) not reconciled")
     for count in checks.counts:
-        n = sum(1 for e in entries if _matches(e, count.kind, count.outcome, count.reason, count.idempotency_key))
+        n = sum(
+            1
+            for e in entries
+            if _matches(e, count.kind, count.outcome, count.reason, count.idempotency_key)
+            and count.principal_kind in (None, e.principal_kind)
+        )
         ok = n == count.equals if count.equals is not None else n >= (count.at_least or 0)
         if not ok:
             problems.append(f"ledger check {count.describe()}: found {n}")

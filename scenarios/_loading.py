@@ -35,7 +35,17 @@ from ._faults import (
     StealFocus,
     TakeOver,
 )
-from ._scenario import ActStep, FaultStep, ObserveStep, ReconcileStep, Scenario, WaitStep
+from ._scenario import (
+    ActStep,
+    AskForPersonStep,
+    ConsoleStep,
+    FaultStep,
+    ObserveStep,
+    ReconcileStep,
+    Scenario,
+    WaitForPersonStep,
+    WaitStep,
+)
 
 __all__ = ["dump_scenario", "load_scenario", "parse_scenario"]
 
@@ -67,6 +77,7 @@ def _cross_check(s: Scenario) -> list[tuple[tuple[Any, ...], str]]:
             problems.append((("sessions", i, "backend"), f"the {s.app} app is driven by a {wanted} session"))
     labels: set[str] = set()
     keys: set[str] = set()
+    asks: set[str] = set()
     for i, step in enumerate(s.steps):
         where: tuple[Any, ...] = ("steps", i)
         if isinstance(step, ObserveStep):
@@ -120,6 +131,31 @@ def _cross_check(s: Scenario) -> list[tuple[tuple[Any, ...], str]]:
                 problems.append(((*where, "fault"), f"{fault.kind} needs a desktop app (app: notes)"))
             if isinstance(fault, Rerender | OpenModal) and s.desktop:
                 problems.append(((*where, "fault"), f"{fault.kind} needs a browser fixture app"))
+        elif isinstance(step, AskForPersonStep):
+            ask = step.ask_for_person
+            if ask.session not in sessions:
+                problems.append(((*where, "ask_for_person", "session"), f"no session {ask.session!r}"))
+            if ask.label:
+                if ask.label in asks:
+                    problems.append(((*where, "ask_for_person", "label"), f"label {ask.label!r} is used twice"))
+                if not ask.wait_ms:
+                    problems.append(((*where, "ask_for_person", "wait_ms"), "a labelled ask waits: give wait_ms"))
+                asks.add(ask.label)
+        elif isinstance(step, WaitForPersonStep):
+            if step.wait_for_person.ask not in asks:
+                problems.append(
+                    ((*where, "wait_for_person", "ask"), f"no earlier ask labelled {step.wait_for_person.ask!r}")
+                )
+        elif isinstance(step, ConsoleStep):
+            con = step.console
+            if con.operator not in (None, *operators) or (con.operator is None and not operators):
+                problems.append(((*where, "console", "operator"), f"unknown operator {con.operator or '(none)'!r}"))
+            if con.session not in sessions:
+                problems.append(((*where, "console", "session"), f"no session {con.session!r}"))
+            if con.hand_back is not None and con.hand_back.to and con.hand_back.to not in agents:
+                problems.append(((*where, "console", "hand_back", "to"), f"unknown agent {con.hand_back.to!r}"))
+            if s.desktop and con.click is not None:
+                problems.append(((*where, "console", "click"), "a console click by role and name needs a browser"))
         elif isinstance(step, WaitStep):
             name = step.wait.grant_expired
             if name is not None:

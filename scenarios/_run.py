@@ -29,19 +29,23 @@ from ._acts import NO_INTENT, ActSpec, DecideWhileWaiting, Expected, KillExecuto
 from ._apps import FIXTURE_APPS
 from ._base import FixtureApp
 from ._checks import StateCheck
+from ._console_driver import PersonSteps
 from ._desktop import EVENT_TIMEOUT_S, DesktopApps
 from ._errors import Divergence
 from ._judge import check_state, ledger_problems
 from ._procs import ServerProcess, start_authz, start_executor
 from ._scenario import (
     ActStep,
+    AskForPersonStep,
     CheckStep,
+    ConsoleStep,
     FaultStep,
     ObserveStep,
     ReconcileSpec,
     ReconcileStep,
     Scenario,
     Step,
+    WaitForPersonStep,
     WaitStep,
 )
 from ._xvfb import VirtualDisplay
@@ -88,6 +92,7 @@ class Run:
         self.seen_servers: list[ServerProcess] = []
         self.kills = self._kill_faults()
         self.keys = self._keys()
+        self.persons = PersonSteps(self)
 
     # -- setup and teardown ------------------------------------------------------
 
@@ -132,12 +137,13 @@ class Run:
                 app.start()
                 stack.callback(app.stop)
                 self.app = app
-            self.authz = start_authz(self.data_dir)
+            self.authz = start_authz(self.data_dir, extra=self.persons.console_origin())
             self.authz_address = self.authz.address
             self.seen_servers.append(self.authz)
             stack.callback(lambda: self.authz.stop() if self.authz else None)
             self._start_executor()
             stack.callback(self.stop_servers)
+            self.persons.start_console(stack)
             for grant in s.grants:
                 if grant.at_start:
                     self._grant(grant.id)
@@ -259,6 +265,8 @@ class Run:
             self._wait(where, step)
         elif isinstance(step, CheckStep):
             self._check(where, step.check)
+        elif isinstance(step, AskForPersonStep | WaitForPersonStep | ConsoleStep):
+            self.persons.play(where, step)
 
     def _observe(self, where: str, session: str, label: str | None) -> None:
         try:

@@ -12,12 +12,15 @@ from handrail._vocabulary import Verb, Verdict
 from ._acts import ACT_ONLY_FAULTS, FAULT_KINDS, ActSpec, Expected, Model, one_of
 from ._checks import Checks, StateCheck
 from ._faults import StepFault
+from ._person_steps import AskForPersonSpec, ConsoleSpec, WaitForPersonSpec
 
 __all__ = [
     "APPS",
     "DESKTOP_APPS",
     "ActStep",
+    "AskForPersonStep",
     "CheckStep",
+    "ConsoleStep",
     "FaultStep",
     "GrantSpec",
     "ObserveSpec",
@@ -28,11 +31,12 @@ __all__ = [
     "Scenario",
     "SessionSpec",
     "Step",
+    "WaitForPersonStep",
     "WaitSpec",
     "WaitStep",
 ]
 
-APPS = ("subscription", "checkout", "admin", "fetchshop", "plans", "notes")
+APPS = ("subscription", "subscription-2fa", "checkout", "admin", "fetchshop", "plans", "notes")
 """The fixture apps a scenario may name."""
 
 DESKTOP_APPS = ("notes",)
@@ -118,7 +122,24 @@ class CheckStep(Model):
     check: list[StateCheck]
 
 
-_STEP_KINDS = ("observe", "act", "fault", "reconcile", "wait", "check")
+class AskForPersonStep(Model):
+    ask_for_person: AskForPersonSpec
+
+
+class WaitForPersonStep(Model):
+    wait_for_person: WaitForPersonSpec
+
+
+class ConsoleStep(Model):
+    console: ConsoleSpec
+
+    @field_validator("console", mode="before")
+    @classmethod
+    def _bare(cls, value: Any) -> Any:
+        return {value: {}} if value in ("take_over", "hand_back") else value
+
+
+_STEP_KINDS = ("observe", "act", "fault", "reconcile", "wait", "check", "ask_for_person", "wait_for_person", "console")
 
 
 def _step_kind(value: Any) -> str | None:
@@ -138,11 +159,17 @@ Step = Annotated[
     | Annotated[FaultStep, Tag("fault")]
     | Annotated[ReconcileStep, Tag("reconcile")]
     | Annotated[WaitStep, Tag("wait")]
-    | Annotated[CheckStep, Tag("check")],
+    | Annotated[CheckStep, Tag("check")]
+    | Annotated[AskForPersonStep, Tag("ask_for_person")]
+    | Annotated[WaitForPersonStep, Tag("wait_for_person")]
+    | Annotated[ConsoleStep, Tag("console")],
     Discriminator(
         _step_kind,
         custom_error_type="invalid_step",
-        custom_error_message=("a step is a mapping with one key: observe, act, fault, reconcile, wait or check"),
+        custom_error_message=(
+            "a step is a mapping with one key: observe, act, fault, reconcile, wait, check, "
+            "ask_for_person, wait_for_person or console"
+        ),
     ),
 ]
 
@@ -243,6 +270,10 @@ class Scenario(Model):
             elif isinstance(step, ActStep) and step.act.fault is not None:
                 kinds.append(step.act.fault.kind)
         return kinds
+
+    def needs_console(self) -> bool:
+        """Whether a run plays an operator in the console (a ``console`` step)."""
+        return any(isinstance(step, ConsoleStep) for step in self.steps)
 
     def needs_display(self) -> bool:
         """Whether a run needs an X display (Xvfb, openbox, Tk)."""

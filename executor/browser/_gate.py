@@ -245,13 +245,16 @@ class NetworkGate:
     async def _abort_first_load(
         self, route: Route, error: str, page: Page | None, then: tuple[str | None, str]
     ) -> None:
-        """Abort a tab's first load; a tab that does not exist yet is told what comes next.
+        """Abort a tab's first load; a tab that does not exist yet is told what comes next
+        (a refused pop-up that exists already is closed).
 
         The entry is queued before the abort goes out: the new tab may be reported while
         the abort's answer is on its way, and ``adopt_popup`` must find it there.
         """
         if page is not None:
             await route.abort(error)
+            if then[0] is None and await page.opener() is not None:
+                self._spawn(page.close())  # a refused pop-up Playwright already knew of
             return
         self._popups.append(then)
         try:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import AsyncIterator
 
 from Xlib import error as xerror
 
@@ -32,6 +33,7 @@ from handrail.executor._backend import (
     SurfaceListener,
 )
 from handrail.executor._errors import TargetGoneError
+from handrail.executor._live import HumanInput, ScreenBox, ScreenFrame
 from handrail.executor._models import (
     ActionKind,
     ActionSpec,
@@ -45,6 +47,7 @@ from handrail.executor._snapshot import RefInfo
 from handrail.executor.desktop._binding import Binding
 from handrail.executor.desktop._checks import POINTER_KINDS, Checker, Planned
 from handrail.executor.desktop._input import DesktopInput, root_point
+from handrail.executor.desktop._live import DesktopLive
 from handrail.executor.desktop._screenshots import Screenshots
 from handrail.executor.desktop._x11 import X11, Rect, WindowGoneError
 from handrail.executor.desktop._xinput import InputWatcher, own_clients, pointer_left
@@ -88,6 +91,7 @@ class DesktopSurface:
         self._closed = False
         self._checker = Checker(x, binding, self._human_refusal, self._foreign, lambda: self.watcher)
         self._input = DesktopInput(x, binding, self._checker, self._human_refusal)
+        self._live = DesktopLive(x, self.window_id, self._screenshots, self._input, self._checker)
         pointer_left[self.display] = x.pointer()
         binding.watch(self._loop)
 
@@ -313,6 +317,23 @@ class DesktopSurface:
                 verb = "still shows" if expect.gone else "does not show"
                 return False, f"the target's title {title!r} {verb} {expect.text_visible!r}"
             await asyncio.sleep(_POLL_S)
+
+    # -- the operator console: live view, a person's input (``executor._live``) --------------
+
+    def live_frames(self, max_width: int, max_height: int, quality: int) -> AsyncIterator[ScreenFrame]:
+        return self._live.frames(max_width, max_height)
+
+    async def human_input(self, spec: HumanInput, timeout_ms: int) -> DispatchResult:
+        try:
+            return await self._live.human_input(spec, timeout_ms)
+        except (xerror.XError, xerror.ConnectionClosedError, OSError) as exc:
+            return DispatchResult(DispatchStatus.MAYBE_STARTED, f"the X server failed mid-input: {exc}")
+
+    def current_url(self) -> str:
+        return ""
+
+    async def locate(self, role: str, name: str) -> ScreenBox | None:
+        return None  # a desktop window has no roles and names to look up
 
     def listen(self, listener: SurfaceListener) -> None:
         """A desktop has no network of its own to report."""

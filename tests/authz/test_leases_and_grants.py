@@ -180,7 +180,7 @@ def test_unknown_verb_is_refused_client_side(sidecar: Sidecar) -> None:
 
 def test_every_rpc_is_implemented(sidecar: Sidecar) -> None:
     methods = authz_pb2.DESCRIPTOR.services_by_name["Authz"].methods
-    assert len(methods) == 25
+    assert len(methods) == 27
     with grpc.insecure_channel(sidecar.address) as channel:
         stub = authz_pb2_grpc.AuthzStub(channel)
         metadata = (("authorization", f"Bearer {sidecar.tokens['admin']}"),)

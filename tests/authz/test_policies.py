@@ -28,6 +28,7 @@ def test_shipped_policies_load() -> None:
         "password-needs-explicit-grant",
         "destructive-needs-delete-grant",
         "navigate-only-to-granted-origins",
+        "agents-never-reach-the-console",
         "documents-load-only-from-granted-origins",
     )
 

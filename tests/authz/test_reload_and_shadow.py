@@ -89,7 +89,7 @@ def test_sighup_reloads_and_a_broken_file_is_logged(tmp_path: Path) -> None:
         with AuthzClient(server.address, op_token) as op:
             (policies / "extra.cedar").write_text(NO_UPLOADS)
             os.kill(server.proc.pid, signal.SIGHUP)
-            _wait_for(server.output, "policies reloaded (SIGHUP): 5 enforced")
+            _wait_for(server.output, "policies reloaded (SIGHUP): 6 enforced")
             (policies / "broken.cedar").write_text(BROKEN)
             os.kill(server.proc.pid, signal.SIGHUP)
             _wait_for(server.output, f"{policies / 'broken.cedar'}:1: ")

@@ -193,7 +193,7 @@ def test_library_covers_the_faults_and_reasons() -> None:
                 reasons.update(step.act.expect.reasons()[:1])  # the first-named reason
     runnable = [s for s in scenarios if s.skip_reason() is None]
     assert len(runnable) == len(scenarios) >= 10
-    assert apps == {"subscription", "checkout", "admin", "fetchshop", "notes", "plans"}
+    assert apps == {"subscription", "subscription-2fa", "checkout", "admin", "fetchshop", "notes", "plans"}
     assert faults >= set(FAULT_KINDS)
     assert reasons >= {"APPROVAL_REQUIRED", "APPROVAL_DENIED", "FOCUS_MISMATCH", "TARGET_CHANGED"}
     missing = set(REASONS) - _NOT_IN_SCENARIOS - reasons

@@ -55,7 +55,7 @@ def test_exported_members() -> None:
     }
     assert sorted(handrail.scenarios.__all__) == sorted(public)
     assert FIXTURE_APPS["subscription"] is SubscriptionApp
-    assert sorted(FIXTURE_APPS) == ["admin", "checkout", "fetchshop", "plans", "subscription"]
+    assert sorted(FIXTURE_APPS) == ["admin", "checkout", "fetchshop", "plans", "subscription", "subscription-2fa"]
 
 
 def test_start_returns_a_loopback_url(app: SubscriptionApp) -> None:

@@ -160,6 +160,16 @@ class AuthzStub:
                 request_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.RotateTokenRequest.SerializeToString,
                 response_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.PrincipalResponse.FromString,
                 _registered_method=True)
+        self.CheckHumanInput = channel.unary_unary(
+                '/handrail.authz.v1.Authz/CheckHumanInput',
+                request_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.CheckRequest.SerializeToString,
+                response_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.CheckResponse.FromString,
+                _registered_method=True)
+        self.ListLeases = channel.unary_unary(
+                '/handrail.authz.v1.Authz/ListLeases',
+                request_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ListLeasesRequest.SerializeToString,
+                response_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ListLeasesResponse.FromString,
+                _registered_method=True)
 
 
 class AuthzServicer:
@@ -343,6 +353,25 @@ class AuthzServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CheckHumanInput(self, request, context):
+        """operator/admin (the person's own token, forwarded by the executor): may this person's
+        input go to the target? Allowed only when the caller holds the live lease as a person
+        (a takeover) at exactly lease_epoch; principal must be the caller. No grant and no
+        Cedar policy applies: the lease the person took is their scope. Logged like Check.
+        Errors: bad field => INVALID_ARGUMENT naming it; agent or executor caller, or a
+        principal other than the caller => PERMISSION_DENIED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListLeases(self, request, context):
+        """executor/operator/admin: every lease (the console's overview).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AuthzServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -470,6 +499,16 @@ def add_AuthzServicer_to_server(servicer, server):
                     servicer.RotateToken,
                     request_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.RotateTokenRequest.FromString,
                     response_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.PrincipalResponse.SerializeToString,
+            ),
+            'CheckHumanInput': grpc.unary_unary_rpc_method_handler(
+                    servicer.CheckHumanInput,
+                    request_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.CheckRequest.FromString,
+                    response_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.CheckResponse.SerializeToString,
+            ),
+            'ListLeases': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListLeases,
+                    request_deserializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ListLeasesRequest.FromString,
+                    response_serializer=handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ListLeasesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1148,6 +1187,60 @@ class Authz:
             '/handrail.authz.v1.Authz/RotateToken',
             handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.RotateTokenRequest.SerializeToString,
             handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.PrincipalResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CheckHumanInput(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/handrail.authz.v1.Authz/CheckHumanInput',
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.CheckRequest.SerializeToString,
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.CheckResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListLeases(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/handrail.authz.v1.Authz/ListLeases',
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ListLeasesRequest.SerializeToString,
+            handrail_dot_proto_dot_authz_dot_v1_dot_authz__pb2.ListLeasesResponse.FromString,
             options,
             channel_credentials,
             insecure,

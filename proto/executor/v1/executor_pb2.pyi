@@ -109,6 +109,19 @@ class SessionEventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     SESSION_EVENT_ATTACHED: _ClassVar[SessionEventKind]
     SESSION_EVENT_LEASE_CHANGED: _ClassVar[SessionEventKind]
     SESSION_EVENT_CLOSED: _ClassVar[SessionEventKind]
+
+class PointSpace(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    POINT_SPACE_UNSPECIFIED: _ClassVar[PointSpace]
+    POINT_SPACE_SCREENSHOT: _ClassVar[PointSpace]
+    POINT_SPACE_CSS: _ClassVar[PointSpace]
+
+class PersonRequestStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PERSON_REQUEST_STATUS_UNSPECIFIED: _ClassVar[PersonRequestStatus]
+    PERSON_WAITING: _ClassVar[PersonRequestStatus]
+    PERSON_WITH_PERSON: _ClassVar[PersonRequestStatus]
+    PERSON_HANDED_BACK: _ClassVar[PersonRequestStatus]
 REASON_UNSPECIFIED: Reason
 ALLOW: Reason
 UNAUTHENTICATED: Reason
@@ -185,6 +198,13 @@ SESSION_EVENT_KIND_UNSPECIFIED: SessionEventKind
 SESSION_EVENT_ATTACHED: SessionEventKind
 SESSION_EVENT_LEASE_CHANGED: SessionEventKind
 SESSION_EVENT_CLOSED: SessionEventKind
+POINT_SPACE_UNSPECIFIED: PointSpace
+POINT_SPACE_SCREENSHOT: PointSpace
+POINT_SPACE_CSS: PointSpace
+PERSON_REQUEST_STATUS_UNSPECIFIED: PersonRequestStatus
+PERSON_WAITING: PersonRequestStatus
+PERSON_WITH_PERSON: PersonRequestStatus
+PERSON_HANDED_BACK: PersonRequestStatus
 
 class DesktopTarget(_message.Message):
     __slots__ = ("display", "window_id", "pid", "wm_class", "title_pattern")
@@ -479,7 +499,7 @@ class WaitFor(_message.Message):
     def __init__(self, text: _Optional[str] = ..., role: _Optional[str] = ..., name: _Optional[str] = ..., url_matches: _Optional[str] = ..., window_title: _Optional[str] = ..., gone: _Optional[bool] = ...) -> None: ...
 
 class ActRequest(_message.Message):
-    __slots__ = ("session_id", "observation_id", "kind", "ref", "text", "key", "values", "url", "idempotency_key", "expect", "timeout_ms", "x", "y", "to_x", "to_y", "button", "click_count", "delta_x", "delta_y", "key_delay_ms", "files", "tab_id", "wait_for", "keys", "approval_wait_ms", "skip_reobserve")
+    __slots__ = ("session_id", "observation_id", "kind", "ref", "text", "key", "values", "url", "idempotency_key", "expect", "timeout_ms", "x", "y", "to_x", "to_y", "button", "click_count", "delta_x", "delta_y", "key_delay_ms", "files", "tab_id", "wait_for", "keys", "approval_wait_ms", "skip_reobserve", "point_space", "approval_asked")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     OBSERVATION_ID_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -506,6 +526,8 @@ class ActRequest(_message.Message):
     KEYS_FIELD_NUMBER: _ClassVar[int]
     APPROVAL_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
     SKIP_REOBSERVE_FIELD_NUMBER: _ClassVar[int]
+    POINT_SPACE_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_ASKED_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     observation_id: str
     kind: ActionKind
@@ -532,7 +554,9 @@ class ActRequest(_message.Message):
     keys: _containers.RepeatedScalarFieldContainer[str]
     approval_wait_ms: int
     skip_reobserve: bool
-    def __init__(self, session_id: _Optional[str] = ..., observation_id: _Optional[str] = ..., kind: _Optional[_Union[ActionKind, str]] = ..., ref: _Optional[str] = ..., text: _Optional[str] = ..., key: _Optional[str] = ..., values: _Optional[_Iterable[str]] = ..., url: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., expect: _Optional[_Union[Expectation, _Mapping]] = ..., timeout_ms: _Optional[int] = ..., x: _Optional[int] = ..., y: _Optional[int] = ..., to_x: _Optional[int] = ..., to_y: _Optional[int] = ..., button: _Optional[str] = ..., click_count: _Optional[int] = ..., delta_x: _Optional[int] = ..., delta_y: _Optional[int] = ..., key_delay_ms: _Optional[int] = ..., files: _Optional[_Iterable[str]] = ..., tab_id: _Optional[str] = ..., wait_for: _Optional[_Union[WaitFor, _Mapping]] = ..., keys: _Optional[_Iterable[str]] = ..., approval_wait_ms: _Optional[int] = ..., skip_reobserve: _Optional[bool] = ...) -> None: ...
+    point_space: PointSpace
+    approval_asked: str
+    def __init__(self, session_id: _Optional[str] = ..., observation_id: _Optional[str] = ..., kind: _Optional[_Union[ActionKind, str]] = ..., ref: _Optional[str] = ..., text: _Optional[str] = ..., key: _Optional[str] = ..., values: _Optional[_Iterable[str]] = ..., url: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., expect: _Optional[_Union[Expectation, _Mapping]] = ..., timeout_ms: _Optional[int] = ..., x: _Optional[int] = ..., y: _Optional[int] = ..., to_x: _Optional[int] = ..., to_y: _Optional[int] = ..., button: _Optional[str] = ..., click_count: _Optional[int] = ..., delta_x: _Optional[int] = ..., delta_y: _Optional[int] = ..., key_delay_ms: _Optional[int] = ..., files: _Optional[_Iterable[str]] = ..., tab_id: _Optional[str] = ..., wait_for: _Optional[_Union[WaitFor, _Mapping]] = ..., keys: _Optional[_Iterable[str]] = ..., approval_wait_ms: _Optional[int] = ..., skip_reobserve: _Optional[bool] = ..., point_space: _Optional[_Union[PointSpace, str]] = ..., approval_asked: _Optional[str] = ...) -> None: ...
 
 class ActionResult(_message.Message):
     __slots__ = ("action_id", "outcome", "reason", "message", "execution_started", "evidence", "decision_id", "idempotency_key", "typed_chars", "approval_id", "policies")
@@ -637,3 +661,257 @@ class SessionEvent(_message.Message):
     human_holds: bool
     message: str
     def __init__(self, kind: _Optional[_Union[SessionEventKind, str]] = ..., lease_epoch: _Optional[int] = ..., human_holds: _Optional[bool] = ..., message: _Optional[str] = ...) -> None: ...
+
+class ListSessionsRequest(_message.Message):
+    __slots__ = ("session_id",)
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class PersonRequest(_message.Message):
+    __slots__ = ("request_id", "session_id", "target", "agent", "reason", "status", "asked_at_ms", "taken_by", "taken_at_epoch", "ended_at_ms", "lease_epoch")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    AGENT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    ASKED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    TAKEN_BY_FIELD_NUMBER: _ClassVar[int]
+    TAKEN_AT_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    ENDED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    LEASE_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    session_id: str
+    target: str
+    agent: str
+    reason: str
+    status: PersonRequestStatus
+    asked_at_ms: int
+    taken_by: str
+    taken_at_epoch: int
+    ended_at_ms: int
+    lease_epoch: int
+    def __init__(self, request_id: _Optional[str] = ..., session_id: _Optional[str] = ..., target: _Optional[str] = ..., agent: _Optional[str] = ..., reason: _Optional[str] = ..., status: _Optional[_Union[PersonRequestStatus, str]] = ..., asked_at_ms: _Optional[int] = ..., taken_by: _Optional[str] = ..., taken_at_epoch: _Optional[int] = ..., ended_at_ms: _Optional[int] = ..., lease_epoch: _Optional[int] = ...) -> None: ...
+
+class SessionSummary(_message.Message):
+    __slots__ = ("session_id", "target", "agent", "backend", "lease_epoch", "human_holds", "url", "title", "latest_observation_id", "last_action_id", "last_action", "last_outcome", "last_action_at_ms", "unknown_actions", "person_request", "live_view", "snapshot")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    AGENT_FIELD_NUMBER: _ClassVar[int]
+    BACKEND_FIELD_NUMBER: _ClassVar[int]
+    LEASE_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    HUMAN_HOLDS_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    LATEST_OBSERVATION_ID_FIELD_NUMBER: _ClassVar[int]
+    LAST_ACTION_ID_FIELD_NUMBER: _ClassVar[int]
+    LAST_ACTION_FIELD_NUMBER: _ClassVar[int]
+    LAST_OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    LAST_ACTION_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    UNKNOWN_ACTIONS_FIELD_NUMBER: _ClassVar[int]
+    PERSON_REQUEST_FIELD_NUMBER: _ClassVar[int]
+    LIVE_VIEW_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    target: str
+    agent: str
+    backend: Backend
+    lease_epoch: int
+    human_holds: bool
+    url: str
+    title: str
+    latest_observation_id: str
+    last_action_id: str
+    last_action: str
+    last_outcome: str
+    last_action_at_ms: int
+    unknown_actions: _containers.RepeatedScalarFieldContainer[str]
+    person_request: PersonRequest
+    live_view: bool
+    snapshot: str
+    def __init__(self, session_id: _Optional[str] = ..., target: _Optional[str] = ..., agent: _Optional[str] = ..., backend: _Optional[_Union[Backend, str]] = ..., lease_epoch: _Optional[int] = ..., human_holds: _Optional[bool] = ..., url: _Optional[str] = ..., title: _Optional[str] = ..., latest_observation_id: _Optional[str] = ..., last_action_id: _Optional[str] = ..., last_action: _Optional[str] = ..., last_outcome: _Optional[str] = ..., last_action_at_ms: _Optional[int] = ..., unknown_actions: _Optional[_Iterable[str]] = ..., person_request: _Optional[_Union[PersonRequest, _Mapping]] = ..., live_view: _Optional[bool] = ..., snapshot: _Optional[str] = ...) -> None: ...
+
+class ListSessionsResponse(_message.Message):
+    __slots__ = ("sessions",)
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    sessions: _containers.RepeatedCompositeFieldContainer[SessionSummary]
+    def __init__(self, sessions: _Optional[_Iterable[_Union[SessionSummary, _Mapping]]] = ...) -> None: ...
+
+class WatchScreenRequest(_message.Message):
+    __slots__ = ("session_id", "max_width", "max_height", "quality")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    MAX_WIDTH_FIELD_NUMBER: _ClassVar[int]
+    MAX_HEIGHT_FIELD_NUMBER: _ClassVar[int]
+    QUALITY_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    max_width: int
+    max_height: int
+    quality: int
+    def __init__(self, session_id: _Optional[str] = ..., max_width: _Optional[int] = ..., max_height: _Optional[int] = ..., quality: _Optional[int] = ...) -> None: ...
+
+class ScreenFrame(_message.Message):
+    __slots__ = ("seq", "image", "mime_type", "image_width", "image_height", "surface_width", "surface_height", "offset_top", "page_scale", "scroll_x", "scroll_y", "captured_at_ms", "url", "tab_id")
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_FIELD_NUMBER: _ClassVar[int]
+    MIME_TYPE_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_WIDTH_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_HEIGHT_FIELD_NUMBER: _ClassVar[int]
+    SURFACE_WIDTH_FIELD_NUMBER: _ClassVar[int]
+    SURFACE_HEIGHT_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_TOP_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SCALE_FIELD_NUMBER: _ClassVar[int]
+    SCROLL_X_FIELD_NUMBER: _ClassVar[int]
+    SCROLL_Y_FIELD_NUMBER: _ClassVar[int]
+    CAPTURED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    TAB_ID_FIELD_NUMBER: _ClassVar[int]
+    seq: int
+    image: bytes
+    mime_type: str
+    image_width: int
+    image_height: int
+    surface_width: float
+    surface_height: float
+    offset_top: float
+    page_scale: float
+    scroll_x: float
+    scroll_y: float
+    captured_at_ms: int
+    url: str
+    tab_id: str
+    def __init__(self, seq: _Optional[int] = ..., image: _Optional[bytes] = ..., mime_type: _Optional[str] = ..., image_width: _Optional[int] = ..., image_height: _Optional[int] = ..., surface_width: _Optional[float] = ..., surface_height: _Optional[float] = ..., offset_top: _Optional[float] = ..., page_scale: _Optional[float] = ..., scroll_x: _Optional[float] = ..., scroll_y: _Optional[float] = ..., captured_at_ms: _Optional[int] = ..., url: _Optional[str] = ..., tab_id: _Optional[str] = ...) -> None: ...
+
+class WatchTimelineRequest(_message.Message):
+    __slots__ = ("session_id", "since_seq")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SINCE_SEQ_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    since_seq: int
+    def __init__(self, session_id: _Optional[str] = ..., since_seq: _Optional[int] = ...) -> None: ...
+
+class TimelineEntry(_message.Message):
+    __slots__ = ("seq", "at_ms", "kind", "action_id", "principal", "principal_kind", "epoch", "outcome", "reason", "line")
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    AT_MS_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    ACTION_ID_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_KIND_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    LINE_FIELD_NUMBER: _ClassVar[int]
+    seq: int
+    at_ms: int
+    kind: str
+    action_id: str
+    principal: str
+    principal_kind: str
+    epoch: int
+    outcome: str
+    reason: str
+    line: str
+    def __init__(self, seq: _Optional[int] = ..., at_ms: _Optional[int] = ..., kind: _Optional[str] = ..., action_id: _Optional[str] = ..., principal: _Optional[str] = ..., principal_kind: _Optional[str] = ..., epoch: _Optional[int] = ..., outcome: _Optional[str] = ..., reason: _Optional[str] = ..., line: _Optional[str] = ...) -> None: ...
+
+class HumanInputRequest(_message.Message):
+    __slots__ = ("session_id", "lease_epoch", "kind", "x", "y", "text", "key", "delta_x", "delta_y", "button", "input_id")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    LEASE_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    X_FIELD_NUMBER: _ClassVar[int]
+    Y_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    DELTA_X_FIELD_NUMBER: _ClassVar[int]
+    DELTA_Y_FIELD_NUMBER: _ClassVar[int]
+    BUTTON_FIELD_NUMBER: _ClassVar[int]
+    INPUT_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    lease_epoch: int
+    kind: ActionKind
+    x: float
+    y: float
+    text: str
+    key: str
+    delta_x: int
+    delta_y: int
+    button: str
+    input_id: str
+    def __init__(self, session_id: _Optional[str] = ..., lease_epoch: _Optional[int] = ..., kind: _Optional[_Union[ActionKind, str]] = ..., x: _Optional[float] = ..., y: _Optional[float] = ..., text: _Optional[str] = ..., key: _Optional[str] = ..., delta_x: _Optional[int] = ..., delta_y: _Optional[int] = ..., button: _Optional[str] = ..., input_id: _Optional[str] = ...) -> None: ...
+
+class HumanInputResponse(_message.Message):
+    __slots__ = ("result",)
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    result: ActionResult
+    def __init__(self, result: _Optional[_Union[ActionResult, _Mapping]] = ...) -> None: ...
+
+class LocateRequest(_message.Message):
+    __slots__ = ("session_id", "role", "name")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    role: str
+    name: str
+    def __init__(self, session_id: _Optional[str] = ..., role: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class LocateResponse(_message.Message):
+    __slots__ = ("x", "y", "width", "height")
+    X_FIELD_NUMBER: _ClassVar[int]
+    Y_FIELD_NUMBER: _ClassVar[int]
+    WIDTH_FIELD_NUMBER: _ClassVar[int]
+    HEIGHT_FIELD_NUMBER: _ClassVar[int]
+    x: float
+    y: float
+    width: float
+    height: float
+    def __init__(self, x: _Optional[float] = ..., y: _Optional[float] = ..., width: _Optional[float] = ..., height: _Optional[float] = ...) -> None: ...
+
+class DescribeActionRequest(_message.Message):
+    __slots__ = ("session_id", "action_id")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ACTION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    action_id: str
+    def __init__(self, session_id: _Optional[str] = ..., action_id: _Optional[str] = ...) -> None: ...
+
+class DescribeActionResponse(_message.Message):
+    __slots__ = ("action_id", "kind", "params_json", "observation_id", "url", "title", "snapshot", "element_context", "screenshot_png")
+    ACTION_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_JSON_FIELD_NUMBER: _ClassVar[int]
+    OBSERVATION_ID_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    ELEMENT_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    SCREENSHOT_PNG_FIELD_NUMBER: _ClassVar[int]
+    action_id: str
+    kind: str
+    params_json: str
+    observation_id: str
+    url: str
+    title: str
+    snapshot: str
+    element_context: str
+    screenshot_png: bytes
+    def __init__(self, action_id: _Optional[str] = ..., kind: _Optional[str] = ..., params_json: _Optional[str] = ..., observation_id: _Optional[str] = ..., url: _Optional[str] = ..., title: _Optional[str] = ..., snapshot: _Optional[str] = ..., element_context: _Optional[str] = ..., screenshot_png: _Optional[bytes] = ...) -> None: ...
+
+class AskForPersonRequest(_message.Message):
+    __slots__ = ("session_id", "reason", "wait_ms", "request_id")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    WAIT_MS_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    reason: str
+    wait_ms: int
+    request_id: str
+    def __init__(self, session_id: _Optional[str] = ..., reason: _Optional[str] = ..., wait_ms: _Optional[int] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class AskForPersonResponse(_message.Message):
+    __slots__ = ("request",)
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    request: PersonRequest
+    def __init__(self, request: _Optional[_Union[PersonRequest, _Mapping]] = ...) -> None: ...

@@ -26,7 +26,8 @@ if _version_not_supported:
 
 
 class ExecutorStub:
-    """The executor's service. Every RPC takes an agent's token (see the top of this file).
+    """The executor's service. Every RPC takes an agent's token (see the top of this file),
+    but the console's (ListSessions to DescribeAction) an operator's or admin's.
     """
 
     def __init__(self, channel):
@@ -70,10 +71,46 @@ class ExecutorStub:
                 request_serializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.AttachRequest.SerializeToString,
                 response_deserializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.SessionEvent.FromString,
                 _registered_method=True)
+        self.ListSessions = channel.unary_unary(
+                '/handrail.executor.v1.Executor/ListSessions',
+                request_serializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ListSessionsRequest.SerializeToString,
+                response_deserializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ListSessionsResponse.FromString,
+                _registered_method=True)
+        self.WatchScreen = channel.unary_stream(
+                '/handrail.executor.v1.Executor/WatchScreen',
+                request_serializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.WatchScreenRequest.SerializeToString,
+                response_deserializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ScreenFrame.FromString,
+                _registered_method=True)
+        self.WatchTimeline = channel.unary_stream(
+                '/handrail.executor.v1.Executor/WatchTimeline',
+                request_serializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.WatchTimelineRequest.SerializeToString,
+                response_deserializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.TimelineEntry.FromString,
+                _registered_method=True)
+        self.HumanInput = channel.unary_unary(
+                '/handrail.executor.v1.Executor/HumanInput',
+                request_serializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.HumanInputRequest.SerializeToString,
+                response_deserializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.HumanInputResponse.FromString,
+                _registered_method=True)
+        self.Locate = channel.unary_unary(
+                '/handrail.executor.v1.Executor/Locate',
+                request_serializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.LocateRequest.SerializeToString,
+                response_deserializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.LocateResponse.FromString,
+                _registered_method=True)
+        self.DescribeAction = channel.unary_unary(
+                '/handrail.executor.v1.Executor/DescribeAction',
+                request_serializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.DescribeActionRequest.SerializeToString,
+                response_deserializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.DescribeActionResponse.FromString,
+                _registered_method=True)
+        self.AskForPerson = channel.unary_unary(
+                '/handrail.executor.v1.Executor/AskForPerson',
+                request_serializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.AskForPersonRequest.SerializeToString,
+                response_deserializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.AskForPersonResponse.FromString,
+                _registered_method=True)
 
 
 class ExecutorServicer:
-    """The executor's service. Every RPC takes an agent's token (see the top of this file).
+    """The executor's service. Every RPC takes an agent's token (see the top of this file),
+    but the console's (ListSessions to DescribeAction) an operator's or admin's.
     """
 
     def OpenSession(self, request, context):
@@ -125,6 +162,59 @@ class ExecutorServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListSessions(self, request, context):
+        """operator/admin: the open sessions, for the console's overview.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WatchScreen(self, request, context):
+        """operator/admin: the session's live screen (browser: a CDP screencast of the active
+        tab; desktop: frames of the bound window), until the call ends or the session closes.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WatchTimeline(self, request, context):
+        """operator/admin: the session's ledger timeline, then each new entry as it is written.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def HumanInput(self, request, context):
+        """operator/admin holding the lease as a person at lease_epoch: one input into the
+        surface, through the same gate as an agent's (sidecar CheckHumanInput, intent, fence,
+        dispatch, result), recorded under the person. Refusals come back as REFUSED results.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Locate(self, request, context):
+        """operator/admin: an element's box on the screen now (browser; by role and name).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeAction(self, request, context):
+        """operator/admin: an action's parameters and the observation it cited.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AskForPerson(self, request, context):
+        """agent (the session's token): ask a person to take the wheel, and wait (bounded) for
+        the hand-back. Afterwards the agent's old refs are stale: it observes again.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ExecutorServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -163,6 +253,41 @@ def add_ExecutorServicer_to_server(servicer, server):
                     request_deserializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.AttachRequest.FromString,
                     response_serializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.SessionEvent.SerializeToString,
             ),
+            'ListSessions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSessions,
+                    request_deserializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ListSessionsRequest.FromString,
+                    response_serializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ListSessionsResponse.SerializeToString,
+            ),
+            'WatchScreen': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchScreen,
+                    request_deserializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.WatchScreenRequest.FromString,
+                    response_serializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ScreenFrame.SerializeToString,
+            ),
+            'WatchTimeline': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchTimeline,
+                    request_deserializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.WatchTimelineRequest.FromString,
+                    response_serializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.TimelineEntry.SerializeToString,
+            ),
+            'HumanInput': grpc.unary_unary_rpc_method_handler(
+                    servicer.HumanInput,
+                    request_deserializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.HumanInputRequest.FromString,
+                    response_serializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.HumanInputResponse.SerializeToString,
+            ),
+            'Locate': grpc.unary_unary_rpc_method_handler(
+                    servicer.Locate,
+                    request_deserializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.LocateRequest.FromString,
+                    response_serializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.LocateResponse.SerializeToString,
+            ),
+            'DescribeAction': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeAction,
+                    request_deserializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.DescribeActionRequest.FromString,
+                    response_serializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.DescribeActionResponse.SerializeToString,
+            ),
+            'AskForPerson': grpc.unary_unary_rpc_method_handler(
+                    servicer.AskForPerson,
+                    request_deserializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.AskForPersonRequest.FromString,
+                    response_serializer=handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.AskForPersonResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'handrail.executor.v1.Executor', rpc_method_handlers)
@@ -172,7 +297,8 @@ def add_ExecutorServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class Executor:
-    """The executor's service. Every RPC takes an agent's token (see the top of this file).
+    """The executor's service. Every RPC takes an agent's token (see the top of this file),
+    but the console's (ListSessions to DescribeAction) an operator's or admin's.
     """
 
     @staticmethod
@@ -354,6 +480,195 @@ class Executor:
             '/handrail.executor.v1.Executor/Attach',
             handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.AttachRequest.SerializeToString,
             handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.SessionEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSessions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/handrail.executor.v1.Executor/ListSessions',
+            handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ListSessionsRequest.SerializeToString,
+            handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ListSessionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchScreen(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/handrail.executor.v1.Executor/WatchScreen',
+            handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.WatchScreenRequest.SerializeToString,
+            handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.ScreenFrame.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchTimeline(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/handrail.executor.v1.Executor/WatchTimeline',
+            handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.WatchTimelineRequest.SerializeToString,
+            handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.TimelineEntry.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def HumanInput(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/handrail.executor.v1.Executor/HumanInput',
+            handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.HumanInputRequest.SerializeToString,
+            handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.HumanInputResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Locate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/handrail.executor.v1.Executor/Locate',
+            handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.LocateRequest.SerializeToString,
+            handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.LocateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeAction(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/handrail.executor.v1.Executor/DescribeAction',
+            handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.DescribeActionRequest.SerializeToString,
+            handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.DescribeActionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AskForPerson(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/handrail.executor.v1.Executor/AskForPerson',
+            handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.AskForPersonRequest.SerializeToString,
+            handrail_dot_proto_dot_executor_dot_v1_dot_executor__pb2.AskForPersonResponse.FromString,
             options,
             channel_credentials,
             insecure,

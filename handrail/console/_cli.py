@@ -1,0 +1,61 @@
+"""``handrail console``: the operator console's web server."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from typing import Any
+
+from handrail.console._config import DEFAULT_LISTEN, ConsoleConfig
+from handrail.console._serve import serve_forever
+
+__all__ = ["register"]
+
+
+def register(sub: Any) -> None:
+    """Add ``handrail console`` to the top-level parser."""
+    p = sub.add_parser("console", help="the operator console: watch, approve and take the wheel in a browser")
+    p.add_argument(
+        "--authz",
+        default=os.environ.get("HANDRAIL_AUTHZ", "127.0.0.1:7700"),
+        help="the sidecar's HOST:PORT (env HANDRAIL_AUTHZ; default %(default)s)",
+    )
+    p.add_argument(
+        "--executor",
+        action="append",
+        default=None,
+        metavar="HOST:PORT",
+        help="an executor to show (repeatable; default 127.0.0.1:7701)",
+    )
+    p.add_argument("--listen", default=DEFAULT_LISTEN, help="HOST:PORT to serve on (default %(default)s)")
+    p.add_argument("--tls-cert", default="", help="PEM certificate chain: serve HTTPS")
+    p.add_argument("--tls-key", default="", help="PEM private key of --tls-cert")
+    p.add_argument("--authz-ca", default="", help="PEM CA certificates: the sidecar speaks TLS")
+    p.add_argument("--idle-timeout", type=float, default=1800, metavar="S", help="sign-ins end after S idle seconds")
+    p.add_argument("--allowed-host", action="append", default=[], help="a Host header to answer (repeatable)")
+    p.set_defaults(func=_main)
+
+
+def _main(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    if bool(args.tls_cert) != bool(args.tls_key):
+        print("handrail console: --tls-cert and --tls-key go together", file=sys.stderr)
+        return 2
+    try:
+        roots = open(args.authz_ca, "rb").read() if args.authz_ca else None  # noqa: SIM115
+        config = ConsoleConfig(
+            authz=args.authz,
+            executors=tuple(args.executor or ["127.0.0.1:7701"]),
+            listen=args.listen,
+            tls_cert=args.tls_cert,
+            tls_key=args.tls_key,
+            idle_s=args.idle_timeout,
+            allowed_hosts=tuple(args.allowed_host),
+            authz_root_certificates=roots,
+        )
+        return serve_forever(config)
+    except (OSError, ValueError) as exc:
+        print(f"handrail console: cannot start: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,69 @@
+"""A stack for the console's tests: a sidecar told the console's origin, an executor, the console.
+
+The console's port is chosen first so that the sidecar's standing policy knows where the
+console is (``--console-origin``); the console runs in-process on that port.
+"""
+
+from __future__ import annotations
+
+import secrets
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from handrail.authz import Store
+from handrail.console import ConsoleConfig, RunningConsole, start_console
+from handrail.scenarios import ServerProcess, start_authz, start_executor
+from tests.conftest import Principal
+
+
+@dataclass
+class ConsoleStack:
+    data_dir: Path
+    authz: ServerProcess
+    executor: ServerProcess
+    console: RunningConsole
+    operator: Principal
+    executor_principal: Principal
+
+    def add(self, role: str, prefix: str = "") -> Principal:
+        name = f"{prefix or role}-{secrets.token_hex(3)}"
+        token = secrets.token_urlsafe(24)
+        with Store(self.data_dir / "authz.sqlite") as store:
+            store.add_principal(name, role, token)
+        return Principal(name, token)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def console_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleStack]:
+    data_dir = tmp_path_factory.mktemp("console")
+    operator = Principal("ops-alice", secrets.token_urlsafe(24))
+    executor = Principal("executor-c", secrets.token_urlsafe(24))
+    with Store(data_dir / "authz.sqlite") as store:
+        store.add_principal(operator.name, "operator", operator.token)
+        store.add_principal(executor.name, "executor", executor.token)
+    port = free_port()
+    authz = start_authz(data_dir, extra=["--console-origin", f"http://127.0.0.1:{port}"])
+    try:
+        exe = start_executor(data_dir, authz.address, executor.token)
+        try:
+            console = start_console(
+                ConsoleConfig(authz=authz.address, executors=(exe.address,), listen=f"127.0.0.1:{port}")
+            )
+            try:
+                yield ConsoleStack(data_dir, authz, exe, console, operator, executor)
+            finally:
+                console.stop()
+        finally:
+            exe.stop()
+    finally:
+        authz.stop()
