@@ -158,10 +158,6 @@ class Authorizer(_person_checks.PersonChecks):
         """Decide one action and log the decision (see :mod:`._decide`)."""
         origin = _core.validate_check(request)
         _core.authorize_check(caller, request.principal)
-        if caller.name != request.principal:
-            problem = _identity.not_a_live_agent(self.store, request.principal)
-            if problem:
-                return self._deny(caller, request, Reason.UNAUTHENTICATED, problem)
         engine, shadow = self._engines
         path = url_path(request.url)
         base = engine.base_context(request, origin, path, console=self.console_origins.contains(request.url))
@@ -175,7 +171,10 @@ class Authorizer(_person_checks.PersonChecks):
 
         for _ in range(_MAX_ATTEMPTS):
             decision_id = store.new_decision_id()
-            lease, grants, now = store.check_snapshot(request.principal, request.target)
+            agent, lease, grants, now = store.check_snapshot(request.principal, request.target)
+            problem = caller.name != request.principal and _identity.not_a_live_agent(agent, request.principal, now)
+            if problem:  # read in the same snapshot: a revocation acts on this very check
+                return self._deny(caller, request, Reason.UNAUTHENTICATED, problem)
             verdict = decide(
                 request,
                 origin,

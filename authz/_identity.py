@@ -53,9 +53,9 @@ def live_agent(store: AuthzStore, name: str, field: str) -> PrincipalInfo:
     return info
 
 
-def not_a_live_agent(store: AuthzStore, name: str) -> str:
-    """Why ``name`` may not be acted for (unknown, not an agent, revoked, expired), or ``""``."""
-    info, now = store.principal_now(name)
+def not_a_live_agent(info: PrincipalInfo | None, name: str, now: int) -> str:
+    """Why the principal ``name`` (``info`` as the store has it at ``now``; None: unknown)
+    may not be acted for (unknown, not an agent, revoked, expired), or ``""``."""
     if info is None:
         return f"principal {name!r} is unknown"
     if info.role != Role.AGENT:

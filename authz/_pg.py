@@ -198,7 +198,7 @@ class PgStore:
 
     def grants_for(self, principal: str, target: str) -> list[GrantInfo]:
         """See :meth:`AuthzStore.grants_for`."""
-        return self._grants.snapshot(principal, target)[1]
+        return self._grants.snapshot(principal, target)[2]
 
     def indexed_grant(self, grant_id: str) -> GrantInfo | None:
         """See :meth:`AuthzStore.indexed_grant`: there is no index here, so a read."""
@@ -230,7 +230,9 @@ class PgStore:
 
     # --- checks and the decision log ----------------------------------------------------------
 
-    def check_snapshot(self, principal: str, target: str) -> tuple[LeaseInfo | None, list[GrantInfo], int]:
+    def check_snapshot(
+        self, principal: str, target: str
+    ) -> tuple[PrincipalInfo | None, LeaseInfo | None, list[GrantInfo], int]:
         """See :meth:`AuthzStore.check_snapshot`: one statement, the database's clock."""
         return self._grants.snapshot(principal, target)
 

@@ -26,8 +26,9 @@ import psycopg
 from handrail.authz._core import check_text, validate_grant
 from handrail.authz._decide import target_matches
 from handrail.authz._errors import NotFoundError
-from handrail.authz._models import GrantInfo, LeaseInfo
+from handrail.authz._models import GrantInfo, LeaseInfo, PrincipalInfo
 from handrail.authz._pg_db import NOW, PgDatabase
+from handrail.authz._pg_principals import PRINCIPAL_COLS_P, principal_info
 from handrail.authz._pg_schema import ENDED_GRANT_RETENTION_MS, GRANT_COLS, LEASE_COLS
 from handrail.authz._sqlite_schema import grant_row, grant_scope_json, lease_row
 
@@ -42,10 +43,11 @@ _ENDED = (
 _G = ", ".join(f"g.{c.strip()}" for c in GRANT_COLS.split(","))
 _L = ", ".join(f"l.{c.strip()}" for c in LEASE_COLS.split(","))
 
-# One round trip per check: the database's clock, the lease row, and the candidate grants
-# (one row each; none: one row of NULLs), oldest first.
+# One round trip per check: the database's clock, the principal acted for, the lease row,
+# and the candidate grants (one row each; none: one row of NULLs), oldest first.
 SNAPSHOT = (
-    f"SELECT c.now, {_L}, {_G} FROM (SELECT {NOW} AS now) AS c"
+    f"SELECT c.now, {PRINCIPAL_COLS_P}, {_L}, {_G} FROM (SELECT {NOW} AS now) AS c"
+    " LEFT JOIN principals AS p ON p.name = %(principal)s"
     " LEFT JOIN leases AS l ON l.target = %(target)s"
     " LEFT JOIN grants AS g ON g.principal = %(principal)s AND (g.target = %(target)s OR g.is_pattern)"
     f" AND ({_ENDED} = 0 OR {_ENDED} > c.now - {ENDED_GRANT_RETENTION_MS})"
@@ -70,18 +72,23 @@ class PgGrants:
     def __init__(self, db: PgDatabase) -> None:
         self._db = db
 
-    def snapshot(self, principal: str, target: str) -> tuple[LeaseInfo | None, list[GrantInfo], int]:
-        """The lease row, the grants of ``principal`` whose target is or covers ``target``
-        (oldest first) and the database's clock, in one statement."""
+    def snapshot(
+        self, principal: str, target: str
+    ) -> tuple[PrincipalInfo | None, LeaseInfo | None, list[GrantInfo], int]:
+        """The principal ``principal`` (None: unknown), the lease row, its grants whose
+        target is or covers ``target`` (oldest first) and the database's clock, in one statement."""
         params = {"principal": principal, "target": target, "now": self._db.now()}
         rows = self._db.run(lambda c: c.execute(SNAPSHOT, params).fetchall(), idempotent=True)
         first = rows[0]
         now = int(first[0])
-        lease = lease_row(first[1:7]) if first[1] is not None else None
+        agent = principal_info(first[1:6]) if first[1] is not None else None
+        lease = lease_row(first[6:12]) if first[6] is not None else None
         grants = [
-            grant_row(r[7:]) for r in rows if r[7] is not None and (r[9] == target or target_matches(str(r[9]), target))
+            grant_row(r[12:])
+            for r in rows
+            if r[12] is not None and (r[14] == target or target_matches(str(r[14]), target))
         ]
-        return lease, grants, now
+        return agent, lease, grants, now
 
     def add(self, grants: Iterable[GrantInfo], granted_by: str) -> list[GrantInfo]:
         """Validate and store new grants in one transaction (ids are made here, so a retry

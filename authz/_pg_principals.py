@@ -25,16 +25,18 @@ from handrail.authz._sqlite_principals import new_token
 from handrail.authz._sqlite_schema import hash_token
 
 _COLS = "name, role, created_at_ms, expires_at_ms, revoked_at_ms"
-_P = ", ".join(f"p.{c}" for c in _COLS.split(", "))
+#: The principal columns of a query that names the table ``p``.
+PRINCIPAL_COLS_P = ", ".join(f"p.{c}" for c in _COLS.split(", "))
 
 # The clock and the principal of one token digest (a row of NULLs when none), in one read.
 _IDENTIFY = (
-    f"SELECT c.now, {_P}, p.token_sha256"
+    f"SELECT c.now, {PRINCIPAL_COLS_P}, p.token_sha256"
     f" FROM (SELECT {NOW} AS now) AS c LEFT JOIN principals AS p ON p.token_sha256 = %(digest)s"
 )
 
 
-def _info(row: tuple[Any, ...]) -> PrincipalInfo:
+def principal_info(row: tuple[Any, ...]) -> PrincipalInfo:
+    """A principal from its columns (``name, role, created_at_ms, expires_at_ms, revoked_at_ms``)."""
     name, role, created, expires, revoked = row
     return PrincipalInfo(str(name), str(role), int(created), int(expires), int(revoked))
 
@@ -92,7 +94,7 @@ class PgPrincipals:
         row = self._db.run(lambda c: c.execute(sql, params).fetchone(), idempotent=True)
         if row is None:
             raise NotFoundError(f"no principal {name!r}", field="name")
-        return _info(row)
+        return principal_info(row)
 
     def rotate(self, name: str, token: str | None = None, expires_at_ms: int = 0) -> tuple[PrincipalInfo, str]:
         """Give ``name`` a new token (the old one stops at once) expiring at ``expires_at_ms``.
@@ -125,7 +127,7 @@ class PgPrincipals:
             if self.by_name(name) is None:
                 raise NotFoundError(f"no principal {name!r}", field="name")
             raise InvalidArgumentError("expires_at_ms", "must be in the future, or 0 for never")
-        return _info(row[:5]), token
+        return principal_info(row[:5]), token
 
     # -- lookups -------------------------------------------------------------------------------
 
@@ -137,20 +139,23 @@ class PgPrincipals:
         """Every principal, by name."""
         sql = f"SELECT {_COLS} FROM principals ORDER BY name"
         rows = self._db.run(lambda c: c.execute(sql).fetchall(), idempotent=True)
-        return [_info(r) for r in rows]
+        return [principal_info(r) for r in rows]
 
     def by_name(self, name: str) -> PrincipalInfo | None:
         """The principal called ``name`` as it stands now, or None."""
         sql = f"SELECT {_COLS} FROM principals WHERE name = %s"
         row = self._db.run(lambda c: c.execute(sql, (name,)).fetchone(), idempotent=True)
-        return _info(row) if row else None
+        return principal_info(row) if row else None
 
     def by_name_now(self, name: str) -> tuple[PrincipalInfo | None, int]:
         """The principal called ``name`` (or None) and the database's clock, in one statement."""
-        sql = f"SELECT c.now, {_P} FROM (SELECT {NOW} AS now) AS c LEFT JOIN principals AS p ON p.name = %(name)s"
+        sql = (
+            f"SELECT c.now, {PRINCIPAL_COLS_P} FROM (SELECT {NOW} AS now) AS c"
+            " LEFT JOIN principals AS p ON p.name = %(name)s"
+        )
         row = self._db.run(lambda c: c.execute(sql, {"name": name, "now": self._db.now()}).fetchone(), idempotent=True)
         assert row is not None
-        return (_info(row[1:6]) if row[1] is not None else None), int(row[0])
+        return (principal_info(row[1:6]) if row[1] is not None else None), int(row[0])
 
     def identify(self, token: str) -> tuple[PrincipalInfo | None, int]:
         """The principal a bearer token names (whatever its state, or None) and the
@@ -162,7 +167,7 @@ class PgPrincipals:
         now = int(row[0])
         if not token or row[1] is None or not hmac.compare_digest(str(row[6]), digest):
             return None, now
-        return _info(row[1:6]), now
+        return principal_info(row[1:6]), now
 
     def by_token(self, token: str) -> PrincipalInfo | None:
         """The principal a bearer token names (whatever its state), or None."""

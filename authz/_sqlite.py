@@ -241,9 +241,13 @@ class SqliteStore:
 
     # --- checks and the decision log ----------------------------------------------------------
 
-    def check_snapshot(self, principal: str, target: str) -> tuple[LeaseInfo | None, list[GrantInfo], int]:
-        """See :meth:`AuthzStore.check_snapshot`: read from memory, no SQL."""
-        return self._leases.row(target), self._grants.covering(principal, target), self._clock()
+    def check_snapshot(
+        self, principal: str, target: str
+    ) -> tuple[PrincipalInfo | None, LeaseInfo | None, list[GrantInfo], int]:
+        """See :meth:`AuthzStore.check_snapshot`: read from memory, no SQL (the principal
+        is a dictionary hit while no process changed a principal)."""
+        agent = self._principals.by_name(principal)
+        return agent, self._leases.row(target), self._grants.covering(principal, target), self._clock()
 
     def new_decision_id(self) -> str:
         """See :meth:`AuthzStore.new_decision_id`: 12 hex digits of log sequence, then 20

@@ -140,8 +140,11 @@ class AuthzStore(Protocol):
         """Apply a transition atomically (compare-and-set on the epoch); (before, after)."""
 
     # checks and the decision log
-    def check_snapshot(self, principal: str, target: str) -> tuple[LeaseInfo | None, list[GrantInfo], int]:
-        """The lease row, the candidate grants and the clock, for one check."""
+    def check_snapshot(
+        self, principal: str, target: str
+    ) -> tuple[PrincipalInfo | None, LeaseInfo | None, list[GrantInfo], int]:
+        """The principal acted for (None: unknown), the lease row, the candidate grants and
+        the clock, for one check (one read for a store behind a network)."""
 
     def record_decision(self, record: DecisionRecord) -> None:
         """Append one decision to the log."""

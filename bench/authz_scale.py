@@ -161,20 +161,25 @@ def client_rate(addresses: str, token: str, threads: int, seconds: float) -> flo
 def lease_rate(address: str, exe_token: str, op_token: str, threads: int, seconds: float) -> float:
     """Lease operations/s through one PostgreSQL replica: acquire, renew, take over, hand back."""
     ops = [0] * threads
+    failed: list[BaseException] = []
     stop = threading.Event()
 
     def worker(w: int) -> None:
         exe = AuthzClient(address, exe_token, timeout_s=5.0)
         op = AuthzClient(address, op_token, timeout_s=5.0)
-        target = f"lease-bench:{w}"
-        while not stop.is_set():
-            lease = exe.acquire(target, holder=f"agent-{w}", ttl_ms=60_000)
-            exe.renew(target, lease.epoch, holder=f"agent-{w}", ttl_ms=60_000)
-            human = op.take_over(target, ttl_ms=60_000)
-            op.hand_back(target, human.epoch)
-            ops[w] += 4
-        exe.close()
-        op.close()
+        target = f"browser:{w}-1"  # agent-w holds a grant on it (only a grant holder takes a lease)
+        try:
+            while not stop.is_set():
+                lease = exe.acquire(target, holder=f"agent-{w}", ttl_ms=60_000)
+                exe.renew(target, lease.epoch, holder=f"agent-{w}", ttl_ms=60_000)
+                human = op.take_over(target, ttl_ms=60_000)
+                op.hand_back(target, human.epoch)
+                ops[w] += 4
+        except Exception as exc:
+            failed.append(exc)
+        finally:
+            exe.close()
+            op.close()
 
     pool = [threading.Thread(target=worker, args=(w,)) for w in range(threads)]
     t0 = time.perf_counter()
@@ -184,6 +189,8 @@ def lease_rate(address: str, exe_token: str, op_token: str, threads: int, second
     stop.set()
     for t in pool:
         t.join()
+    if failed:
+        raise SystemExit(f"a lease operation failed: {failed[0]}")
     return sum(ops) / (time.perf_counter() - t0)
 
 

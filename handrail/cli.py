@@ -13,6 +13,7 @@ def build_parser() -> argparse.ArgumentParser:
     from handrail.console import _cli as console_cli
     from handrail.demos import _cli as demo_cli
     from handrail.executor import _cli as executor_cli
+    from handrail.mcp import _cli as mcp_cli
     from handrail.recorder import _cli as recorder_cli
     from handrail.scenarios import _cli as scenario_cli
 
@@ -24,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo_cli.register(sub)
     authz_cli.register(sub)
     executor_cli.register(sub)
+    mcp_cli.register(sub)
     recorder_cli.register(sub)
     scenario_cli.register(sub)
     console_cli.register(sub)

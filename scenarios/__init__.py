@@ -29,7 +29,16 @@ from ._checkout import CHECKOUT_INITIAL_STATE, CheckoutApp
 from ._checks import Checks, LedgerChecks, LedgerCount, StateCheck
 from ._desktop import DesktopApps, display_unavailable
 from ._errors import DisplayError, RecordError, ScenarioError
-from ._hostile import FETCHSHOP_INITIAL_STATE, FetchShopApp, HostileSite, hostile_site
+from ._hostile import (
+    FETCHSHOP_INITIAL_STATE,
+    LOST_RESPONSES,
+    WAYS_OUT,
+    FetchShopApp,
+    HostileSite,
+    LostResponse,
+    WayOut,
+    hostile_site,
+)
 from ._judge import check_state
 from ._loading import dump_scenario, load_scenario, parse_scenario
 from ._plans import PLAN_IDS, PLANS_INITIAL_STATE, POSING_REF, PlansApp
@@ -62,6 +71,7 @@ __all__ = [
     "FETCHSHOP_INITIAL_STATE",
     "FIXTURE_APPS",
     "INITIAL_STATE",
+    "LOST_RESPONSES",
     "NOTES_LAYOUT",
     "OUTCOMES",
     "PLANS_INITIAL_STATE",
@@ -70,6 +80,7 @@ __all__ = [
     "REASONS",
     "SECOND_FACTOR_CODE",
     "SECOND_FACTOR_STATE",
+    "WAYS_OUT",
     "ActSpec",
     "ActStep",
     "AdminApp",
@@ -86,6 +97,7 @@ __all__ = [
     "HostileSite",
     "LedgerChecks",
     "LedgerCount",
+    "LostResponse",
     "ObserveStep",
     "PlansApp",
     "ReconcileStep",
@@ -103,6 +115,7 @@ __all__ = [
     "TkApp",
     "VirtualDisplay",
     "WaitStep",
+    "WayOut",
     "check_state",
     "display_unavailable",
     "dump_scenario",

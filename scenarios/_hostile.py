@@ -16,6 +16,28 @@ Reusable by the tests, the scenarios and the chaos bench (``bench/chaos.py``):
   "Something went wrong. Please try again." with the Pay button still there. Its orders
   page (``/orders``) shows the real state, to reconcile by looking. A request carrying an
   ``Idempotency-Key`` it has seen returns the order it made then (as Stripe's API does).
+
+The site's pages are catalogued as data, so that a bench or a test can run each of them
+through Handrail and through a raw driver alike:
+
+- :data:`WAYS_OUT`: every :class:`WayOut` — a control on a home page (or a page that
+  leaves by itself once loaded), how it travels (link, form, redirect, script, refresh,
+  pop-up) and whether it ends on the other origin (``leaves``: any request there is a
+  request outside the grant of the home origin);
+- :data:`LOST_RESPONSES`: every :class:`LostResponse` — a control whose side-effecting
+  request (a form post, a ``fetch()``) the server takes and then answers with nothing once
+  ``site.drop(path)`` is set: the action's outcome cannot be known from the page.
+
+Between rounds, :meth:`HostileSite.reset` forgets what reached both origins and every
+drop; :meth:`HostileSite.leaked` counts what reached the other origin. Example::
+
+    with hostile_site() as site:
+        for way in WAYS_OUT:
+            page.goto(site.home + way.page)
+            if way.role:
+                page.get_by_role(way.role, name=way.label, exact=True).click()
+            ...
+        assert site.leaked() == 0  # through Handrail; a raw driver leaks on every way.leaves
 """
 
 from __future__ import annotations
@@ -35,10 +57,95 @@ from urllib.parse import urlsplit
 
 from ._base import FixtureApp, Reply
 
-__all__ = ["FETCHSHOP_INITIAL_STATE", "FetchShopApp", "HostileSite", "hostile_site"]
+__all__ = [
+    "FETCHSHOP_INITIAL_STATE",
+    "LOST_RESPONSES",
+    "WAYS_OUT",
+    "FetchShopApp",
+    "HostileSite",
+    "LostResponse",
+    "WayOut",
+    "hostile_site",
+]
 
 
 # -- two origins that a page tries to travel between ------------------------------------
+
+
+@dataclass(frozen=True)
+class WayOut:
+    """One way a :class:`HostileSite` page takes the browser somewhere.
+
+    Attributes:
+        name: a short id (``"link-out"``).
+        page: the home page it starts on (``"/links"``).
+        role: the ARIA role of the control to act on; ``""``: loading ``page`` is enough
+            (a refresh or a timer leaves by itself).
+        label: the control's accessible name (``""`` with no control).
+        how: ``link``, ``form``, ``redirect``, ``script``, ``refresh`` or ``popup``.
+        leaves: it ends on the other origin (a request there is outside the home grant);
+            False: it stays on the home origin (nothing in scope may be refused).
+        method: the method of the request it starts (``POST`` for a form that posts).
+    """
+
+    name: str
+    page: str
+    role: str
+    label: str
+    how: str
+    leaves: bool
+    method: str = "GET"
+
+
+WAYS_OUT: tuple[WayOut, ...] = (
+    WayOut("link-out", "/links", "link", "Partner offer", "link", True),
+    WayOut("link-in", "/links", "link", "Inside page", "link", False),
+    WayOut("blank-out", "/links", "link", "Partner in a new tab", "popup", True),
+    WayOut("blank-in", "/links", "link", "Inside in a new tab", "popup", False),
+    WayOut("form-out", "/links", "button", "Send to partner", "form", True, "POST"),
+    WayOut("form-in", "/links", "button", "Order here", "form", False, "POST"),
+    WayOut("script-out", "/links", "button", "Go by script", "script", True),
+    WayOut("open-out", "/links", "button", "Pop up partner", "popup", True),
+    WayOut("open-in", "/links", "button", "Pop up inside", "popup", False),
+    WayOut("redirect-out", "/links", "link", "Redirected out", "redirect", True),
+    WayOut("redirect-in", "/links", "link", "Redirected in", "redirect", False),
+    WayOut("redirect-chain-out", "/links", "link", "Redirected twice", "redirect", True),
+    WayOut("post-307-out", "/links", "button", "Post and be sent out", "redirect", True, "POST"),
+    WayOut("post-303-in", "/links", "button", "Order and come back", "redirect", False, "POST"),
+    WayOut("refresh-out", "/meta-out", "", "", "refresh", True),
+    WayOut("timer-out", "/script-out", "", "", "script", True),
+)
+"""Every way out (and back in) the home pages offer; see :class:`WayOut`."""
+
+
+@dataclass(frozen=True)
+class LostResponse:
+    """A control whose side-effecting request can lose its response.
+
+    ``site.drop(path)`` makes the server handle the request (it is counted: the effect
+    happened) and close the connection without answering.
+
+    Attributes:
+        name: a short id (``"form-post"``).
+        page: the home page it is on.
+        role, label: the control (ARIA role and accessible name).
+        path: the path its POST goes to (what to ``drop``).
+        how: ``form`` (a form post: the page navigates) or ``fetch`` (the page stays).
+    """
+
+    name: str
+    page: str
+    role: str
+    label: str
+    path: str
+    how: str
+
+
+LOST_RESPONSES: tuple[LostResponse, ...] = (
+    LostResponse("form-post", "/links", "button", "Order here", "/order", "form"),
+    LostResponse("fetch-post", "/slow", "button", "Order by fetch", "/api/order", "fetch"),
+)
+"""Every control whose response :meth:`HostileSite.drop` can take away."""
 
 
 def _page(title: str, body: str) -> str:
@@ -100,6 +207,20 @@ class HostileSite:
         """
         with self._lock:
             self._drops[path] = count
+
+    def reset(self) -> None:
+        """Forget what reached both origins (hits, bodies, headers) and every drop."""
+        with self._lock:
+            self._drops.clear()
+            for origin in self._origins.values():
+                origin.hits.clear()
+                origin.bodies.clear()
+                origin.headers.clear()
+
+    def leaked(self) -> int:
+        """How many requests reached the other origin (``elsewhere``) since the last reset."""
+        with self._lock:
+            return sum(self._origins["elsewhere"].hits.values())
 
     def _take_drop(self, path: str) -> bool:
         with self._lock:

@@ -212,18 +212,14 @@ class NetworkGate:
         referer = request.headers.get("referer", "")
         verdict = await self._judge(DocumentLoad(request.url, method, "", "popup"))
         if not verdict.allow:
-            await route.abort("blockedbyclient")
-            if page is None:
-                self._popups.append((None, referer))
+            await self._abort_first_load(route, "blockedbyclient", page, (None, referer))
             return
         if method in SAFE_METHODS:
             # Loaded again once the tab's gate holds its redirects too. (Failed, not
             # aborted: Playwright reports a new tab only once its first document commits,
             # and a failed load commits an error page.)
-            await route.abort("failed")
-            if page is None:
-                self._popups.append((request.url, referer))
-            else:
+            await self._abort_first_load(route, "failed", page, (request.url, referer))
+            if page is not None:
                 self._spawn(self._reopen(page, request.url, referer))
             return
         headers = await self._started(request)
@@ -245,6 +241,28 @@ class NetworkGate:
             await route.fulfill(status=200, content_type="text/html", body=refresh)
             return
         await route.fulfill(response=response)
+
+    async def _abort_first_load(
+        self, route: Route, error: str, page: Page | None, then: tuple[str | None, str]
+    ) -> None:
+        """Abort a tab's first load; a tab that does not exist yet is told what comes next
+        (a refused pop-up that exists already is closed).
+
+        The entry is queued before the abort goes out: the new tab may be reported while
+        the abort's answer is on its way, and ``adopt_popup`` must find it there.
+        """
+        if page is not None:
+            await route.abort(error)
+            if then[0] is None and await page.opener() is not None:
+                self._spawn(page.close())  # a refused pop-up Playwright already knew of
+            return
+        self._popups.append(then)
+        try:
+            await route.abort(error)
+        except PlaywrightError:
+            with contextlib.suppress(ValueError):
+                self._popups.remove(then)  # no tab will come for it
+            raise
 
     # -- how requests end ---------------------------------------------------------------
 

@@ -116,6 +116,30 @@ def test_replicas_agree_on_leases_grants_and_revocations(replicas: Callable[...,
     assert a.acquire(TARGET, holder="agent-b").epoch == human.epoch + 2
 
 
+def test_a_revocation_through_one_replica_acts_on_the_next_call_to_another(
+    replicas: Callable[..., Replicas],
+) -> None:
+    """No replica remembers a token or a principal: the agent a check acts for is read in
+    the check's own snapshot, its token at every call."""
+    r = replicas(2)
+    exe_a, admin_b = r.client("exe", 0), r.client("admin", 1)
+    epoch = exe_a.acquire(TARGET, holder="agent-b", ttl_ms=60_000).epoch
+    r.client("op", 1).grant("agent-b", TARGET, ["submit"], [])
+    agent_token = r.servers[0].store.rotate_token("agent-b")[1]
+    agent = AuthzClient(r.addresses[0], agent_token)
+    try:
+        assert agent.who_am_i() == ("agent-b", "agent")
+        assert exe_a.check("agent-b", TARGET, epoch, "submit").allow
+        admin_b.revoke_principal("agent-b")
+        refused = exe_a.check("agent-b", TARGET, epoch, "submit")
+        assert not refused.allow and refused.reason == "UNAUTHENTICATED"
+        with pytest.raises(AuthzRpcError) as err:
+            agent.who_am_i()
+        assert err.value.reason == "TOKEN_REVOKED"
+    finally:
+        agent.close()
+
+
 def test_single_use_grant_is_allowed_once_across_replicas(replicas: Callable[..., Replicas]) -> None:
     r = replicas(3)
     exe = r.client("exe")

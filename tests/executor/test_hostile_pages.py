@@ -96,6 +96,18 @@ def test_rows_repainted_on_a_timer_never_take_a_click_meant_for_another_row(
     assert _wrong(results, settled_cancellations(plans, asked)) == [], results
 
 
+def test_a_clock_that_touches_no_row_refuses_nothing(
+    stack: Stack, agent: AgentSetup, client: ExecutorClient, plans: PlansApp
+) -> None:
+    # Safety is not bought by refusing everything: text changing every 20 ms under the
+    # table (no row, no ancestor of the button) must not make a cited button stale.
+    session = _open(stack, agent, client, plans, "/?tick=20")
+    for plan in ("Plan C", "Plan F"):
+        r = session.click(session.find("button", "Cancel", within=("row", plan)), timeout_ms=3000)
+        assert r.result.outcome is Outcome.DONE, r.result
+    assert settled_cancellations(plans, ["C", "F"]) == ["C", "F"]
+
+
 @pytest.mark.parametrize(
     "event", ["pointermove", "pointerover", "mouseover", "mouseenter", "pointerdown", "mousedown", "mouseup"]
 )

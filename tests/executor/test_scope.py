@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
-from handrail.executor import Outcome, Session
+from handrail.executor import Outcome, PermissionDeniedError, Session
 from handrail.recorder import Ledger
 from handrail.scenarios._hostile import HostileSite, hostile_site
 from tests.conftest import AgentSetup, Stack
@@ -65,6 +65,7 @@ def test_the_start_page_is_judged(stack: Stack, agent: AgentSetup, site: Hostile
         agent.client.open_session(target=agent.target, start_url=site.elsewhere + "/landing")
     assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED  # type: ignore[attr-defined]
     assert "OUT_OF_SCOPE" in info.value.details()  # type: ignore[attr-defined]
+    assert isinstance(info.value, PermissionDeniedError) and info.value.reason == "OUT_OF_SCOPE"
     _nothing_reached_elsewhere(site, before)
 
 

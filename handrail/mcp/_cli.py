@@ -1,0 +1,100 @@
+"""``handrail mcp``: serve the MCP tools over stdio (default) or streamable HTTP."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from typing import Any
+
+import anyio
+
+from ._bridge import McpSettings
+from ._tools import build_server
+
+__all__ = ["register", "run"]
+
+
+def register(sub: Any) -> None:
+    """Add the ``mcp`` command to the top-level parser."""
+    cmd = sub.add_parser(
+        "mcp",
+        help="an MCP server (Playwright MCP's tools) in front of an executor",
+        description="Serve Playwright-MCP-style tools over MCP; every write goes through the executor's guard.",
+    )
+    env = os.environ.get
+    cmd.add_argument(
+        "--executor", default=env("HANDRAIL_EXECUTOR", "127.0.0.1:7701"), help="HOST:PORT (env HANDRAIL_EXECUTOR)"
+    )
+    cmd.add_argument(
+        "--token", default=env("HANDRAIL_AGENT_TOKEN", ""), help="the agent's token (env HANDRAIL_AGENT_TOKEN)"
+    )
+    cmd.add_argument(
+        "--target", default=env("HANDRAIL_TARGET", ""), help="lease target, browser:NAME (env HANDRAIL_TARGET)"
+    )
+    cmd.add_argument(
+        "--start-url", default=env("HANDRAIL_START_URL", ""), help="where each session starts (env HANDRAIL_START_URL)"
+    )
+    cmd.add_argument(
+        "--transport", choices=("stdio", "http"), default="stdio", help="stdio (default) or streamable HTTP"
+    )
+    cmd.add_argument("--host", default="127.0.0.1", help="HTTP: the address to listen on (default 127.0.0.1)")
+    cmd.add_argument("--port", type=int, default=8931, help="HTTP: the port (default 8931); the endpoint is /mcp")
+    cmd.add_argument(
+        "--console-url",
+        default=env("HANDRAIL_CONSOLE_URL", ""),
+        help="the operator console's base URL: approvals are elicited at URL/approvals/ID (env HANDRAIL_CONSOLE_URL)",
+    )
+    cmd.add_argument(
+        "--approval-wait",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="how long an action waits for the operator once the user opened the approval page (default 120)",
+    )
+    cmd.add_argument(
+        "--no-description-check",
+        action="store_true",
+        help="do not require a ref action's element description to contain the element's name",
+    )
+    cmd.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until the client goes away (stdio) or the process is stopped (HTTP)."""
+    missing = [flag for flag, value in (("--token", args.token), ("--target", args.target)) if not value]
+    if missing:
+        print(
+            f"handrail mcp: {' and '.join(missing)} required (or HANDRAIL_AGENT_TOKEN, HANDRAIL_TARGET)",
+            file=sys.stderr,
+        )
+        return 2
+    if not 0 <= args.approval_wait <= 600:
+        print("handrail mcp: --approval-wait must be between 0 and 600 seconds", file=sys.stderr)
+        return 2
+    settings = McpSettings(
+        executor=args.executor,
+        token=args.token,
+        target=args.target,
+        start_url=args.start_url,
+        console_url=args.console_url,
+        approval_wait_s=args.approval_wait,
+        check_descriptions=not args.no_description_check,
+    )
+    server, bridge = build_server(settings)
+
+    async def serve() -> None:
+        try:
+            if args.transport == "stdio":
+                await server.run_stdio_async()
+            else:
+                print(f"handrail mcp: streamable HTTP at http://{args.host}:{args.port}/mcp", file=sys.stderr)
+                await server.run_streamable_http_async(host=args.host, port=args.port)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await bridge.close()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        anyio.run(serve)
+    return 0
