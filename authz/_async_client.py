@@ -124,6 +124,7 @@ class AsyncAuthzClient:
         observation_id: str = "",
         context: ElementContext | None = None,
         document_load: bool = False,
+        approval_asked: str = "",
     ) -> Decision:
         """See :meth:`AuthzClient.check`."""
         return await self._send(
@@ -143,6 +144,7 @@ class AsyncAuthzClient:
                 observation_id=observation_id,
                 context=context,
                 document_load=document_load,
+                approval_asked=approval_asked,
             )
         )
 

@@ -193,6 +193,7 @@ class AuthzClient:
         observation_id: str = "",
         context: ElementContext | None = None,
         document_load: bool = False,
+        approval_asked: str = "",
     ) -> Decision:
         """Ask whether ``principal`` may do ``verb`` on ``target`` under ``lease_epoch``.
 
@@ -216,6 +217,7 @@ class AuthzClient:
                 observation_id=observation_id,
                 context=context,
                 document_load=document_load,
+                approval_asked=approval_asked,
             )
         )
 

@@ -179,6 +179,7 @@ def validate_check(request: CheckInput) -> str:
         len(r.fingerprint),
         len(r.observation_id),
         len(r.url),
+        len(r.approval_asked),
     )
     if longest <= MAX_FIELD_CHARS and r.principal and r.target and r.lease_epoch >= 0 and r.verb in VERBS:
         return url_origin("resource.url", r.url)  # every field checked at once (the usual case)
@@ -194,6 +195,7 @@ def validate_check(request: CheckInput) -> str:
     check_text("action_id", request.action_id)
     check_text("fingerprint", request.fingerprint)
     check_text("observation_id", request.observation_id)
+    check_text("approval_asked", request.approval_asked)
     return url_origin("resource.url", request.url)
 
 

@@ -228,7 +228,7 @@ def decide(
         if policy.forbidden and not policy.approval_only:
             forbid = forbid or (grant, policy)
             continue
-        if policy.forbidden or request.verb in grant.require_approval_verbs:
+        if policy.forbidden or request.verb in grant.require_approval_verbs or request.approval_asked:
             needs = needs or (grant, policy)
             continue
         decision = Decision(
@@ -270,6 +270,8 @@ def _approval_verdict(
     grant, policy = needs
     policies = policy.policies if policy.forbidden else ()
     asked_by = f"policy {', '.join(policies)}" if policies else f"grant {grant.grant_id}"
+    if not policies and request.verb not in grant.require_approval_verbs and request.approval_asked:
+        asked_by = f"asked for: {request.approval_asked}"
     common = {"grant_id": grant.grant_id, "lease_epoch": epoch, "policies": policies}
     if not request.fingerprint:
         decision = Decision(

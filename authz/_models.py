@@ -153,6 +153,7 @@ class CheckInput:
     observation_id: str = ""
     context: ElementContext = ElementContext()
     document_load: bool = False
+    approval_asked: str = ""  # why the caller asks for an approval no grant or policy asks for
 
 
 @dataclass(frozen=True)

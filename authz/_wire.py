@@ -219,6 +219,7 @@ def check_request_to_pb(request: CheckInput) -> pb.CheckRequest:
         action_id=request.action_id,
         fingerprint=request.fingerprint,
         observation_id=request.observation_id,
+        approval_asked=request.approval_asked,
     )
 
 
@@ -241,6 +242,7 @@ def check_request_from_pb(msg: pb.CheckRequest) -> CheckInput:
         observation_id=msg.observation_id,
         context=_context(res),
         document_load=res.document_load,
+        approval_asked=msg.approval_asked,
     )
 
 

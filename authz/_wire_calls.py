@@ -79,6 +79,7 @@ def check(
     observation_id: str = "",
     context: ElementContext | None = None,
     document_load: bool = False,
+    approval_asked: str = "",
 ) -> Call[Decision]:
     """``Check``: may ``principal`` do ``verb`` on ``target`` under ``lease_epoch``?"""
     request = CheckInput(
@@ -97,6 +98,7 @@ def check(
         observation_id=observation_id,
         context=context or ElementContext(),
         document_load=document_load,
+        approval_asked=approval_asked,
     )
     return Call("Check", check_request_to_pb(request), decision_from_pb)
 

@@ -36,6 +36,7 @@ from handrail.executor._lease import LeaseKeeper
 from handrail.executor._models import ActionResult, ActionSpec, ActResponse, BatchResult, Observation
 from handrail.executor._observe import Observer
 from handrail.executor._outcomes import Outcomes
+from handrail.executor._points import bind_point
 from handrail.executor._session import Session
 from handrail.executor._snapshot import RefInfo
 from handrail.executor._watch import ActionNetwork, SessionWatch
@@ -192,6 +193,8 @@ class ActPath:
         read_only = blocked is not None and spec.kind in READ_KINDS
         if blocked is not None and not read_only:
             return self._outcomes.refuse(session, spec, action_id, target, Reason.RECONCILE_REQUIRED, blocked)
+        if spec.at_point and session.backend.kind == "browser":
+            spec, target = self._bind_point(session, spec)
         refusal = await self._check_fresh(session, spec, target)
         if refusal is not None:
             return self._outcomes.refuse(session, spec, action_id, target, *refusal)
@@ -398,6 +401,21 @@ class ActPath:
             raise NotFoundError("ref", f"{spec.ref!r} is not a ref of observation {spec.observation_id}")
         return info
 
+    def _bind_point(self, session: Session, spec: ActionSpec) -> tuple[ActionSpec, RefInfo | None]:
+        """A browser point: the element the cited observation had under it (``_points``).
+
+        From here the action cites that element's ref and is checked, decided and recorded
+        as a ref action on it. An observation that is not the latest is left unbound: the
+        freshness check refuses it.
+        """
+        obs = session.latest
+        gen = int(spec.observation_id.rpartition(":")[2])
+        elements = session.recent_elements.get(gen)
+        if obs is None or obs.observation_id != spec.observation_id or elements is None:
+            return spec, None
+        binding = bind_point(obs, elements, spec)
+        return binding.spec, RefInfo.of(binding.element) if binding.element is not None else None
+
     async def _check_fresh(self, session: Session, spec: ActionSpec, info: RefInfo | None) -> tuple[Reason, str] | None:
         obs = session.latest
         if obs is None or obs.observation_id != spec.observation_id:
@@ -514,6 +532,7 @@ class ActPath:
             observation_id=obs.observation_id,
             context=_context(resource),
             document_load=resource.document_load,
+            approval_asked=spec.approval_asked,
         )
 
     async def _await_approval(self, approval_id: str, wait_ms: int) -> str:

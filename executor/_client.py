@@ -45,6 +45,7 @@ from handrail.executor._models import (
     DesktopTarget,
     Expectation,
     Observation,
+    PointSpace,
     SessionInfo,
     Verdict,
     WaitFor,
@@ -388,6 +389,30 @@ class Session(_SessionBase):
     def activate(self, **kw: Any) -> ActResponse:
         return self.act(ActionKind.ACTIVATE, **kw)
 
+    # Browser actions at a point of a screenshot (``observation=``, default the latest):
+    # x, y in its screenshot's pixels, or CSS pixels of the viewport with ``css=True``.
+    def click_at(self, x: int, y: int, *, css: bool = False, **kw: Any) -> ActResponse:
+        """Click at (x, y) (``button="right"``, ``click_count=3`` ...), guarded as a ref click."""
+        return self.act(ActionKind.CLICK, **_at(x, y, css, kw))
+
+    def double_click_at(self, x: int, y: int, *, css: bool = False, **kw: Any) -> ActResponse:
+        return self.act(ActionKind.DOUBLE_CLICK, **_at(x, y, css, kw))
+
+    def move_to(self, x: int, y: int, *, css: bool = False, **kw: Any) -> ActResponse:
+        return self.act(ActionKind.MOVE, **_at(x, y, css, kw))
+
+    def drag_at(self, x: int, y: int, to_x: int, to_y: int, *, css: bool = False, **kw: Any) -> ActResponse:
+        return self.act(ActionKind.DRAG, to_x=to_x, to_y=to_y, **_at(x, y, css, kw))
+
+    def scroll_at(
+        self, x: int, y: int, delta_x: int = 0, delta_y: int = 0, *, css: bool = False, **kw: Any
+    ) -> ActResponse:
+        return self.act(ActionKind.SCROLL, delta_x=delta_x, delta_y=delta_y, **_at(x, y, css, kw))
+
+    def type_at(self, x: int, y: int, text: str, *, css: bool = False, **kw: Any) -> ActResponse:
+        """Click the field at (x, y), then type ``text`` into it (every key guarded)."""
+        return self.act(ActionKind.TYPE, text=text, **_at(x, y, css, kw))
+
 
 # The name the foundation used for a browser session.
 BrowserSession = Session
@@ -498,3 +523,15 @@ class AsyncSession(_SessionBase):
 
     async def navigate(self, url: str, **kw: Any) -> ActResponse:
         return await self.act(ActionKind.NAVIGATE, url=url, **kw)
+
+    async def click_at(self, x: int, y: int, *, css: bool = False, **kw: Any) -> ActResponse:
+        """See ``Session.click_at``."""
+        return await self.act(ActionKind.CLICK, **_at(x, y, css, kw))
+
+    async def type_at(self, x: int, y: int, text: str, *, css: bool = False, **kw: Any) -> ActResponse:
+        return await self.act(ActionKind.TYPE, text=text, **_at(x, y, css, kw))
+
+
+def _at(x: int, y: int, css: bool, kw: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of an action at the point (x, y)."""
+    return {"x": x, "y": y, "point_space": PointSpace.CSS if css else PointSpace.SCREENSHOT, **kw}

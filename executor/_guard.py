@@ -242,6 +242,15 @@ class GuardedExecutor:
             fence=self.sessions.fence(target).view(principal),
             ttl_ms=ttl_ms,
         )
+        session.attached += 1  # opening is a call in progress: no TTL runs out meanwhile
+        try:
+            return await self._open(session, spec, target, principal, ttl_ms)
+        finally:
+            session.attached -= 1
+            session.touch()
+
+    async def _open(self, session: Session, spec: OpenSpec, target: str, principal: str, ttl_ms: int) -> SessionInfo:
+        backend = session.backend
         self.sessions.add(session)
         why = await self._leases.acquire(session)
         if why is Reason.NO_LEASE:

@@ -21,6 +21,7 @@ from handrail.executor._errors import raise_for_outcome
 
 __all__ = [
     "BROWSER_KINDS",
+    "BROWSER_POINT_KINDS",
     "BROWSER_REF_KINDS",
     "DESKTOP_KINDS",
     "ActResponse",
@@ -40,6 +41,8 @@ __all__ = [
     "FrameInfo",
     "Observation",
     "Outcome",
+    "PointSpace",
+    "PointTarget",
     "Reason",
     "SessionInfo",
     "TabInfo",
@@ -77,6 +80,18 @@ BROWSER_KINDS = BROWSER_REF_KINDS | {
     ActionKind.DIALOG_DISMISS,
     ActionKind.HOTKEY,
 }
+# Browser actions that may act at a point of a screenshot instead of at a ref.
+BROWSER_POINT_KINDS = frozenset(
+    {
+        ActionKind.CLICK,
+        ActionKind.DOUBLE_CLICK,
+        ActionKind.HOVER,
+        ActionKind.MOVE,
+        ActionKind.DRAG,
+        ActionKind.SCROLL,
+        ActionKind.TYPE,
+    }
+)
 DESKTOP_KINDS = frozenset(
     {
         ActionKind.CLICK,
@@ -96,6 +111,14 @@ DESKTOP_KINDS = frozenset(
 class BackendKind(enum.StrEnum):
     BROWSER = "browser"
     DESKTOP = "desktop"
+
+
+class PointSpace(enum.StrEnum):
+    """Where an action's x, y are measured (the wire's ``PointSpace``)."""
+
+    NONE = ""  # browser: not a point action; desktop: as SCREENSHOT
+    SCREENSHOT = "screenshot"  # pixels of the cited observation's screenshot
+    CSS = "css"  # browser: CSS pixels of the viewport
 
 
 @dataclass(frozen=True)
@@ -193,6 +216,21 @@ class DialogInfo:
 
 
 @dataclass(frozen=True)
+class PointTarget:
+    """A browser point action as the loop bound it (``_points``; never on the wire).
+
+    ``x``, ``y`` (and a drag's ``to_x``, ``to_y``) in CSS pixels of the viewport;
+    ``to_ref`` the element that was under a drag's end point ("" when none).
+    """
+
+    x: float
+    y: float
+    to_x: float = 0.0
+    to_y: float = 0.0
+    to_ref: str = ""
+
+
+@dataclass(frozen=True)
 class ActionSpec:
     """One write action as the agent asked for it."""
 
@@ -221,6 +259,15 @@ class ActionSpec:
     keys: tuple[str, ...] = ()
     approval_wait_ms: int = 0
     skip_reobserve: bool = False
+    point_space: PointSpace = PointSpace.NONE
+    approval_asked: str = ""  # why an operator's approval is asked for (a vendor's safety check)
+    # Set by the loop once a browser point is bound (``ref`` is then the bound element's).
+    bound_point: PointTarget | None = None
+
+    @property
+    def at_point(self) -> bool:
+        """A browser action at a point (x, y) rather than at a ref."""
+        return self.point_space is not PointSpace.NONE
 
     def fingerprint(self, role: str, name: str) -> str:
         """A digest of what the action does, independent of refs and observations.
@@ -245,6 +292,10 @@ class ActionSpec:
             "tab_id": self.tab_id,
             "keys": list(self.keys),
         }
+        if self.point_space:
+            doc["point_space"] = self.point_space.value
+        if self.approval_asked:
+            doc["approval_asked"] = self.approval_asked
         raw = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(raw.encode()).hexdigest()
 
@@ -272,6 +323,8 @@ class ActionSpec:
             "delta_y": self.delta_y,
             "key_delay_ms": self.key_delay_ms,
             "tab_id": self.tab_id,
+            "point_space": self.point_space.value,
+            "approval_asked": self.approval_asked,
         }
         params.update({k: v for k, v in extras.items() if v})
         if self.files:

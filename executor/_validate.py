@@ -15,12 +15,14 @@ from handrail.executor._backend import ObserveOptions
 from handrail.executor._errors import InvalidArgumentError
 from handrail.executor._models import (
     BROWSER_KINDS,
+    BROWSER_POINT_KINDS,
     BROWSER_REF_KINDS,
     DESKTOP_KINDS,
     ActionKind,
     ActionSpec,
     BackendKind,
     DesktopTarget,
+    PointSpace,
     Verdict,
     WaitFor,
 )
@@ -37,6 +39,8 @@ MAX_BATCH = 50
 MAX_COORD = 100_000
 
 _BUTTONS = ("", "left", "middle", "right")
+# The keys a click or drag at a point may hold down (ActRequest.keys).
+MODIFIERS = ("Shift", "Control", "Alt", "Meta")
 
 
 def _bounded(field: str, value: str, limit: int, *, required: bool = True) -> str:
@@ -162,6 +166,10 @@ def _action_spec(req: pb.ActRequest) -> ActionSpec:
     if req.url and not needs_url:
         raise InvalidArgumentError("url", f"a {kind.value} action takes no url")
     _int_range("timeout_ms", req.timeout_ms, 0, MAX_TIMEOUT_MS)
+    if req.point_space not in _wire.POINT_SPACES:
+        raise InvalidArgumentError("point_space", f"unknown point space {req.point_space}")
+    if req.point_space and req.ref:
+        raise InvalidArgumentError("ref", "an action at a point (point_space) cites no ref")
     for name in ("x", "y", "to_x", "to_y", "delta_x", "delta_y"):
         _int_range(name, getattr(req, name), -MAX_COORD, MAX_COORD)
     if req.button not in _BUTTONS:
@@ -169,6 +177,7 @@ def _action_spec(req: pb.ActRequest) -> ActionSpec:
     _int_range("click_count", req.click_count, 0, 3)
     _int_range("key_delay_ms", req.key_delay_ms, 0, 1000)
     _int_range("approval_wait_ms", req.approval_wait_ms, 0, 10 * 60_000)
+    _bounded("approval_asked", req.approval_asked, 1024, required=False)
     if kind is ActionKind.UPLOAD and not req.files:
         raise InvalidArgumentError("files", "upload needs at least one file")
     for i, name in enumerate(req.files):
@@ -200,7 +209,18 @@ def _action_spec(req: pb.ActRequest) -> ActionSpec:
 def check_for_backend(backend: str, spec: ActionSpec, field: str = "") -> None:
     """The action's fields against what the session's backend can do."""
     prefix = f"{field}." if field else ""
-    if backend == BackendKind.BROWSER:
+    if backend == BackendKind.BROWSER and spec.at_point:
+        if spec.kind not in BROWSER_POINT_KINDS:
+            kinds = ", ".join(sorted(k.value for k in BROWSER_POINT_KINDS))
+            raise InvalidArgumentError(
+                prefix + "point_space", f"a {spec.kind.value} action takes no point ({kinds} do)"
+            )
+        for i, key in enumerate(spec.keys):
+            if key not in MODIFIERS:
+                raise InvalidArgumentError(
+                    f"{prefix}keys[{i}]", f"{key!r}: a point action holds only modifiers ({', '.join(MODIFIERS)})"
+                )
+    elif backend == BackendKind.BROWSER:
         if spec.kind not in BROWSER_KINDS:
             raise InvalidArgumentError(prefix + "kind", f"{spec.kind.value} is not a browser action")
         if spec.kind in BROWSER_REF_KINDS and not spec.ref:
@@ -216,6 +236,8 @@ def check_for_backend(backend: str, spec: ActionSpec, field: str = "") -> None:
             raise InvalidArgumentError(prefix + "kind", f"{spec.kind.value} is not a desktop action")
         if spec.ref:
             raise InvalidArgumentError(prefix + "ref", "desktop actions use x, y, not refs")
+        if spec.point_space is PointSpace.CSS:
+            raise InvalidArgumentError(prefix + "point_space", "a desktop point is in screenshot pixels, not CSS")
 
 
 def reconcile_args(req: pb.ReconcileRequest) -> tuple[str, Verdict, str]:

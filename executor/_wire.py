@@ -31,6 +31,7 @@ from handrail.executor._models import (
     FrameInfo,
     Observation,
     Outcome,
+    PointSpace,
     Reason,
     SessionInfo,
     TabInfo,
@@ -77,6 +78,12 @@ BACKENDS = {
     pb.BACKEND_BROWSER: BackendKind.BROWSER,
     pb.BACKEND_DESKTOP: BackendKind.DESKTOP,
 }
+POINT_SPACES = {
+    pb.POINT_SPACE_UNSPECIFIED: PointSpace.NONE,
+    pb.POINT_SPACE_SCREENSHOT: PointSpace.SCREENSHOT,
+    pb.POINT_SPACE_CSS: PointSpace.CSS,
+}
+POINT_SPACE_TO_PB = {v: k for k, v in POINT_SPACES.items()}
 VERDICTS = {pb.HAPPENED: Verdict.HAPPENED, pb.DID_NOT_HAPPEN: Verdict.DID_NOT_HAPPEN}
 _DIALOG_TYPES: dict[str, pb.DialogType] = {
     "alert": pb.DIALOG_TYPE_ALERT,
@@ -219,6 +226,8 @@ def action_spec_from_pb(req: pb.ActRequest, kind: ActionKind) -> ActionSpec:
         keys=tuple(req.keys),
         approval_wait_ms=req.approval_wait_ms,
         skip_reobserve=req.skip_reobserve,
+        point_space=POINT_SPACES.get(req.point_space, PointSpace.NONE),
+        approval_asked=req.approval_asked,
     )
 
 
@@ -357,6 +366,8 @@ def act_request_pb(session_id: str, spec: ActionSpec) -> pb.ActRequest:
         keys=list(spec.keys),
         approval_wait_ms=spec.approval_wait_ms,
         skip_reobserve=spec.skip_reobserve,
+        point_space=POINT_SPACE_TO_PB[spec.point_space],
+        approval_asked=spec.approval_asked,
     )
 
 

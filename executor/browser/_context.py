@@ -82,8 +82,11 @@ READ_FOCUSED_CONTEXT = (
 
 # The element check (CHECK_ELEMENT), and, when nothing changed, the element's context: one
 # round trip for both, on the picked element or on an element handle.
+# args: [since, point] (a pixel action's point: the element must be under it).
 CHECK_PICKED_CONTEXT = _on_picked(
-    "  const f = h.check(el, args[0]);\n  if (!f.problem) f.context = (" + READ_CONTEXT.strip() + ")(el);\n  return f;"
+    "  const f = h.check(el, args[0], args[1]);\n  if (!f.problem) f.context = ("
+    + READ_CONTEXT.strip()
+    + ")(el);\n  return f;"
 )
 CHECK_ELEMENT_CONTEXT = (
     "(el, since) => { const f = ("

@@ -171,7 +171,19 @@ GUARD = r"""
     return "";
   };
 
-  const check = (el, since) => {
+  // The topmost element at (x, y), through open shadow roots.
+  const hitAt = (x, y) => {
+    let hit = document.elementFromPoint(x, y);
+    while (hit && hit.shadowRoot) {
+      const deeper = hit.shadowRoot.elementFromPoint(x, y);
+      if (!deeper || deeper === hit) break;
+      hit = deeper;
+    }
+    return hit;
+  };
+  // ``at``: a point action's point [x, y] (CSS pixels): the element must be what is under
+  // it now, in place of the check at its centre; ``{problem, target}`` when it is not.
+  const check = (el, since, at) => {
     if (!el.isConnected) return { problem: "the element is no longer attached" };
     const changed = changedSince(el, since);
     if (changed) return { problem: changed };
@@ -181,6 +193,11 @@ GUARD = r"""
     if (el.disabled || (el.matches && el.matches(":disabled")) || el.closest('[aria-disabled="true"]'))
       return { problem: "the element is disabled" };
     if (el.closest("[inert]")) return { problem: "the element is inert" };
+    // A point action: something else under the point is another target (a pop-up, a
+    // backdrop), before anything else is said about the element.
+    const hit = at ? hitAt(at[0], at[1]) : null;
+    if (at && !inside(hit, el))
+      return { problem: `${hit ? describe(hit) : "nothing"} is under the point now`, target: true };
     // The page behind the topmost open modal is inert: highest z-index, then last in the
     // document (a survey drawn over a retention dialog is the one that counts).
     const modals = [...document.querySelectorAll('dialog[open], [aria-modal="true"]')]
@@ -191,6 +208,7 @@ GUARD = r"""
       if (z >= topZ) { top = m; topZ = z; }
     }
     if (top && !top.contains(el)) return { problem: `a modal (${describe(top)}) covers the page` };
+    if (at) return { problem: "", password: el instanceof HTMLInputElement && el.type === "password" };
     const r = el.getBoundingClientRect();
     const cx = r.left + r.width / 2, cy = r.top + r.height / 2;
     if (r.width > 0 && r.height > 0 && cx >= 0 && cy >= 0 && cx < window.innerWidth && cy < window.innerHeight) {
@@ -201,10 +219,10 @@ GUARD = r"""
     return { problem: "", password: el instanceof HTMLInputElement && el.type === "password" };
   };
 
-  const arm = (el, since, mode, token, ms) => {
+  const arm = (el, since, mode, token, ms, at) => {
     if (mode === "pointer" && !window.navigation) return { fallback: "no navigation API in this page" };
-    const facts = check(el, since);
-    if (facts.problem) return { problem: facts.problem };
+    const facts = check(el, since, at);
+    if (facts.problem) return { problem: facts.problem, target: !!facts.target };
     let answer = {};
     if (mode === "pointer") {
       for (const a of document.getAnimations()) {
@@ -225,21 +243,31 @@ GUARD = r"""
       if (!inside(hit, el)) return { fallback: "another element is on top at its centre" };
       answer = { x, y };
     }
-    const kb = mode === "keys";
+    // "point-keys" (typing at a point): the press that focuses the field is guarded as a
+    // click is, then the keys as for "keys"; "drag": the press as a click, and what
+    // follows (the moves, the release over the drop target) goes through unless the press
+    // was swallowed.
+    const kb = mode === "keys" || mode === "point-keys";
     // Armed for a bounded time: an input that never came must not guard the next action.
-    st.arm = { token, el, kb, id: identity(el, kb), blocked: "", changed: "", at: "", passed: [],
+    st.arm = { token, el, kb, press: mode === "point-keys", drag: mode === "drag",
+               id: identity(el, kb), blocked: "", changed: "", at: "", passed: [],
                keys: 0, chars: 0, navigate: null, submit: null, until: now() + ms };
     return answer;
   };
   const armed = () => (st.arm && now() < st.arm.until ? st.arm : null);
   const onPress = (e) => {
     const a = armed();
-    if (!a || a.kb || !e.isTrusted) return;
+    if (!a || (a.kb && !a.press) || !e.isTrusted) return;
+    if (a.drag && e.type !== "pointerdown" && e.type !== "mousedown") {
+      if (a.blocked || a.changed) stop(e);
+      else if (a.passed.length < 12) a.passed.push(e.type);
+      return;
+    }
     if (!a.blocked && !a.changed) {
       const n = e.composedPath()[0];
       if (!inside(n, a.el)) a.blocked = n && n.nodeType === 1 ? describe(n) : String(n);
       else {
-        a.changed = differs(a.id, identity(a.el, false));
+        a.changed = differs(a.id, identity(a.el, a.kb));
         if (a.changed) a.at = e.type;
       }
     }
@@ -257,6 +285,7 @@ GUARD = r"""
   const onKey = (e) => {
     const a = armed();
     if (!a || !a.kb || !e.isTrusted) return;
+    if (a.blocked) { stop(e); return; }  // the press that was to focus the field was swallowed
     if (!a.changed && e.type !== "keyup") {
       const focus = deepActive();
       const into = e.composedPath()[0];

@@ -208,8 +208,9 @@ def _on_picked(body: str) -> str:
     )
 
 
-# The element check, on the element picked for ``token``; args: [since].
-CHECK_PICKED = _on_picked("  return h.check(el, args[0]);")
+# The element check, on the element picked for ``token``; args: [since, point] (the point
+# of a pixel action, CSS pixels: the element must be under it; else its centre is checked).
+CHECK_PICKED = _on_picked("  return h.check(el, args[0], args[1]);")
 
 # The executor's own pointer, armed on the picked element right before the input goes out;
 # args: [since, arm token, how long the arm holds (ms)]. The element check again, at
@@ -220,8 +221,10 @@ CHECK_PICKED = _on_picked("  return h.check(el, args[0]);")
 ARM_POINTER = _on_picked("  return h.arm(el, args[0], 'pointer', args[1], args[2]);")
 
 # The input guard alone, armed on the picked element before Playwright's own click
-# (``mode`` "click") or keyboard input into it ("keys"); args: [since, token, ms, mode].
-ARM_INPUT = _on_picked("  return h.arm(el, args[0], args[3], args[1], args[2]);")
+# (``mode`` "click") or keyboard input into it ("keys"), or before the executor's input at
+# a point ("point", "drag", "point-keys", with the point); args: [since, token, ms, mode,
+# point].
+ARM_INPUT = _on_picked("  return h.arm(el, args[0], args[3], args[1], args[2], args[4]);")
 
 # Disarms the guard (``token``) and says what happened; see ``_guardscript.DISARM``.
 DISARM = r"""

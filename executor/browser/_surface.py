@@ -50,6 +50,7 @@ from handrail.executor.browser._context import (
 from handrail.executor.browser._expect import expectation_holds, wait_for
 from handrail.executor.browser._gate import NetworkGate
 from handrail.executor.browser._live import LiveView
+from handrail.executor.browser._pixels import at_point, check_point, scale_png
 from handrail.executor.browser._pointer import (
     ARMED_KINDS,
     POINTER_KINDS,
@@ -211,9 +212,9 @@ class BrowserSurface(LiveView):
             png = b""
             scale = options.screenshot_scale or 1.0
             if options.screenshot and not tab.dialogs:
-                png = await page.screenshot(type="png", scale="css")
+                png = await page.screenshot(type="png", scale="css", caret="initial")  # caret: _pixels
                 if scale < 1.0:
-                    png = _scale_png(png, scale)
+                    png = scale_png(png, scale)
         except PlaywrightError as exc:
             if "context was destroyed" in exc.message or "navigat" in exc.message:
                 raise _NavigatedError(exc.message) from exc
@@ -274,6 +275,9 @@ class BrowserSurface(LiveView):
         if tab.dialogs_opened != self._seen_dialogs or tab.dialogs:
             kind = tab.dialogs[-1].type if tab.dialogs else "a"
             return Refusal(Reason.STALE_OBSERVATION, f"a {kind} dialog opened; observe and handle it first")
+        if spec.bound_point is not None:  # a pixel action (executor/_points.py)
+            refusal, self._last_facts = await check_point(tab.page, spec, target, self._seen_clock, _named)
+            return refusal
         if target is None:
             return None
         return await self._check_element(tab.page, target)
@@ -413,6 +417,9 @@ class BrowserSurface(LiveView):
         page = tab.page
         kind = spec.kind
         locator = page.locator(f"aria-ref={spec.ref}") if spec.ref else None
+        if spec.bound_point is not None:
+            await at_point(page, tab, spec, self._seen_clock, timeout_ms)
+            return "point"
         if kind is ActionKind.NAVIGATE:
             try:
                 await page.goto(spec.url, wait_until="domcontentloaded", timeout=timeout_ms)
@@ -534,18 +541,6 @@ class BrowserSurface(LiveView):
         await self.gate.close()
         with contextlib.suppress(PlaywrightError):  # already gone with the browser
             await self._context.close()
-
-
-def _scale_png(png: bytes, scale: float) -> bytes:
-    import io
-
-    from PIL import Image
-
-    with Image.open(io.BytesIO(png)) as img:
-        size = (max(1, round(img.width * scale)), max(1, round(img.height * scale)))
-        out = io.BytesIO()
-        img.resize(size, Image.Resampling.LANCZOS).save(out, format="PNG")
-    return out.getvalue()
 
 
 def _named(info: RefInfo) -> str:

@@ -129,7 +129,9 @@ def test_focus_stolen_while_typing_stops_and_counts(notes: TkApp, thief: TkApp) 
             thief.command("steal-in 250")
             result = await s.dispatch(typing, 20_000)
             assert result.status is DispatchStatus.PARTIAL, result
-            assert result.reason == Reason.FOCUS_MISMATCH and thief.title in result.message
+            # The check names the thief, or (caught mid-switch) says no window is active.
+            named = thief.title in result.message or "the active window is no window" in result.message
+            assert result.reason == Reason.FOCUS_MISMATCH and named, result
             assert 0 < result.typed_chars < len(text)
             return result.typed_chars
 

@@ -461,3 +461,28 @@ async def _until(holds: Callable[[], bool], timeout_s: float = 5.0) -> None:
     while not holds():
         assert time.monotonic() < deadline, "timed out"
         await asyncio.sleep(0.005)
+
+
+def test_a_start_page_slower_than_the_session_ttl_does_not_end_the_session(sidecar: Sidecar, tmp_path: Path) -> None:
+    """Sessions that end: the TTL counts from the end of a call, so a session whose start
+    page takes longer than its TTL to load is not reaped while it opens."""
+    from handrail.executor._guard import OpenSpec
+    from handrail.executor._models import BackendKind
+    from tests.executor.inproc import ORIGIN
+
+    class SlowStart(FakeBackend):
+        async def start(self, url: str, timeout_ms: int) -> None:
+            await asyncio.sleep(1.6)  # the reaper looks every 0.25 s; the TTL is 1 s
+            await super().start(url, timeout_ms)
+
+    async def body() -> None:
+        async with running(sidecar, tmp_path / "ledger.sqlite", backend=SlowStart()) as rig:
+            await rig.core.close_session(rig.session, reason="test")
+            spec = OpenSpec(BackendKind.BROWSER, rig.target, f"{ORIGIN}/", None, session_ttl_ms=1_000)
+            info = await rig.core.open_session(token=rig.token, agent="", target=rig.target, spec=spec)
+            session = rig.core.sessions.get(info.session_id, rig.token)
+            assert not session.closed and rig.backend.started == [f"{ORIGIN}/"]
+            await asyncio.sleep(1.6)  # and once idle past its TTL, it is reaped
+            assert session.closed
+
+    run(body)

@@ -203,7 +203,7 @@ class Resource(_message.Message):
     def __init__(self, url: _Optional[str] = ..., element_role: _Optional[str] = ..., element_name: _Optional[str] = ..., window_class: _Optional[str] = ..., window_title: _Optional[str] = ..., password_field: _Optional[bool] = ..., dialog_title: _Optional[str] = ..., form_name: _Optional[str] = ..., heading: _Optional[str] = ..., description: _Optional[str] = ..., document_load: _Optional[bool] = ...) -> None: ...
 
 class CheckRequest(_message.Message):
-    __slots__ = ("principal", "target", "lease_epoch", "verb", "resource", "action_id", "fingerprint", "observation_id")
+    __slots__ = ("principal", "target", "lease_epoch", "verb", "resource", "action_id", "fingerprint", "observation_id", "approval_asked")
     PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     TARGET_FIELD_NUMBER: _ClassVar[int]
     LEASE_EPOCH_FIELD_NUMBER: _ClassVar[int]
@@ -212,6 +212,7 @@ class CheckRequest(_message.Message):
     ACTION_ID_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     OBSERVATION_ID_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_ASKED_FIELD_NUMBER: _ClassVar[int]
     principal: str
     target: str
     lease_epoch: int
@@ -220,7 +221,8 @@ class CheckRequest(_message.Message):
     action_id: str
     fingerprint: str
     observation_id: str
-    def __init__(self, principal: _Optional[str] = ..., target: _Optional[str] = ..., lease_epoch: _Optional[int] = ..., verb: _Optional[_Union[Verb, str]] = ..., resource: _Optional[_Union[Resource, _Mapping]] = ..., action_id: _Optional[str] = ..., fingerprint: _Optional[str] = ..., observation_id: _Optional[str] = ...) -> None: ...
+    approval_asked: str
+    def __init__(self, principal: _Optional[str] = ..., target: _Optional[str] = ..., lease_epoch: _Optional[int] = ..., verb: _Optional[_Union[Verb, str]] = ..., resource: _Optional[_Union[Resource, _Mapping]] = ..., action_id: _Optional[str] = ..., fingerprint: _Optional[str] = ..., observation_id: _Optional[str] = ..., approval_asked: _Optional[str] = ...) -> None: ...
 
 class CheckResponse(_message.Message):
     __slots__ = ("allow", "reason", "message", "decision_id", "policies", "grant_id", "lease_epoch", "approval_id", "shadow_policies", "grant_consumed", "idempotency_header")
