@@ -186,4 +186,4 @@ def test_grant_scope_flags_close_task_watch_and_reload(sidecar: Sidecar, capsys:
     out = capsys.readouterr().out
     assert seen == [0] and "1 grant(s) ended" in out and "grant close" in out
     assert _cli.main(["authz", "reload", *remote]) == 0
-    assert "reloaded: 4 policies" in capsys.readouterr().out
+    assert "reloaded: 5 policies" in capsys.readouterr().out

@@ -134,4 +134,4 @@ def test_principal_list_cli_still_works(tmp_path: Path, capsys: pytest.CaptureFi
     capsys.readouterr()
     assert _cli.main(["authz", "policies"]) == 0
     out = capsys.readouterr().out
-    assert "navigate-only-to-granted-origins" in out and "4 policies, valid" in out
+    assert "navigate-only-to-granted-origins" in out and "5 policies, valid" in out

@@ -71,9 +71,16 @@ AUTHZ_ROLES: dict[str, frozenset[str]] = {
     "ListPrincipals": _MANAGE,
     "RevokePrincipal": frozenset({"admin"}),
     "RotateToken": frozenset({"admin"}),
+    # a person's input, asked with their own token: only for that caller (see wrong_allow)
+    "CheckHumanInput": _MANAGE,
+    "ListLeases": _READ,
 }
 EXECUTOR_ROLES = frozenset({"agent"})
-_SESSION_RPCS = frozenset({"Observe", "Act", "ActBatch", "Reconcile", "CloseSession", "Attach"})
+#: The console's executor RPCs: operators and admins only, never an agent.
+EXECUTOR_CONSOLE_RPCS = frozenset(
+    {"ListSessions", "WatchScreen", "WatchTimeline", "HumanInput", "Locate", "DescribeAction"}
+)
+_SESSION_RPCS = frozenset({"Observe", "Act", "ActBatch", "Reconcile", "CloseSession", "Attach", "AskForPerson"})
 
 GRANTED_TARGET = "fz:granted"
 EXEC_TARGET = "fz:exec"
@@ -496,6 +503,9 @@ class Fuzzer:
             holder = self.world.names[call.identity] if role == "agent" else req.holder
             if not self.world.grants(holder, req.target):
                 return f"a lease on {req.target!r} went to {holder!r}, who has no grant on it"
+        if rpc == "CheckHumanInput" and response is not None and response.allow:
+            if req.principal != self.world.names.get(call.identity):
+                return f"a person's input was allowed for {req.principal!r}, not the caller"
         if rpc == "Check" and response is not None and response.allow:
             verb = authz_pb2.Verb.Name(req.verb).removeprefix("VERB_").lower()
             if verb not in self.world.grants(req.principal, req.target):
@@ -503,9 +513,11 @@ class Fuzzer:
         return ""
 
     def _executor_wrong_allow(self, call: Call, role: str, response: Any) -> str:
+        rpc, req = call.method.name, call.request
+        if rpc in EXECUTOR_CONSOLE_RPCS:
+            return "" if role in _MANAGE else f"role {role} was served a console call"
         if role not in EXECUTOR_ROLES:
             return f"role {role} was served"
-        rpc, req = call.method.name, call.request
         if rpc in _SESSION_RPCS and req.session_id not in self.world.sessions[call.identity]:
             return f"session {req.session_id!r} of someone else was served"
         results = []
