@@ -85,7 +85,13 @@ class PlansApp(FixtureApp):
 
     name: ClassVar[str] = "plans"
     initial_state: ClassVar[Mapping[str, Any]] = PLANS_INITIAL_STATE
+    #: The newest autosave per profile field (its ``seq``): older ones landing late are kept out.
+    _profile_seq: dict[str, int]
     template: ClassVar[str] = "plans.html"
+
+    def __init__(self, initial: Mapping[str, Any] | None = None, *, port: int = 0) -> None:
+        self._profile_seq = {}
+        super().__init__(initial, port=port)
 
     def cancelled(self) -> list[str]:
         """The ids of the plans cancelled so far, in the order the requests came."""
@@ -121,6 +127,10 @@ class PlansApp(FixtureApp):
                 field = form.get("field", "")
                 if field not in self._state["profile"]:
                     return Reply.error(HTTPStatus.CONFLICT, f"no field {field!r}")
+                seq = int(form.get("seq", "0") or 0)
+                if seq < self._profile_seq.setdefault(field, 0):  # an older autosave arriving late
+                    return _json({"saved": field, "stale": True})
+                self._profile_seq[field] = seq
                 self._state["profile"][field] = form.get("value", "")
                 return _json({"saved": field})
             if path in ("/pause", "/delete-account"):
