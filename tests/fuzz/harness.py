@@ -503,9 +503,9 @@ class Fuzzer:
             holder = self.world.names[call.identity] if role == "agent" else req.holder
             if not self.world.grants(holder, req.target):
                 return f"a lease on {req.target!r} went to {holder!r}, who has no grant on it"
-        if rpc == "CheckHumanInput" and response is not None and response.allow:
-            if req.principal != self.world.names.get(call.identity):
-                return f"a person's input was allowed for {req.principal!r}, not the caller"
+        allowed = response is not None and response.allow
+        if rpc == "CheckHumanInput" and allowed and req.principal != self.world.names.get(call.identity):
+            return f"a person's input was allowed for {req.principal!r}, not the caller"
         if rpc == "Check" and response is not None and response.allow:
             verb = authz_pb2.Verb.Name(req.verb).removeprefix("VERB_").lower()
             if verb not in self.world.grants(req.principal, req.target):
