@@ -462,7 +462,11 @@ def main() -> None:
                 s.close()
             for c in clients:
                 c.close()
-            raw_thread.join()
+            while raw_thread.is_alive():  # the raw side is slower (it clicks what it hits)
+                raw_thread.join(30)
+                print(
+                    f"  raw side: {sum(raw.actions.values())} actions, {time.monotonic() - started:.0f} s", flush=True
+                )
         finally:
             for e in executors:
                 e.stop()
