@@ -37,50 +37,9 @@ from hypothesis import strategies as st
 from handrail.authz import GrantInfo, Store
 from handrail.proto.authz.v1 import authz_pb2
 from handrail.proto.executor.v1 import executor_pb2
+from tests.fuzz.roles import AUTHZ_ROLES, EXECUTOR_CONSOLE_RPCS, EXECUTOR_ROLES, MANAGE, ROLE_OF, SESSION_RPCS
 
 IDENTITIES = ("none", "bad_token", "agent", "other_agent", "operator", "executor", "admin", "revoked")
-ROLE_OF = {"agent": "agent", "other_agent": "agent", "operator": "operator", "executor": "executor", "admin": "admin"}
-
-_ANY = frozenset({"agent", "operator", "executor", "admin"})
-_MANAGE = frozenset({"operator", "admin"})
-_READ = frozenset({"executor", "operator", "admin"})
-#: Which roles may get an OK from each authz RPC (the role table of docs/authz.md).
-AUTHZ_ROLES: dict[str, frozenset[str]] = {
-    "Check": frozenset({"agent", "executor", "admin"}),
-    "Grant": _MANAGE,
-    "Revoke": _MANAGE,
-    "ListGrants": _ANY,
-    "Acquire": _ANY,
-    "Renew": _ANY,
-    "Release": _ANY,
-    "TakeOver": _MANAGE,
-    "HandBack": _MANAGE,
-    "GetLease": _ANY,
-    "WhoAmI": _ANY,
-    "ReportActivity": frozenset({"executor", "admin"}),
-    "ExpireLease": frozenset({"admin"}),
-    "CloseTask": _MANAGE,
-    "Approve": _MANAGE,
-    "Deny": _MANAGE,
-    "GetApproval": _ANY,
-    "ListApprovals": _ANY,
-    "ReloadPolicies": _MANAGE,
-    "ExplainDecision": _READ,
-    "ListDecisions": _READ,
-    "Watch": _READ,
-    "ListPrincipals": _MANAGE,
-    "RevokePrincipal": frozenset({"admin"}),
-    "RotateToken": frozenset({"admin"}),
-    # a person's input, asked with their own token: only for that caller (see wrong_allow)
-    "CheckHumanInput": _MANAGE,
-    "ListLeases": _READ,
-}
-EXECUTOR_ROLES = frozenset({"agent"})
-#: The console's executor RPCs: operators and admins only, never an agent.
-EXECUTOR_CONSOLE_RPCS = frozenset(
-    {"ListSessions", "WatchScreen", "WatchTimeline", "HumanInput", "Locate", "DescribeAction"}
-)
-_SESSION_RPCS = frozenset({"Observe", "Act", "ActBatch", "Reconcile", "CloseSession", "Attach", "AskForPerson"})
 
 GRANTED_TARGET = "fz:granted"
 EXEC_TARGET = "fz:exec"
@@ -503,7 +462,7 @@ class Fuzzer:
             holder = self.world.names[call.identity] if role == "agent" else req.holder
             if not self.world.grants(holder, req.target):
                 return f"a lease on {req.target!r} went to {holder!r}, who has no grant on it"
-        allowed = response is not None and response.allow
+        allowed = rpc in ("Check", "CheckHumanInput") and response is not None and response.allow
         if rpc == "CheckHumanInput" and allowed and req.principal != self.world.names.get(call.identity):
             return f"a person's input was allowed for {req.principal!r}, not the caller"
         if rpc == "Check" and response is not None and response.allow:
@@ -515,10 +474,10 @@ class Fuzzer:
     def _executor_wrong_allow(self, call: Call, role: str, response: Any) -> str:
         rpc, req = call.method.name, call.request
         if rpc in EXECUTOR_CONSOLE_RPCS:
-            return "" if role in _MANAGE else f"role {role} was served a console call"
+            return "" if role in MANAGE else f"role {role} was served a console call"
         if role not in EXECUTOR_ROLES:
             return f"role {role} was served"
-        if rpc in _SESSION_RPCS and req.session_id not in self.world.sessions[call.identity]:
+        if rpc in SESSION_RPCS and req.session_id not in self.world.sessions[call.identity]:
             return f"session {req.session_id!r} of someone else was served"
         results = []
         if rpc == "Act" and response is not None:
