@@ -183,7 +183,11 @@ class Session:
             elements = self.recent_elements.get(generation)
             if elements is None:
                 return None
-            index = self._indexes[generation] = {e.ref: e for e in elements}
+            # An unchanged page gives the very list of the observation before (the
+            # reader's), whose index serves as it is: no walk of thousands of elements.
+            same = (self._indexes.get(g) for g, e in self.recent_elements.items() if e is elements)
+            index = next((i for i in same if i is not None), None) or {e.ref: e for e in elements}
+            self._indexes[generation] = index
         element = index.get(ref)
         return None if element is None else RefInfo.of(element)
 
