@@ -96,11 +96,12 @@ READ_FOCUSED_CONTEXT = (
 
 # The element check (CHECK_ELEMENT), and, when nothing changed, the element's context: one
 # round trip for both, on the picked element or on an element handle.
-# args: [since, point] (a pixel action's point: the element must be under it).
+# args: [since, point, keep] (a pixel action's point: the element must be under it; keep:
+# a token under which the page keeps the element, checked, for the input that follows).
 CHECK_PICKED_CONTEXT = _on_picked(
     "  const f = h.check(el, args[0], args[1]);\n  if (!f.problem) f.context = ("
     + READ_CONTEXT.strip()
-    + ")(el);\n  return f;"
+    + ")(el);\n  if (!f.problem && args[2]) h.keep(args[2], el);\n  return f;"
 )
 CHECK_ELEMENT_CONTEXT = (
     "(el, since) => { const f = ("

@@ -20,7 +20,8 @@ The snapshot's refs live in Playwright's isolated world; a page script needs the
 in the page's own. ``on_picked`` hands it over with a selector engine chained after the
 ref (``aria-ref=e5 >> handrail-pick=TOKEN``, see PICK_ENGINE): one ``count()`` round trip,
 against the ~5 ms of an element handle adopted across worlds; an element of a child frame
-goes by its handle.
+goes by its handle. The element check keeps the element it passed in the page for the
+arming of the click that follows (``on_kept``): one round trip, no second hand-over.
 """
 
 from __future__ import annotations
@@ -106,6 +107,14 @@ async def on_picked(page: Page, ref: str, script: str, *args: Any) -> tuple[int,
     return count, None if answer.get("unpicked") else answer
 
 
+async def on_kept(page: Page, kept: str, script: str, *args: Any) -> dict[str, Any] | None:
+    """Run ``script`` on the element a check kept under ``kept`` (CHECK_PICKED_CONTEXT's
+    ``keep``): one round trip, no hand-over from Playwright's world. None: the page has
+    none kept under that token (another document now, or it was taken)."""
+    answer = await run(page, script, [kept, *args])
+    return None if not isinstance(answer, dict) or answer.get("unpicked") else answer
+
+
 def stopped(report: dict[str, Any], what: str) -> str:
     """The sentence of a guard's report that stopped ``what`` (a click, the typing)."""
     if report.get("changed"):
@@ -118,8 +127,13 @@ def stopped(report: dict[str, Any], what: str) -> str:
     return f"at input time the point was covered by {report['blocked']}; nothing reached the page"
 
 
-async def guarded_click(page: Page, tab: NavigationWatch, spec: ActionSpec, since: float, timeout_ms: int) -> bool:
+async def guarded_click(
+    page: Page, tab: NavigationWatch, spec: ActionSpec, since: float, timeout_ms: int, *, kept: str = ""
+) -> bool:
     """Click (or double-click) the element of ``spec.ref``, guarded; False: let Playwright.
+
+    ``kept``: the token under which the check kept the element (``on_kept``); the guard is
+    armed on it, checked once more, without handing the ref over again.
 
     Raises:
         NotStartedError: the element is gone or changed since ``since``, or between the
@@ -129,7 +143,10 @@ async def guarded_click(page: Page, tab: NavigationWatch, spec: ActionSpec, sinc
     """
     token = secrets.token_hex(8)
     try:
-        count, armed = await on_picked(page, spec.ref, ARM_POINTER, since, token, _ARM_MS)
+        armed = await on_kept(page, kept, ARM_POINTER, since, token, _ARM_MS) if kept else None
+        count = 1
+        if armed is None:
+            count, armed = await on_picked(page, spec.ref, ARM_POINTER, since, token, _ARM_MS)
     except PlaywrightError:
         return False  # navigated meanwhile: Playwright's click will say what it finds
     if count == 0:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,7 @@ class BrowserSurface(LiveView):
         # The ref prefix of the main frame's document in the latest snapshot ("" for the
         # first document, "f2" … after a navigation; a child frame's refs have another).
         self._main_document = ""
+        self._kept = ("", "")  # the ref the last check passed, the token its element is kept under
         self.gate = NetworkGate(context, self._tab_id_of)
         self._reader = TabReader()
         context.on("page", self._on_page)
@@ -255,7 +257,7 @@ class BrowserSurface(LiveView):
     # -- checks -----------------------------------------------------------------------
 
     async def check_fresh(self, cited: Observation, spec: ActionSpec, target: RefInfo | None) -> Refusal | None:
-        self._last_facts = {}
+        self._last_facts, self._kept = {}, ("", "")
         # Arguments that only the surface can judge are judged now, before any intent.
         if spec.kind is ActionKind.UPLOAD:
             self._upload_paths(spec.files)
@@ -288,9 +290,12 @@ class BrowserSurface(LiveView):
         # it attached, unchanged since the observation — nor its ancestors, its labels or
         # its content, so its role and accessible name are the ones observed — visible,
         # enabled and not covered.
-        count, facts = 1, None
+        count, facts, self._kept = 1, None, ("", "")
         if info.frame == self._main_document:
-            count, facts = await on_picked(page, info.ref, CHECK_PICKED_CONTEXT, self._seen_clock)
+            keep = secrets.token_hex(8)  # the page keeps the element checked for the arming that follows
+            count, facts = await on_picked(page, info.ref, CHECK_PICKED_CONTEXT, self._seen_clock, None, keep)
+            if count == 1 and facts is not None and not facts.get("problem"):
+                self._kept = (info.ref, keep)
         if count == 1 and facts is None:  # a child frame's element, or one not handed over
             try:
                 count, facts = await self._facts_by_handle(page, info)
@@ -468,11 +473,12 @@ class BrowserSurface(LiveView):
         else:
             assert locator is not None  # validated: these kinds need a ref
             main = document_of(spec.ref) == self._main_document  # a child frame's: Playwright's
+            kept, self._kept = self._kept[1] if self._kept[0] == spec.ref else "", ("", "")
             if (
                 kind in POINTER_KINDS
                 and self._pointer_clicks
                 and main
-                and await guarded_click(tab.page, tab, spec, self._seen_clock, timeout_ms)
+                and await guarded_click(tab.page, tab, spec, self._seen_clock, timeout_ms, kept=kept)
             ):
                 return "pointer"
             mode = ARMED_KINDS.get(kind)
