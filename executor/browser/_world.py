@@ -27,7 +27,9 @@ _sessions: weakref.WeakKeyDictionary[Page, asyncio.Future[CDPSession]] = weakref
 
 async def _session(page: Page) -> CDPSession:
     opening = _sessions.get(page)
-    if opening is None or (opening.done() and (opening.cancelled() or opening.exception() is not None)):
+    if opening is not None and opening.done() and not opening.cancelled() and opening.exception() is None:
+        return opening.result()
+    if opening is None or opening.done():  # none yet, or the last attempt failed
         opening = _sessions[page] = asyncio.ensure_future(page.context.new_cdp_session(page))
     return await asyncio.shield(opening)
 
