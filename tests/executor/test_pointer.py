@@ -207,3 +207,78 @@ def test_a_link_is_followed_and_a_fragment_link_is_not_waited_for(stack: Stack, 
     assert r.observation is not None and r.observation.url.endswith("/thanks")
     assert "Thank you" in r.observation.snapshot
     assert _via(stack, session) == ["pointer", "pointer"]
+
+
+HEADINGS = (
+    "<!doctype html><title>Headings</title><main><h1>Top</h1><section><h2>Plans <button>In</button></h2>"
+    "<ul><li><button>One</button></li><li><div role=heading>Row title</div><button>Two</button></li></ul></section>"
+    + "".join(f"<p>filler {i}</p>" for i in range(80))
+    + "<button>Far</button><div role=HEADING>not a heading</div><button>After</button></main>"
+)
+
+
+def test_the_context_reader_finds_the_heading_the_page_wide_query_finds() -> None:
+    """The nearest heading before an element is found walking back from it (a few dozen
+    elements, then the page-wide query): the same heading for every element."""
+    from handrail.executor.browser._context import READ_CONTEXT
+
+    old = (
+        "(el) => { let heading = null;"
+        " for (const h of document.querySelectorAll('h1,h2,h3,h4,h5,h6,[role=\"heading\"]')) {"
+        " if (h.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) heading = h; else break; }"
+        " return heading ? heading.textContent.replace(/\\s+/g, ' ').trim() : ''; }"
+    )
+
+    async def run() -> list[list[str]]:
+        host = BrowserHost()
+        await host.start()
+        try:
+            with serve({"/h": HEADINGS}) as s:
+                surface = await host.open_page(s.url + "/h")
+                pairs: list[list[str]] = await surface.active.page.evaluate(
+                    "([read, old]) => { const r = eval(read), o = eval(old);"
+                    " return [...document.querySelectorAll('main *')].map((el) => [r(el).heading, o(el)]); }",
+                    [READ_CONTEXT, old],
+                )
+                return pairs
+        finally:
+            await host.close()
+
+    pairs = asyncio.run(run())
+    assert len(pairs) > 90 and all(new == old for new, old in pairs), [p for p in pairs if p[0] != p[1]]
+    assert {new for new, _ in pairs} >= {"Top", "Plans In", "Row title"}
+
+
+def test_the_arming_takes_the_element_its_check_kept_and_checks_it_again(site: Site) -> None:
+    """The check keeps the element it passed; the arming takes it (once) and checks it
+    again: a change between the two is refused, as with a fresh hand-over."""
+    from handrail.executor.browser._context import CHECK_PICKED_CONTEXT
+    from handrail.executor.browser._pointer import on_kept, on_picked
+
+    async def run() -> list[object]:
+        host = BrowserHost()
+        await host.start()
+        try:
+            surface = await host.open_page(site.url + "/pointer")
+            page = surface.active.page
+            snapshot = await page.aria_snapshot(mode="ai")
+            since = (await page.evaluate(READ_CLOCK))[1]
+            ref = next(line for line in snapshot.splitlines() if '"Poke"' in line).split("[ref=")[1].split("]")[0]
+            out: list[object] = []
+            for change in ("", "el.textContent = 'Poke now'"):
+                count, facts = await on_picked(page, ref, CHECK_PICKED_CONTEXT, since, None, "kept-1")
+                assert count == 1 and facts is not None and not facts["problem"], facts
+                if change:
+                    await page.evaluate(f"() => {{ const el = [...document.querySelectorAll('button')]"
+                                        f".find((b) => b.textContent === 'Poke'); {change}; }}")  # fmt: skip
+                armed = await on_kept(page, "kept-1", ARM_POINTER, since, "arm-1", 5000)
+                out += [armed, await on_kept(page, "kept-1", ARM_POINTER, since, "arm-2", 5000)]
+                await page.evaluate(DISARM, "arm-1")
+            return out
+        finally:
+            await host.close()
+
+    unchanged, again, changed, _ = asyncio.run(run())
+    assert isinstance(unchanged, dict) and "x" in unchanged, unchanged
+    assert again is None  # taken once
+    assert isinstance(changed, dict) and "content changed" in str(changed.get("problem")), changed
