@@ -21,6 +21,7 @@ The modules, bottom up (each imports only modules above it in this list)::
     _watch             the in-process event hub behind Watch
     _journal           the memory-mapped decision journal files
     _store             the storage seam: the AuthzStore protocol
+    _store_parts       the AuthzStore methods both stores hand to one of their parts
     _sqlite_db         SQLite: one file's connections and its atomic() transaction
     _sqlite_schema     SQLite: columns, rows to records and back
     _sqlite_migrations SQLite: the recorded, versioned schema
