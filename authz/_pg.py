@@ -43,7 +43,7 @@ from typing import Any
 
 import psycopg
 
-from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, PrincipalInfo
+from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, PrincipalInfo
 from handrail.authz._pg_approvals import PgApprovals, PgDecisions
 from handrail.authz._pg_db import PgDatabase, describe
 from handrail.authz._pg_grants import PgGrants
@@ -51,6 +51,7 @@ from handrail.authz._pg_leases import PgLeases
 from handrail.authz._pg_principals import PgPrincipals
 from handrail.authz._pg_schema import MIGRATIONS
 from handrail.authz._pg_watch import SharedEventHub
+from handrail.authz._store import CheckSnapshot
 from handrail.authz._store_parts import StoreParts
 from handrail.authz._watch import EventHub
 
@@ -152,7 +153,7 @@ class PgStore(StoreParts):
 
     def grants_for(self, principal: str, target: str) -> list[GrantInfo]:
         """See :meth:`AuthzStore.grants_for`."""
-        return self._grants.snapshot(principal, target)[2]
+        return self._grants.snapshot(principal, target).grants
 
     def indexed_grant(self, grant_id: str) -> GrantInfo | None:
         """See :meth:`AuthzStore.indexed_grant`: there is no index here, so a read."""
@@ -160,11 +161,9 @@ class PgStore(StoreParts):
 
     # --- checks and the decision log ----------------------------------------------------------
 
-    def check_snapshot(
-        self, principal: str, target: str
-    ) -> tuple[PrincipalInfo | None, LeaseInfo | None, list[GrantInfo], int]:
+    def check_snapshot(self, principal: str, target: str, token: str = "") -> CheckSnapshot:
         """See :meth:`AuthzStore.check_snapshot`: one statement, the database's clock."""
-        return self._grants.snapshot(principal, target)
+        return self._grants.snapshot(principal, target, token)
 
     def commit_check(
         self,

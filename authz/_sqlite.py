@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from handrail.authz._errors import AuthzError
-from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, PrincipalInfo
+from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, PrincipalInfo
 from handrail.authz._sqlite_approvals import SqliteApprovals
 from handrail.authz._sqlite_db import SqliteDatabase, wall_clock_ms
 from handrail.authz._sqlite_decisions import Checkpointer, DecisionLog
@@ -37,6 +37,7 @@ from handrail.authz._sqlite_leases import SqliteLeases
 from handrail.authz._sqlite_migrations import Migrations
 from handrail.authz._sqlite_principals import SqlitePrincipals
 from handrail.authz._sqlite_schema import DB_NAME
+from handrail.authz._store import CheckSnapshot
 from handrail.authz._store_parts import StoreParts
 from handrail.authz._watch import EventHub
 
@@ -169,13 +170,14 @@ class SqliteStore(StoreParts):
 
     # --- checks and the decision log ----------------------------------------------------------
 
-    def check_snapshot(
-        self, principal: str, target: str
-    ) -> tuple[PrincipalInfo | None, LeaseInfo | None, list[GrantInfo], int]:
-        """See :meth:`AuthzStore.check_snapshot`: read from memory, no SQL (the principal
-        is a dictionary hit while no process changed a principal)."""
+    def check_snapshot(self, principal: str, target: str, token: str = "") -> CheckSnapshot:
+        """See :meth:`AuthzStore.check_snapshot`: read from memory, no SQL (a principal is
+        a dictionary hit while no process changed a principal)."""
+        caller = self._principals.by_token(token) if token else None
         agent = self._principals.by_name(principal)
-        return agent, self._leases.row(target), self._grants.covering(principal, target), self._clock()
+        return CheckSnapshot(
+            caller, agent, self._leases.row(target), self._grants.covering(principal, target), self._clock()
+        )
 
     def commit_check(
         self,
