@@ -40,6 +40,7 @@ The modules, bottom up (each imports only modules above it in this list)::
     _pg                PgStore: the PostgreSQL parts put together behind AuthzStore
     _identity          who a caller is; whether a named principal is a live agent
     _person_checks     the console's part: a person's input at the wheel, every lease
+    _watch_part        the authorizer's side of Watch: subscribing, publishing changes
     _authorizer        the sidecar's behaviour over an AuthzStore (no gRPC)
     _wire              protobuf messages to records and back, and the wire enums
     _wire_responses    the servicer's responses

@@ -46,7 +46,7 @@ from handrail.authz._models import (
 )
 from handrail.authz._policies import PolicyEngine
 from handrail.authz._store import AuthzStore, CheckSnapshot
-from handrail.authz._watch import Subscription
+from handrail.authz._watch_part import WatchPart
 
 log = logging.getLogger("handrail.authz")
 
@@ -59,7 +59,7 @@ _MAX_ATTEMPTS = 16
 MAX_LISTED = 1000
 
 
-class Authorizer(_person_checks.PersonChecks):
+class Authorizer(_person_checks.PersonChecks, WatchPart):
     """The sidecar's behaviour over one store.
 
     Args:
@@ -507,37 +507,7 @@ class Authorizer(_person_checks.PersonChecks):
             raise InvalidArgumentError("limit", f"must be within 0..{MAX_LISTED}")
         return self.store.list_decisions(principal, target, reason, since_ms, limit or 50)
 
-    # --- Watch --------------------------------------------------------------------------------
-
-    def watch(self, caller: Principal, targets: list[str], since_seq: int) -> tuple[list[WatchEventInfo], Subscription]:
-        """Subscribe to changes (executor, operator, admin).
-
-        Returns:
-            Events to send first (the current lease of each target, marked ``resync``, when
-            ``since_seq`` is older than the replay buffer) and the subscription.
-        """
-        _core.require_role(caller, _core.WATCHERS, "watch")
-        for i, target in enumerate(targets):
-            _core.check_text(f"targets[{i}]", target, required=True)
-        if since_seq < 0:
-            raise InvalidArgumentError("since_seq", "must not be negative")
-        sub = self.hub.subscribe(targets, since_seq)
-        first: list[WatchEventInfo] = []
-        if sub.gap:
-            now = self.store.now_ms()
-            names = targets or [lease.target for lease in self.store.leases()]
-            for target in names:
-                first.append(
-                    WatchEventInfo(
-                        seq=self.hub.last_seq,
-                        kind="lease",
-                        target=target,
-                        change="resync",
-                        lease=self.store.get_lease(target),
-                        at_ms=now,
-                    )
-                )
-        return first, sub
+    # --- Watch (subscribing and publishing: WatchPart) -----------------------------------------
 
     def _remote_event(self, event: WatchEventInfo) -> None:
         """Another replica's change (a shared store): notice its expiry, reload policies."""
@@ -550,30 +520,6 @@ class Authorizer(_person_checks.PersonChecks):
         if event.kind == "policy" and event.change == "reload":
             with contextlib.suppress(PolicyError):  # logged; this replica keeps its policies
                 self._load_policies("another replica")
-
-    def _publish_lease(self, change: str, lease: LeaseInfo) -> None:
-        self.hub.publish(kind="lease", target=lease.target, change=change, lease=lease, at_ms=self.store.now_ms())
-
-    def _publish_grant(self, change: str, grant: GrantInfo) -> None:
-        self.hub.publish(
-            kind="grant",
-            target=grant.target,
-            change=change,
-            grant_id=grant.grant_id,
-            grant=grant,
-            at_ms=self.store.now_ms(),
-        )
-
-    def _publish_approval(self, change: str, approval: ApprovalInfo) -> None:
-        self.hub.publish(
-            kind="approval",
-            target=approval.target,
-            change=change,
-            approval_id=approval.approval_id,
-            approval_status=approval.status,
-            approval=approval,
-            at_ms=self.store.now_ms(),
-        )
 
     # --- noticing expiry ----------------------------------------------------------------------
 
