@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple, TypeVar
@@ -65,10 +66,15 @@ class _LastInFirstOut(psycopg_pool.ConnectionPool[psycopg.Connection[Any]]):
     statement woke another process, and a check's round trip took ~1.5x as long here.
     The pool's shrinking still closes the connection idle longest (its other end)."""
 
+    # psycopg_pool's internals (3.2, 3.3): its idle deque ``_pool`` and ``_nconns_min``. A
+    # release that changes them gets its own order back, never an error.
+
     def _get_ready_connection(self, timeout: float | None) -> psycopg.Connection[Any] | None:
-        if self._pool and (timeout is None or timeout > 0.0):
-            conn = self._pool.pop()
-            self._nconns_min = min(self._nconns_min, len(self._pool))
+        idle = getattr(self, "_pool", None)
+        least = getattr(self, "_nconns_min", None)
+        if isinstance(idle, deque) and isinstance(least, int) and idle and (timeout is None or timeout > 0.0):
+            conn: psycopg.Connection[Any] = idle.pop()
+            self._nconns_min = min(least, len(idle))
             return conn
         return super()._get_ready_connection(timeout)
 
