@@ -76,6 +76,16 @@ def test_the_executor_checks_its_own_token_at_start(stack: Stack, tmp_path: Path
     )
 
 
+def test_the_console_checks_its_back_ends_at_start(stack: Stack) -> None:
+    def console(*args: str) -> subprocess.CompletedProcess[str]:
+        return handrail("console", "--listen", "127.0.0.1:0", "--start-timeout", "1", *args)
+
+    assert "cannot reach the authz sidecar at 127.0.0.1:1" in one_line(console("--authz", "127.0.0.1:1"))
+    assert "cannot reach the executor at 127.0.0.1:1" in one_line(
+        console("--authz", stack.authz.address, "--executor", stack.executor.address, "--executor", "127.0.0.1:1")
+    )
+
+
 def test_no_port_sharing_and_one_executor_per_data_dir(stack: Stack, tmp_path: Path) -> None:
     token = stack.executor_principal.token
     taken = one_line(executor_serve(stack.authz.address, token, tmp_path / "d", listen=stack.executor.address))

@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 _MAX_SIDE = 4096
 _RETARGET_S = 0.5  # how often a cast looks whether the active tab changed
 _NAVIGATION_WAIT_S = 2.0  # how long a person's input waits for the navigation it started
+_NEXT_TASK = "() => new Promise(r => setTimeout(r, 0))"
+_NEXT_TASK_WAIT_S = 0.25
 
 
 class _Viewer:
@@ -195,6 +197,17 @@ class LiveView:
         asked.clear()
         try:
             result = await asyncio.wait_for(human_input(page, spec, self._viewport()), timeout_ms / 1000)
+            if result.status is DispatchStatus.DONE and not asked.is_set():
+                # A form's submission is a task the page posts while handling the input,
+                # so it asks for its navigation after the input is acknowledged: let the
+                # page run one task more before deciding nothing was asked.
+                # Bounded: a dialog the input opened holds every script until it is answered.
+                try:
+                    await asyncio.wait_for(page.evaluate(_NEXT_TASK), _NEXT_TASK_WAIT_S)
+                except PlaywrightError:  # the document went away under it: it navigated
+                    asked.set()
+                except TimeoutError:
+                    pass
             if asked.is_set() and result.status is DispatchStatus.DONE:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(asyncio.shield(ends), min(timeout_ms / 1000, _NAVIGATION_WAIT_S))

@@ -6,7 +6,10 @@ import argparse
 import logging
 import os
 import sys
+import time
 from typing import Any
+
+import grpc
 
 from handrail.console._config import DEFAULT_LISTEN, ConsoleConfig
 from handrail.console._serve import serve_forever
@@ -35,7 +38,34 @@ def register(sub: Any) -> None:
     p.add_argument("--authz-ca", default="", help="PEM CA certificates: the sidecar speaks TLS")
     p.add_argument("--idle-timeout", type=float, default=1800, metavar="S", help="sign-ins end after S idle seconds")
     p.add_argument("--allowed-host", action="append", default=[], help="a Host header to answer (repeatable)")
+    p.add_argument(
+        "--start-timeout",
+        type=float,
+        default=10,
+        metavar="S",
+        help="wait up to S seconds for the sidecar and the executors to answer before serving (default %(default)s)",
+    )
     p.set_defaults(func=_main)
+
+
+def unreachable(config: ConsoleConfig, timeout_s: float) -> str:
+    """The first back end (sidecar, then executors) that does not answer within
+    ``timeout_s`` in all, as a one-line reason; empty when every one answers."""
+    deadline = time.monotonic() + timeout_s
+    backends = [("the authz sidecar", config.authz, config.authz_root_certificates)]
+    backends += [("the executor", address, None) for address in config.executors]
+    for what, address, roots in backends:
+        if roots is None:
+            channel = grpc.insecure_channel(address)
+        else:
+            channel = grpc.secure_channel(address, grpc.ssl_channel_credentials(root_certificates=roots))
+        try:
+            grpc.channel_ready_future(channel).result(timeout=max(0.1, deadline - time.monotonic()))
+        except grpc.FutureTimeoutError:
+            return f"cannot reach {what} at {address} (is it running?)"
+        finally:
+            channel.close()
+    return ""
 
 
 def _main(args: argparse.Namespace) -> int:
@@ -55,6 +85,10 @@ def _main(args: argparse.Namespace) -> int:
             allowed_hosts=tuple(args.allowed_host),
             authz_root_certificates=roots,
         )
+        problem = unreachable(config, args.start_timeout)
+        if problem:
+            print(f"handrail console: {problem}", file=sys.stderr)
+            return 1
         return serve_forever(config)
     except (OSError, ValueError) as exc:
         print(f"handrail console: cannot start: {exc}", file=sys.stderr)

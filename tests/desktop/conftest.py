@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -64,6 +65,20 @@ def thief(xdisplay: str, notes: TkApp) -> Iterator[TkApp]:
         app.window_id()
         activate(notes)  # a new window takes the focus; give it back
         yield app
+
+
+def steal_while_typing(notes: TkApp, thief: TkApp, after_chars: int = 12) -> threading.Thread:
+    """Have ``thief`` take the focus once ``notes`` holds ``after_chars`` characters: in
+    the middle of a long text, however slowly a loaded machine types (a fixed delay
+    struck before the first key or after the last one there)."""
+
+    def strike() -> None:
+        notes.wait_state(lambda state: len(state["text"]) >= after_chars, timeout=30)
+        thief.command("steal")
+
+    watcher = threading.Thread(target=strike, name="thief", daemon=True)
+    watcher.start()
+    return watcher
 
 
 def activate(app: TkApp) -> None:

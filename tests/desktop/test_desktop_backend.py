@@ -22,7 +22,7 @@ from handrail.executor._models import (
 )
 from handrail.executor.desktop import X11, Keyboard, bind_window, open_desktop
 from handrail.scenarios._tkapps import COLOURS, NOTES_LAYOUT, TkApp
-from tests.desktop.conftest import activate, observe, surface, unique_title
+from tests.desktop.conftest import activate, observe, steal_while_typing, surface, unique_title
 
 pytestmark = pytest.mark.desktop
 
@@ -126,8 +126,9 @@ def test_focus_stolen_while_typing_stops_and_counts(notes: TkApp, thief: TkApp) 
             obs = await observe(s)
             typing = spec(obs, ActionKind.TYPE, text=text, key_delay_ms=4)
             assert await s.check_fresh(obs, typing, None) is None
-            thief.command("steal-in 250")
+            watcher = steal_while_typing(notes, thief)
             result = await s.dispatch(typing, 20_000)
+            watcher.join(10)
             assert result.status is DispatchStatus.PARTIAL, result
             # The check names the thief, or (caught mid-switch) says no window is active.
             named = thief.title in result.message or "the active window is no window" in result.message

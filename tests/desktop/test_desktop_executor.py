@@ -16,7 +16,7 @@ from handrail.scenarios._tkapps import COLOURS, NOTES_LAYOUT, TkApp
 from handrail.scenarios._x11 import connect
 from tests.conftest import Stack
 from tests.desktop.attackers import Attacker
-from tests.desktop.conftest import DesktopAgent, activate, unique_title
+from tests.desktop.conftest import DesktopAgent, activate, steal_while_typing, unique_title
 
 pytestmark = [pytest.mark.desktop, pytest.mark.slow]
 
@@ -68,8 +68,9 @@ def test_focus_stolen_halfway_stops_typing_and_the_ledger_says_how_much(
 ) -> None:
     session = open_on(desktop_agent, notes)
     text = "Quarterly figures look fine; shipping the report to finance today. " * 4
-    thief.command("steal-in 300")
+    watcher = steal_while_typing(notes, thief)
     r = session.type(text, key_delay_ms=4, timeout_ms=30_000).result
+    watcher.join(10)
     assert r.outcome is Outcome.FAILED and r.reason == "FOCUS_MISMATCH" and r.execution_started, r
     assert 0 < r.typed_chars < len(text)
     assert f"after {r.typed_chars} of {len(text)} characters" in r.message
