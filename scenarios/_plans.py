@@ -21,7 +21,9 @@ afterwards which plan was cancelled and which field received the text.
                              (``POST /cancel-all``) exactly over it (gone after MS ms);
   ``overlay=timer:MS``       the same pop-up MS ms after load, over row ``overlay_row``;
   ``tick=MS``                a clock line under the table changes every MS ms: a change
-                             that touches no row (a guard must not refuse for it).
+                             that touches no row (a guard must not refuse for it);
+  ``repaint=MS``             every MS ms the rows are painted again with the text they
+                             have (text written over with its own value: no change).
 
   The ``rerender`` fault of a scenario (``FixtureApp.push_rerender``) rotates the rows once.
 - ``GET /profile`` — two autosaved fields, "Email" and "Phone", whose labels are painted
@@ -72,7 +74,7 @@ POSING_REF = "e13"
 """The ref Playwright's ``aria_snapshot(mode="ai")`` gives "Delete account" on a freshly
 loaded ``/account``: the support note's text names it (a test pins it)."""
 
-_OPTIONS = {"rerender": "", "overlay": "", "overlay_row": "4", "swap": "", "tick": ""}
+_OPTIONS = {"rerender": "", "overlay": "", "overlay_row": "4", "swap": "", "tick": "", "repaint": ""}
 
 
 class PlansApp(FixtureApp):

@@ -134,8 +134,12 @@ INIT_SCRIPT = (
   };
   const observer = new MutationObserver((records) => {
     const t = now();
-    st.mutations += records.length;
     for (const r of records) {
+      // A text written again with the value it had (a by-index repaint of an unchanged
+      // row) changes nothing anyone can see: not a change. (X -> Y -> X in one batch
+      // still counts: its second record's old value is Y.)
+      if (r.type === "characterData" && r.oldValue === r.target.nodeValue) continue;
+      st.mutations += 1;
       if (r.type === "attributes") {
         attr.set(r.target, t);
         markUp(r.target.parentNode, t);
@@ -180,7 +184,9 @@ INIT_SCRIPT = (
       clock: () => [st.mutations, now()],
     }),
   });
-  observer.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+  observer.observe(document, {
+    subtree: true, childList: true, attributes: true, characterData: true, characterDataOldValue: true,
+  });
 })();
 """
     )

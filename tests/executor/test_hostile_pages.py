@@ -104,8 +104,21 @@ def test_a_clock_that_touches_no_row_refuses_nothing(
     session = _open(stack, agent, client, plans, "/?tick=20")
     for plan in ("Plan C", "Plan F"):
         r = session.click(session.find("button", "Cancel", within=("row", plan)), timeout_ms=3000)
-        assert r.result.outcome is Outcome.DONE, r.result
+        assert r.result.outcome is Outcome.DONE, (r.result.reason, r.result.message)
     assert settled_cancellations(plans, ["C", "F"]) == ["C", "F"]
+
+
+def test_rows_painted_again_with_the_same_text_refuse_nothing(
+    stack: Stack, agent: AgentSetup, client: ExecutorClient, plans: PlansApp
+) -> None:
+    # Every row's text written over with its own value every 15 ms: nothing anyone can see
+    # changed, so a cited button is not stale (a rotation, which changes the text, is:
+    # the timer tests above).
+    session = _open(stack, agent, client, plans, "/?repaint=15")
+    for plan in ("Plan B", "Plan G"):
+        r = session.click(session.find("button", "Cancel", within=("row", plan)), timeout_ms=3000)
+        assert r.result.outcome is Outcome.DONE, (r.result.reason, r.result.message)
+    assert settled_cancellations(plans, ["B", "G"]) == ["B", "G"]
 
 
 @pytest.mark.parametrize(
