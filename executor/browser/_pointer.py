@@ -28,8 +28,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from playwright.async_api import Error as PlaywrightError
@@ -54,8 +56,27 @@ ARMED_KINDS = {
     ActionKind.PRESS: "keys",
     ActionKind.HOTKEY: "keys",
 }
-_ARM_MS = 5_000  # how long the guard holds for the executor's own click
+ARM_MS = 5_000  # how long the guard holds for the executor's own click
+# The guard armed with the check holds this much longer than an arm at dispatch would, for
+# the decision and the intent between them; past _ARM_REUSE_MS the dispatch arms anew.
+ARM_EXTRA_MS = 3_000
+_ARM_REUSE_MS = 3_000
+
+
 _GONE = {"blocked": "", "changed": "", "navigating": True, "gone": True}
+
+
+@dataclass(frozen=True)
+class CheckArm:
+    """The input guard armed on an element with its check before the decision (``_surface``)."""
+
+    token: str
+    ref: str
+    answer: dict[str, Any]
+    at: float  # time.monotonic() of the arm
+
+    def usable(self, spec: ActionSpec) -> bool:
+        return spec.ref == self.ref and (time.monotonic() - self.at) * 1000 < _ARM_REUSE_MS
 
 
 class NotStartedError(Exception):
@@ -117,8 +138,18 @@ def stopped(report: dict[str, Any], what: str) -> str:
     return f"at input time the point was covered by {report['blocked']}; nothing reached the page"
 
 
-async def guarded_click(page: Page, tab: NavigationWatch, spec: ActionSpec, since: float, timeout_ms: int) -> bool:
+async def guarded_click(
+    page: Page,
+    tab: NavigationWatch,
+    spec: ActionSpec,
+    since: float,
+    timeout_ms: int,
+    pre: tuple[str, dict[str, Any]] | None = None,
+) -> bool:
     """Click (or double-click) the element of ``spec.ref``, guarded; False: let Playwright.
+
+    ``pre``: the guard was armed in "pointer" mode with the check before dispatch (its
+    token, the arm's answer), and still holds; else it is armed here.
 
     Raises:
         NotStartedError: the element is gone or changed since ``since``, or between the
@@ -126,11 +157,16 @@ async def guarded_click(page: Page, tab: NavigationWatch, spec: ActionSpec, sinc
         MaybeStartedError: the click started a navigation that did not end in time.
         PlaywrightError: the page or browser failed under the input.
     """
-    token = secrets.token_hex(8)
-    try:
-        count, armed = await on_picked(page, spec.ref, ARM_POINTER, since, token, _ARM_MS)
-    except PlaywrightError:
-        return False  # navigated meanwhile: Playwright's click will say what it finds
+    armed: dict[str, Any] | None
+    if pre is not None:
+        token, armed = pre
+        count = 1
+    else:
+        token = secrets.token_hex(8)
+        try:
+            count, armed = await on_picked(page, spec.ref, ARM_POINTER, since, token, ARM_MS)
+        except PlaywrightError:
+            return False  # navigated meanwhile: Playwright's click will say what it finds
     if count == 0:
         raise NotStartedError(Reason.STALE_REF, f"ref {spec.ref} no longer resolves")
     if count != 1 or armed is None:
