@@ -21,6 +21,7 @@ The modules, bottom up (each imports only modules above it in this list)::
     _watch             the in-process event hub behind Watch
     _journal           the memory-mapped decision journal files
     _store             the storage seam: the AuthzStore protocol
+    _store_parts       the AuthzStore methods both stores hand to one of their parts
     _sqlite_db         SQLite: one file's connections and its atomic() transaction
     _sqlite_schema     SQLite: columns, rows to records and back
     _sqlite_migrations SQLite: the recorded, versioned schema
@@ -39,6 +40,7 @@ The modules, bottom up (each imports only modules above it in this list)::
     _pg                PgStore: the PostgreSQL parts put together behind AuthzStore
     _identity          who a caller is; whether a named principal is a live agent
     _person_checks     the console's part: a person's input at the wheel, every lease
+    _watch_part        the authorizer's side of Watch: subscribing, publishing changes
     _authorizer        the sidecar's behaviour over an AuthzStore (no gRPC)
     _wire              protobuf messages to records and back, and the wire enums
     _wire_responses    the servicer's responses

@@ -45,8 +45,8 @@ from handrail.authz._models import (
     WatchEventInfo,
 )
 from handrail.authz._policies import PolicyEngine
-from handrail.authz._store import AuthzStore
-from handrail.authz._watch import Subscription
+from handrail.authz._store import AuthzStore, CheckSnapshot
+from handrail.authz._watch_part import WatchPart
 
 log = logging.getLogger("handrail.authz")
 
@@ -59,7 +59,7 @@ _MAX_ATTEMPTS = 16
 MAX_LISTED = 1000
 
 
-class Authorizer(_person_checks.PersonChecks):
+class Authorizer(_person_checks.PersonChecks, WatchPart):
     """The sidecar's behaviour over one store.
 
     Args:
@@ -158,6 +158,29 @@ class Authorizer(_person_checks.PersonChecks):
         """Decide one action and log the decision (see :mod:`._decide`)."""
         origin = _core.validate_check(request)
         _core.authorize_check(caller, request.principal)
+        return self._check(caller, request, origin, None)
+
+    def check_as(self, token: str, request: CheckInput) -> Decision:
+        """:meth:`check` for the caller a bearer token names, read with the check's own
+        snapshot (on PostgreSQL one round trip, not two). What the caller is told is what
+        :meth:`authenticate` and :meth:`check` would tell: a request that is malformed and
+        carries an unknown token too is UNAUTHENTICATED.
+
+        Raises:
+            UnauthenticatedError: as :meth:`authenticate`.
+        """
+        _identity.check_token(token)
+        try:
+            origin = _core.validate_check(request)
+        except InvalidArgumentError:
+            self.authenticate(token)
+            raise
+        snapshot = self.store.check_snapshot(request.principal, request.target, token)
+        caller = _identity.caller(snapshot.caller, snapshot.now)
+        _core.authorize_check(caller, request.principal)
+        return self._check(caller, request, origin, snapshot)
+
+    def _check(self, caller: Principal, request: CheckInput, origin: str, first: CheckSnapshot | None) -> Decision:
         engine, shadow = self._engines
         path = url_path(request.url)
         base = engine.base_context(request, origin, path, console=self.console_origins.contains(request.url))
@@ -171,7 +194,8 @@ class Authorizer(_person_checks.PersonChecks):
 
         for _ in range(_MAX_ATTEMPTS):
             decision_id = store.new_decision_id()
-            agent, lease, grants, now = store.check_snapshot(request.principal, request.target)
+            _, agent, lease, grants, now = first or store.check_snapshot(request.principal, request.target)
+            first = None  # a lost race decides again on fresh state
             problem = caller.name != request.principal and _identity.not_a_live_agent(agent, request.principal, now)
             if problem:  # read in the same snapshot: a revocation acts on this very check
                 return self._deny(caller, request, Reason.UNAUTHENTICATED, problem)
@@ -483,37 +507,7 @@ class Authorizer(_person_checks.PersonChecks):
             raise InvalidArgumentError("limit", f"must be within 0..{MAX_LISTED}")
         return self.store.list_decisions(principal, target, reason, since_ms, limit or 50)
 
-    # --- Watch --------------------------------------------------------------------------------
-
-    def watch(self, caller: Principal, targets: list[str], since_seq: int) -> tuple[list[WatchEventInfo], Subscription]:
-        """Subscribe to changes (executor, operator, admin).
-
-        Returns:
-            Events to send first (the current lease of each target, marked ``resync``, when
-            ``since_seq`` is older than the replay buffer) and the subscription.
-        """
-        _core.require_role(caller, _core.WATCHERS, "watch")
-        for i, target in enumerate(targets):
-            _core.check_text(f"targets[{i}]", target, required=True)
-        if since_seq < 0:
-            raise InvalidArgumentError("since_seq", "must not be negative")
-        sub = self.hub.subscribe(targets, since_seq)
-        first: list[WatchEventInfo] = []
-        if sub.gap:
-            now = self.store.now_ms()
-            names = targets or [lease.target for lease in self.store.leases()]
-            for target in names:
-                first.append(
-                    WatchEventInfo(
-                        seq=self.hub.last_seq,
-                        kind="lease",
-                        target=target,
-                        change="resync",
-                        lease=self.store.get_lease(target),
-                        at_ms=now,
-                    )
-                )
-        return first, sub
+    # --- Watch (subscribing and publishing: WatchPart) -----------------------------------------
 
     def _remote_event(self, event: WatchEventInfo) -> None:
         """Another replica's change (a shared store): notice its expiry, reload policies."""
@@ -526,30 +520,6 @@ class Authorizer(_person_checks.PersonChecks):
         if event.kind == "policy" and event.change == "reload":
             with contextlib.suppress(PolicyError):  # logged; this replica keeps its policies
                 self._load_policies("another replica")
-
-    def _publish_lease(self, change: str, lease: LeaseInfo) -> None:
-        self.hub.publish(kind="lease", target=lease.target, change=change, lease=lease, at_ms=self.store.now_ms())
-
-    def _publish_grant(self, change: str, grant: GrantInfo) -> None:
-        self.hub.publish(
-            kind="grant",
-            target=grant.target,
-            change=change,
-            grant_id=grant.grant_id,
-            grant=grant,
-            at_ms=self.store.now_ms(),
-        )
-
-    def _publish_approval(self, change: str, approval: ApprovalInfo) -> None:
-        self.hub.publish(
-            kind="approval",
-            target=approval.target,
-            change=change,
-            approval_id=approval.approval_id,
-            approval_status=approval.status,
-            approval=approval,
-            at_ms=self.store.now_ms(),
-        )
 
     # --- noticing expiry ----------------------------------------------------------------------
 

@@ -22,11 +22,22 @@ def authenticate(store: AuthzStore, token: str) -> Principal:
             (TOKEN_UNKNOWN), or one of a revoked (TOKEN_REVOKED) or expired
             (TOKEN_EXPIRED) principal.
     """
+    check_token(token)
+    info, now = store.identify(token)  # the principal and the clock in one read
+    return caller(info, now)
+
+
+def check_token(token: str) -> None:
+    """Refuse, before any read, a token that cannot name anyone (see :func:`authenticate`)."""
     if not token:
         raise UnauthenticatedError("missing 'authorization: Bearer <token>' metadata", reason="TOKEN_MISSING")
     if len(token) > MAX_FIELD_CHARS:
         raise UnauthenticatedError("unknown bearer token", reason="TOKEN_UNKNOWN")
-    info, now = store.identify(token)  # the principal and the clock in one read
+
+
+def caller(info: PrincipalInfo | None, now: int) -> Principal:
+    """The caller whose token names ``info`` (as the store has it at ``now``; None: the
+    token names nobody); raises :class:`UnauthenticatedError` as :func:`authenticate` does."""
     if info is None:
         raise UnauthenticatedError("unknown bearer token", reason="TOKEN_UNKNOWN")
     state = info.state(now)

@@ -13,6 +13,10 @@ mapped at one edge, recorded migrations):
 * :class:`~._pg_watch.SharedEventHub` (from :meth:`PgStore.event_hub`): Watch across
   replicas through a change log and LISTEN/NOTIFY.
 
+The protocol methods that are one call to one part come from
+:class:`~._store_parts.StoreParts` (shared with the SQLite store); those below are this
+store's own.
+
 **What SQLite caches, and what this store does instead.** The SQLite store keeps in memory
 the grant index, the lease rows, the known tokens and the next decision number; it may,
 because one process writes its file. Here several replicas write, so none of it is kept:
@@ -39,7 +43,7 @@ from typing import Any
 
 import psycopg
 
-from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, Principal, PrincipalInfo
+from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, PrincipalInfo
 from handrail.authz._pg_approvals import PgApprovals, PgDecisions
 from handrail.authz._pg_db import PgDatabase, describe
 from handrail.authz._pg_grants import PgGrants
@@ -47,10 +51,12 @@ from handrail.authz._pg_leases import PgLeases
 from handrail.authz._pg_principals import PgPrincipals
 from handrail.authz._pg_schema import MIGRATIONS
 from handrail.authz._pg_watch import SharedEventHub
+from handrail.authz._store import CheckSnapshot
+from handrail.authz._store_parts import StoreParts
 from handrail.authz._watch import EventHub
 
 
-class PgStore:
+class PgStore(StoreParts):
     """The PostgreSQL implementation of :class:`~handrail.authz.AuthzStore` (see the module
     docstring for its parts; each method below is that protocol's). Any number of sidecar
     replicas may serve one database.
@@ -66,6 +72,12 @@ class PgStore:
     Attributes:
         db: the pool and clock state changes go through.
     """
+
+    _principals: PgPrincipals
+    _grants: PgGrants
+    _leases: PgLeases
+    _approvals: PgApprovals
+    _decisions: PgDecisions
 
     def __init__(
         self,
@@ -127,27 +139,7 @@ class PgStore:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    # --- principals ---------------------------------------------------------------------------
-
-    def add_principal(self, name: str, role: str, token: str | None = None, expires_at_ms: int = 0) -> str:
-        """See :meth:`AuthzStore.add_principal`."""
-        return self._principals.add(name, role, token, expires_at_ms)
-
-    def list_principals(self) -> list[tuple[str, str, int]]:
-        """See :meth:`AuthzStore.list_principals`."""
-        return self._principals.all()
-
-    def principals(self) -> list[PrincipalInfo]:
-        """See :meth:`AuthzStore.principals`."""
-        return self._principals.infos()
-
-    def principal(self, name: str) -> PrincipalInfo | None:
-        """See :meth:`AuthzStore.principal`: read at every call."""
-        return self._principals.by_name(name)
-
-    def token_owner(self, token: str) -> PrincipalInfo | None:
-        """See :meth:`AuthzStore.token_owner`: read at every call."""
-        return self._principals.by_token(token)
+    # --- identity -----------------------------------------------------------------------------
 
     def principal_now(self, name: str) -> tuple[PrincipalInfo | None, int]:
         """See :meth:`AuthzStore.principal_now`: one statement."""
@@ -157,92 +149,21 @@ class PgStore:
         """See :meth:`AuthzStore.identify`: one statement."""
         return self._principals.identify(token)
 
-    def authenticate(self, token: str) -> Principal | None:
-        """See :meth:`AuthzStore.authenticate`."""
-        return self._principals.authenticate(token)
-
-    def revoke_principal(self, name: str) -> PrincipalInfo:
-        """See :meth:`AuthzStore.revoke_principal`."""
-        return self._principals.revoke(name)
-
-    def rotate_token(self, name: str, token: str | None = None, expires_at_ms: int = 0) -> tuple[PrincipalInfo, str]:
-        """See :meth:`AuthzStore.rotate_token`."""
-        return self._principals.rotate(name, token, expires_at_ms)
-
     # --- grants -------------------------------------------------------------------------------
-
-    def add_grant(self, grant: GrantInfo, granted_by: str) -> GrantInfo:
-        """See :meth:`AuthzStore.add_grant`."""
-        (stored,) = self._grants.add((grant,), granted_by)
-        return stored
-
-    def add_grants(self, grants: list[GrantInfo], granted_by: str) -> list[GrantInfo]:
-        """Store many grants in one transaction (benchmarks and imports)."""
-        return self._grants.add(grants, granted_by)
-
-    def get_grant(self, grant_id: str) -> GrantInfo:
-        """See :meth:`AuthzStore.get_grant`."""
-        return self._grants.get(grant_id)
-
-    def revoke_grant(self, grant_id: str) -> GrantInfo:
-        """See :meth:`AuthzStore.revoke_grant`."""
-        return self._grants.revoke(grant_id)
-
-    def close_task(self, task_id: str) -> list[GrantInfo]:
-        """See :meth:`AuthzStore.close_task`."""
-        return self._grants.close_task(task_id)
-
-    def list_grants(self, principal: str = "", target: str = "", include_inactive: bool = False) -> list[GrantInfo]:
-        """See :meth:`AuthzStore.list_grants`."""
-        return self._grants.query(principal, target, include_inactive)
 
     def grants_for(self, principal: str, target: str) -> list[GrantInfo]:
         """See :meth:`AuthzStore.grants_for`."""
-        return self._grants.snapshot(principal, target)[2]
+        return self._grants.snapshot(principal, target).grants
 
     def indexed_grant(self, grant_id: str) -> GrantInfo | None:
         """See :meth:`AuthzStore.indexed_grant`: there is no index here, so a read."""
         return self._grants.find(grant_id)
 
-    def active_grant_expiries(self) -> list[tuple[int, str]]:
-        """See :meth:`AuthzStore.active_grant_expiries`."""
-        return self._grants.expiries()
-
-    # --- leases -------------------------------------------------------------------------------
-
-    def lease_row(self, target: str) -> LeaseInfo | None:
-        """See :meth:`AuthzStore.lease_row`."""
-        return self._leases.row(target)
-
-    def get_lease(self, target: str) -> LeaseInfo:
-        """See :meth:`AuthzStore.get_lease`."""
-        return self._leases.get(target)
-
-    def leases(self) -> list[LeaseInfo]:
-        """See :meth:`AuthzStore.leases`."""
-        return self._leases.rows()
-
-    def change_lease(
-        self, target: str, transition: Callable[[LeaseInfo, int], LeaseInfo]
-    ) -> tuple[LeaseInfo, LeaseInfo]:
-        """See :meth:`AuthzStore.change_lease`: one compare-and-set statement."""
-        return self._leases.change(target, transition)
-
     # --- checks and the decision log ----------------------------------------------------------
 
-    def check_snapshot(
-        self, principal: str, target: str
-    ) -> tuple[PrincipalInfo | None, LeaseInfo | None, list[GrantInfo], int]:
+    def check_snapshot(self, principal: str, target: str, token: str = "") -> CheckSnapshot:
         """See :meth:`AuthzStore.check_snapshot`: one statement, the database's clock."""
-        return self._grants.snapshot(principal, target)
-
-    def new_decision_id(self) -> str:
-        """See :meth:`AuthzStore.new_decision_id`."""
-        return self._decisions.new_id()
-
-    def record_decision(self, record: DecisionRecord) -> None:
-        """See :meth:`AuthzStore.record_decision`."""
-        self._decisions.record(record)
+        return self._grants.snapshot(principal, target, token)
 
     def commit_check(
         self,
@@ -274,53 +195,6 @@ class PgStore:
             return True
 
         return self.db.run(work)
-
-    def get_decision(self, decision_id: str) -> DecisionRecord:
-        """See :meth:`AuthzStore.get_decision`."""
-        return self._decisions.get(decision_id)
-
-    def list_decisions(
-        self,
-        principal: str = "",
-        target: str = "",
-        reason: str = "",
-        since_ms: int = 0,
-        limit: int = 50,
-    ) -> list[DecisionRecord]:
-        """See :meth:`AuthzStore.list_decisions`."""
-        return self._decisions.query(principal, target, reason, since_ms, limit)
-
-    def count_decisions(self) -> int:
-        """How many decisions the log holds."""
-        return self._decisions.count()
-
-    # --- approvals ----------------------------------------------------------------------------
-
-    def latest_approval(self, principal: str, target: str, fingerprint: str, epoch: int) -> ApprovalInfo | None:
-        """See :meth:`AuthzStore.latest_approval`."""
-        return self._approvals.latest(principal, target, fingerprint, epoch)
-
-    def get_approval(self, approval_id: str) -> ApprovalInfo:
-        """See :meth:`AuthzStore.get_approval`."""
-        return self._approvals.get(approval_id)
-
-    def decide_approval(self, approval_id: str, status: str, by: str, note: str) -> ApprovalInfo:
-        """See :meth:`AuthzStore.decide_approval`."""
-        return self._approvals.decide(approval_id, status, by, note)
-
-    def expire_approvals(self) -> list[ApprovalInfo]:
-        """See :meth:`AuthzStore.expire_approvals`."""
-        return self._approvals.expire()
-
-    def pending_deadlines(self) -> list[tuple[int, str]]:
-        """See :meth:`AuthzStore.pending_deadlines`."""
-        return self._approvals.pending_deadlines()
-
-    def list_approvals(
-        self, status: str = "", principal: str = "", target: str = "", limit: int = 100
-    ) -> list[ApprovalInfo]:
-        """See :meth:`AuthzStore.list_approvals`."""
-        return self._approvals.query(status, principal, target, limit)
 
 
 class _LostRace(Exception):

@@ -192,9 +192,10 @@ class PgDecisions:
         return secrets.token_hex(16)
 
     def record(self, record: DecisionRecord) -> None:
-        """Insert one decision (idempotent by id: retried after a lost connection)."""
+        """Insert one decision (idempotent by id: retried after a lost connection); the
+        statement is prepared on each connection (it runs once per check)."""
         row = decision_row(record)[1:]
-        self._log_db.run(lambda c: c.execute(_INSERT_DECISION, row), idempotent=True)
+        self._log_db.run(lambda c: c.execute(_INSERT_DECISION, row, prepare=True), idempotent=True)
 
     @staticmethod
     def insert(conn: psycopg.Connection[Any], record: DecisionRecord) -> None:

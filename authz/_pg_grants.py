@@ -5,7 +5,8 @@ because one process writes the file, and with several replicas a revocation, a
 consumption or a closed task made through one of them must act on the very next check made
 through any other. A check reads the candidates of (principal, target)
 through an index (``grants_exact``, ``grants_patterns``) in the same statement as the
-lease and the database's clock (:meth:`PgGrants.snapshot`).
+lease, the database's clock and the caller's principal (:meth:`PgGrants.snapshot`): a check
+costs that one read and the insert of its decision.
 
 A single-use grant is consumed by one conditional ``UPDATE`` inside the check's
 transaction (:meth:`PgGrants.consume`): concurrent checks on any replicas queue on the
@@ -16,6 +17,7 @@ matches.
 from __future__ import annotations
 
 import dataclasses
+import hmac
 import json
 import uuid
 from collections.abc import Iterable
@@ -26,11 +28,12 @@ import psycopg
 from handrail.authz._core import check_text, validate_grant
 from handrail.authz._decide import target_matches
 from handrail.authz._errors import NotFoundError
-from handrail.authz._models import GrantInfo, LeaseInfo, PrincipalInfo
+from handrail.authz._models import GrantInfo
 from handrail.authz._pg_db import NOW, PgDatabase
-from handrail.authz._pg_principals import PRINCIPAL_COLS_P, principal_info
+from handrail.authz._pg_principals import PRINCIPAL_COLS_P, PRINCIPAL_COLS_T, principal_info
 from handrail.authz._pg_schema import ENDED_GRANT_RETENTION_MS, GRANT_COLS, LEASE_COLS
-from handrail.authz._sqlite_schema import grant_row, grant_scope_json, lease_row
+from handrail.authz._sqlite_schema import grant_row, grant_scope_json, hash_token, lease_row
+from handrail.authz._store import CheckSnapshot
 
 _INSERT = (
     f"INSERT INTO grants ({GRANT_COLS}, is_pattern) VALUES"
@@ -43,10 +46,13 @@ _ENDED = (
 _G = ", ".join(f"g.{c.strip()}" for c in GRANT_COLS.split(","))
 _L = ", ".join(f"l.{c.strip()}" for c in LEASE_COLS.split(","))
 
-# One round trip per check: the database's clock, the principal acted for, the lease row,
-# and the candidate grants (one row each; none: one row of NULLs), oldest first.
+# One round trip per check: the database's clock, the principal the caller's token names
+# (by its digest; "" matches nobody), the principal acted for, the lease row, and the
+# candidate grants (one row each; none: one row of NULLs), oldest first.
 SNAPSHOT = (
-    f"SELECT c.now, {PRINCIPAL_COLS_P}, {_L}, {_G} FROM (SELECT {NOW} AS now) AS c"
+    f"SELECT c.now, {PRINCIPAL_COLS_T}, t.token_sha256, {PRINCIPAL_COLS_P}, {_L}, {_G}"
+    f" FROM (SELECT {NOW} AS now) AS c"
+    " LEFT JOIN principals AS t ON t.token_sha256 = %(digest)s"
     " LEFT JOIN principals AS p ON p.name = %(principal)s"
     " LEFT JOIN leases AS l ON l.target = %(target)s"
     " LEFT JOIN grants AS g ON g.principal = %(principal)s AND (g.target = %(target)s OR g.is_pattern)"
@@ -72,23 +78,25 @@ class PgGrants:
     def __init__(self, db: PgDatabase) -> None:
         self._db = db
 
-    def snapshot(
-        self, principal: str, target: str
-    ) -> tuple[PrincipalInfo | None, LeaseInfo | None, list[GrantInfo], int]:
-        """The principal ``principal`` (None: unknown), the lease row, its grants whose
-        target is or covers ``target`` (oldest first) and the database's clock, in one statement."""
-        params = {"principal": principal, "target": target, "now": self._db.now()}
-        rows = self._db.run(lambda c: c.execute(SNAPSHOT, params).fetchall(), idempotent=True)
+    def snapshot(self, principal: str, target: str, token: str = "") -> CheckSnapshot:
+        """The principal ``token`` names (when given), the principal ``principal`` (None:
+        unknown), the lease row, its grants whose target is or covers ``target`` (oldest
+        first) and the database's clock, in one statement (prepared on each connection)."""
+        digest = hash_token(token) if token else ""
+        params = {"digest": digest, "principal": principal, "target": target, "now": self._db.now()}
+        rows = self._db.run(lambda c: c.execute(SNAPSHOT, params, prepare=True).fetchall(), idempotent=True)
         first = rows[0]
-        now = int(first[0])
-        agent = principal_info(first[1:6]) if first[1] is not None else None
-        lease = lease_row(first[6:12]) if first[6] is not None else None
+        caller = None
+        if first[1] is not None and hmac.compare_digest(str(first[6]), digest):
+            caller = principal_info(first[1:6])
+        agent = principal_info(first[7:12]) if first[7] is not None else None
+        lease = lease_row(first[12:18]) if first[12] is not None else None
         grants = [
-            grant_row(r[12:])
+            grant_row(r[18:])
             for r in rows
-            if r[12] is not None and (r[14] == target or target_matches(str(r[14]), target))
+            if r[18] is not None and (r[20] == target or target_matches(str(r[20]), target))
         ]
-        return agent, lease, grants, now
+        return CheckSnapshot(caller, agent, lease, grants, int(first[0]))
 
     def add(self, grants: Iterable[GrantInfo], granted_by: str) -> list[GrantInfo]:
         """Validate and store new grants in one transaction (ids are made here, so a retry

@@ -27,6 +27,8 @@ from handrail.authz._sqlite_schema import hash_token
 _COLS = "name, role, created_at_ms, expires_at_ms, revoked_at_ms"
 #: The principal columns of a query that names the table ``p``.
 PRINCIPAL_COLS_P = ", ".join(f"p.{c}" for c in _COLS.split(", "))
+#: The same, for a query that names the table ``t`` (the caller's token, in a check).
+PRINCIPAL_COLS_T = ", ".join(f"t.{c}" for c in _COLS.split(", "))
 
 # The clock and the principal of one token digest (a row of NULLs when none), in one read.
 _IDENTIFY = (

@@ -17,6 +17,7 @@ Pure rules, no I/O.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import socket
 from collections.abc import Iterable
@@ -55,6 +56,7 @@ def _host_class(host: str) -> str:
     return str(address)
 
 
+@functools.lru_cache(maxsize=1024)  # a pure function of the text; a check asks for every URL
 def _key(url: str) -> tuple[str, int] | None:
     try:
         parts = urlsplit(url)

@@ -31,6 +31,7 @@ Measured on a labelled corpus of real controls in five languages: ``bench/destru
 from __future__ import annotations
 
 import enum
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -255,6 +256,7 @@ def _is_safe(name: str) -> bool:
     return bool(_SAFE.match(folded) or _SAFE.match(_strip_accents(folded)))
 
 
+@functools.lru_cache(maxsize=4096)  # a pure function of the element's texts (RiskInput is frozen)
 def classify(element: RiskInput) -> RiskClass:
     """The risk class of an element: DESTRUCTIVE or NONE (see the module docstring)."""
     name = _norm(element.name).rstrip(".!?…")

@@ -12,7 +12,9 @@ one ``atomic()`` transaction):
 * :class:`~._sqlite_decisions.DecisionLog`: the decision log, its journal, and the
   :class:`~._sqlite_decisions.Checkpointer` thread.
 
-The store's own code is what spans them: a check's snapshot, and a check that commits its
+The protocol methods that are one call to one part come from
+:class:`~._store_parts.StoreParts` (shared with the PostgreSQL store). The store's own
+code is what spans them: a check's snapshot, and a check that commits its
 decision with the state change it rests on. What is durable when is told in
 :mod:`handrail.authz._store`.
 """
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from handrail.authz._errors import AuthzError
-from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, Principal, PrincipalInfo
+from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, PrincipalInfo
 from handrail.authz._sqlite_approvals import SqliteApprovals
 from handrail.authz._sqlite_db import SqliteDatabase, wall_clock_ms
 from handrail.authz._sqlite_decisions import Checkpointer, DecisionLog
@@ -35,10 +37,12 @@ from handrail.authz._sqlite_leases import SqliteLeases
 from handrail.authz._sqlite_migrations import Migrations
 from handrail.authz._sqlite_principals import SqlitePrincipals
 from handrail.authz._sqlite_schema import DB_NAME
+from handrail.authz._store import CheckSnapshot
+from handrail.authz._store_parts import StoreParts
 from handrail.authz._watch import EventHub
 
 
-class SqliteStore:
+class SqliteStore(StoreParts):
     """The SQLite implementation of :class:`~handrail.authz.AuthzStore` (see the module
     docstring for its parts; each method below is that protocol's).
 
@@ -53,6 +57,12 @@ class SqliteStore:
         path: the SQLite file.
         db: its connections and write transaction (:class:`~._sqlite_db.SqliteDatabase`).
     """
+
+    _principals: SqlitePrincipals
+    _grants: SqliteGrants
+    _leases: SqliteLeases
+    _approvals: SqliteApprovals
+    _decisions: DecisionLog
 
     def __init__(
         self,
@@ -138,27 +148,7 @@ class SqliteStore:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    # --- principals ---------------------------------------------------------------------------
-
-    def add_principal(self, name: str, role: str, token: str | None = None, expires_at_ms: int = 0) -> str:
-        """See :meth:`AuthzStore.add_principal`."""
-        return self._principals.add(name, role, token, expires_at_ms)
-
-    def list_principals(self) -> list[tuple[str, str, int]]:
-        """See :meth:`AuthzStore.list_principals`."""
-        return self._principals.all()
-
-    def principals(self) -> list[PrincipalInfo]:
-        """See :meth:`AuthzStore.principals`."""
-        return self._principals.infos()
-
-    def principal(self, name: str) -> PrincipalInfo | None:
-        """See :meth:`AuthzStore.principal`."""
-        return self._principals.by_name(name)
-
-    def token_owner(self, token: str) -> PrincipalInfo | None:
-        """See :meth:`AuthzStore.token_owner`."""
-        return self._principals.by_token(token)
+    # --- identity -----------------------------------------------------------------------------
 
     def principal_now(self, name: str) -> tuple[PrincipalInfo | None, int]:
         """See :meth:`AuthzStore.principal_now`."""
@@ -168,44 +158,7 @@ class SqliteStore:
         """See :meth:`AuthzStore.identify`."""
         return self._principals.by_token(token), self.now_ms()
 
-    def authenticate(self, token: str) -> Principal | None:
-        """See :meth:`AuthzStore.authenticate`."""
-        return self._principals.authenticate(token)
-
-    def revoke_principal(self, name: str) -> PrincipalInfo:
-        """See :meth:`AuthzStore.revoke_principal`."""
-        return self._principals.revoke(name)
-
-    def rotate_token(self, name: str, token: str | None = None, expires_at_ms: int = 0) -> tuple[PrincipalInfo, str]:
-        """See :meth:`AuthzStore.rotate_token`."""
-        return self._principals.rotate(name, token, expires_at_ms)
-
     # --- grants -------------------------------------------------------------------------------
-
-    def add_grant(self, grant: GrantInfo, granted_by: str) -> GrantInfo:
-        """See :meth:`AuthzStore.add_grant`."""
-        (stored,) = self._grants.add((grant,), granted_by)
-        return stored
-
-    def add_grants(self, grants: list[GrantInfo], granted_by: str) -> list[GrantInfo]:
-        """Store many grants in one transaction (benchmarks and imports)."""
-        return self._grants.add(grants, granted_by)
-
-    def get_grant(self, grant_id: str) -> GrantInfo:
-        """See :meth:`AuthzStore.get_grant`."""
-        return self._grants.get(grant_id)
-
-    def revoke_grant(self, grant_id: str) -> GrantInfo:
-        """See :meth:`AuthzStore.revoke_grant`."""
-        return self._grants.revoke(grant_id)
-
-    def close_task(self, task_id: str) -> list[GrantInfo]:
-        """See :meth:`AuthzStore.close_task`."""
-        return self._grants.close_task(task_id)
-
-    def list_grants(self, principal: str = "", target: str = "", include_inactive: bool = False) -> list[GrantInfo]:
-        """See :meth:`AuthzStore.list_grants`."""
-        return self._grants.query(principal, target, include_inactive)
 
     def grants_for(self, principal: str, target: str) -> list[GrantInfo]:
         """See :meth:`AuthzStore.grants_for`."""
@@ -215,48 +168,16 @@ class SqliteStore:
         """See :meth:`AuthzStore.indexed_grant`."""
         return self._grants.indexed(grant_id)
 
-    def active_grant_expiries(self) -> list[tuple[int, str]]:
-        """See :meth:`AuthzStore.active_grant_expiries`."""
-        return self._grants.expiries()
-
-    # --- leases -------------------------------------------------------------------------------
-
-    def lease_row(self, target: str) -> LeaseInfo | None:
-        """See :meth:`AuthzStore.lease_row`."""
-        return self._leases.row(target)
-
-    def get_lease(self, target: str) -> LeaseInfo:
-        """See :meth:`AuthzStore.get_lease`."""
-        return self._leases.get(target)
-
-    def leases(self) -> list[LeaseInfo]:
-        """See :meth:`AuthzStore.leases`."""
-        return self._leases.rows()
-
-    def change_lease(
-        self, target: str, transition: Callable[[LeaseInfo, int], LeaseInfo]
-    ) -> tuple[LeaseInfo, LeaseInfo]:
-        """See :meth:`AuthzStore.change_lease`."""
-        return self._leases.change(target, transition)
-
     # --- checks and the decision log ----------------------------------------------------------
 
-    def check_snapshot(
-        self, principal: str, target: str
-    ) -> tuple[PrincipalInfo | None, LeaseInfo | None, list[GrantInfo], int]:
-        """See :meth:`AuthzStore.check_snapshot`: read from memory, no SQL (the principal
-        is a dictionary hit while no process changed a principal)."""
+    def check_snapshot(self, principal: str, target: str, token: str = "") -> CheckSnapshot:
+        """See :meth:`AuthzStore.check_snapshot`: read from memory, no SQL (a principal is
+        a dictionary hit while no process changed a principal)."""
+        caller = self._principals.by_token(token) if token else None
         agent = self._principals.by_name(principal)
-        return agent, self._leases.row(target), self._grants.covering(principal, target), self._clock()
-
-    def new_decision_id(self) -> str:
-        """See :meth:`AuthzStore.new_decision_id`: 12 hex digits of log sequence, then 20
-        random ones."""
-        return self._decisions.new_id()
-
-    def record_decision(self, record: DecisionRecord) -> None:
-        """See :meth:`AuthzStore.record_decision` and :meth:`DecisionLog.record`."""
-        self._decisions.record(record)
+        return CheckSnapshot(
+            caller, agent, self._leases.row(target), self._grants.covering(principal, target), self._clock()
+        )
 
     def commit_check(
         self,
@@ -287,56 +208,9 @@ class SqliteStore:
             return False  # another check created the pending approval first
         return True
 
-    def get_decision(self, decision_id: str) -> DecisionRecord:
-        """See :meth:`AuthzStore.get_decision`."""
-        return self._decisions.get(decision_id)
-
-    def list_decisions(
-        self,
-        principal: str = "",
-        target: str = "",
-        reason: str = "",
-        since_ms: int = 0,
-        limit: int = 50,
-    ) -> list[DecisionRecord]:
-        """See :meth:`AuthzStore.list_decisions`."""
-        return self._decisions.query(principal, target, reason, since_ms, limit)
-
     def flush_decisions(self) -> int:
         """Move journaled decisions into SQLite now; return how many."""
         return self._decisions.flush()
-
-    def count_decisions(self) -> int:
-        """How many decisions the log holds."""
-        return self._decisions.count()
-
-    # --- approvals ----------------------------------------------------------------------------
-
-    def latest_approval(self, principal: str, target: str, fingerprint: str, epoch: int) -> ApprovalInfo | None:
-        """See :meth:`AuthzStore.latest_approval`."""
-        return self._approvals.latest(principal, target, fingerprint, epoch)
-
-    def get_approval(self, approval_id: str) -> ApprovalInfo:
-        """See :meth:`AuthzStore.get_approval`."""
-        return self._approvals.get(approval_id)
-
-    def decide_approval(self, approval_id: str, status: str, by: str, note: str) -> ApprovalInfo:
-        """See :meth:`AuthzStore.decide_approval`."""
-        return self._approvals.decide(approval_id, status, by, note)
-
-    def expire_approvals(self) -> list[ApprovalInfo]:
-        """See :meth:`AuthzStore.expire_approvals`."""
-        return self._approvals.expire()
-
-    def pending_deadlines(self) -> list[tuple[int, str]]:
-        """See :meth:`AuthzStore.pending_deadlines`."""
-        return self._approvals.pending_deadlines()
-
-    def list_approvals(
-        self, status: str = "", principal: str = "", target: str = "", limit: int = 100
-    ) -> list[ApprovalInfo]:
-        """See :meth:`AuthzStore.list_approvals`."""
-        return self._approvals.query(status, principal, target, limit)
 
 
 #: The name the foundation exported; the SQLite store.

@@ -41,10 +41,29 @@ SQLite specifics (:class:`~handrail.authz.SqliteStore`):
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, Principal, PrincipalInfo
 from handrail.authz._watch import EventHub
+
+
+class CheckSnapshot(NamedTuple):
+    """What one check reads, at one moment (one statement on PostgreSQL).
+
+    Attributes:
+        caller: the principal the caller's bearer token names, whatever its state (None:
+            no token was given, or it names nobody).
+        agent: the principal the check acts for (None: unknown).
+        lease: the target's lease row (None: never leased).
+        grants: the agent's grants whose target is or covers the check's, oldest first.
+        now: the store's clock.
+    """
+
+    caller: PrincipalInfo | None
+    agent: PrincipalInfo | None
+    lease: LeaseInfo | None
+    grants: list[GrantInfo]
+    now: int
 
 
 class AuthzStore(Protocol):
@@ -140,11 +159,10 @@ class AuthzStore(Protocol):
         """Apply a transition atomically (compare-and-set on the epoch); (before, after)."""
 
     # checks and the decision log
-    def check_snapshot(
-        self, principal: str, target: str
-    ) -> tuple[PrincipalInfo | None, LeaseInfo | None, list[GrantInfo], int]:
-        """The principal acted for (None: unknown), the lease row, the candidate grants and
-        the clock, for one check (one read for a store behind a network)."""
+    def check_snapshot(self, principal: str, target: str, token: str = "") -> CheckSnapshot:
+        """The principal ``token`` names (when given), the principal acted for, the lease
+        row, the candidate grants and the clock, for one check: one read for a store behind
+        a network, so that authenticating the caller costs no round trip of its own."""
 
     def record_decision(self, record: DecisionRecord) -> None:
         """Append one decision to the log."""

@@ -17,6 +17,7 @@ origin, written ``null``, which no grant can name.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import ada_url
@@ -62,6 +63,26 @@ def _parse(url: str) -> dict[str, str] | None:
     return {k: v for k, v in parts.items() if isinstance(v, str)}
 
 
+#: How many parsed URLs are kept (a check parses its URL once; an agent's session comes
+#: back to the same pages). At most ``MAX_URL_CHARS`` each: a few MB at worst.
+PARSED_URLS_KEPT = 1024
+
+
+@functools.lru_cache(maxsize=PARSED_URLS_KEPT)
+def _parsed(url: str) -> ParsedUrl | None:
+    """``url`` parsed (None: a browser would not load it); a pure function of the text, so
+    kept (a ParsedUrl is immutable)."""
+    parts = _parse(url)
+    if parts is None:
+        return None
+    scheme = parts["protocol"].removesuffix(":")
+    origin = parts["origin"]
+    if (scheme not in _TUPLE_SCHEMES and scheme != "blob") or not origin or origin == "null":
+        origin = OPAQUE_ORIGIN
+    path = parts["pathname"] if scheme in _TUPLE_SCHEMES else ""
+    return ParsedUrl(parts["href"], scheme, origin, path, bool(parts["username"] or parts["password"]))
+
+
 def parse_url(field: str, url: str) -> ParsedUrl:
     """Parse ``url`` as a browser would.
 
@@ -70,15 +91,10 @@ def parse_url(field: str, url: str) -> ParsedUrl:
     """
     if len(url) > MAX_URL_CHARS:
         raise InvalidArgumentError(field, f"longer than {MAX_URL_CHARS} characters")
-    parts = _parse(url)
-    if parts is None:
+    parsed = _parsed(url)
+    if parsed is None:
         raise InvalidArgumentError(field, f"malformed URL {url!r}: a browser would not load it")
-    scheme = parts["protocol"].removesuffix(":")
-    origin = parts["origin"]
-    if (scheme not in _TUPLE_SCHEMES and scheme != "blob") or not origin or origin == "null":
-        origin = OPAQUE_ORIGIN
-    path = parts["pathname"] if scheme in _TUPLE_SCHEMES else ""
-    return ParsedUrl(parts["href"], scheme, origin, path, bool(parts["username"] or parts["password"]))
+    return parsed
 
 
 def url_origin(field: str, url: str) -> str:
@@ -96,11 +112,10 @@ def url_path(url: str) -> str:
     """The path of ``url`` as a browser parses it (``""`` for no URL or an opaque one)."""
     if not url:
         return ""
-    parts = _parse(url)
-    if parts is None:
+    parsed = _parsed(url) if len(url) <= MAX_URL_CHARS else None
+    if parsed is None:
         return ""
-    scheme = parts["protocol"].removesuffix(":")
-    return (parts["pathname"] or "/") if scheme in _TUPLE_SCHEMES else ""
+    return (parsed.path or "/") if parsed.scheme in _TUPLE_SCHEMES else ""
 
 
 def grant_origin(field: str, origin: str) -> str:

@@ -20,9 +20,15 @@ both:
   three (p50/p99).
 
 Targets: the SQLite sidecar's Check adds <= 150 us at p50 over the echo; the PostgreSQL
-sidecar's p50 <= 2x the echo's; three replicas serve >= 1.5x the checks/s of one (on a
-2-core machine shared with the database and the client this may not hold: the closing
-lines say what saturates).
+sidecar's p50 <= 2x the echo's; three replicas serve >= 1.5x the checks/s of one "or say
+why not". For the last, the CPU that the run's own processes (this client, the sidecars,
+PostgreSQL and its backends) spend per check is read from ``/proc`` during both checks/s
+runs, with how busy the machine's cores were. At that cost per check the cores can serve
+at most ``cores / cpu_per_check`` checks/s; when 1.5x one replica's rate is above that
+ceiling, no number of replicas reaches the target on this machine, and the target is
+reported "explained, not met" in ``target_status`` and left out of ``met`` (which then
+judges the other two); ``met_leaves_out`` names it. A miss the CPU does not explain stays
+"not met" and makes ``met`` false.
 
 Run: ``flock /tmp/handrail-bench.lock python bench/authz_scale.py [--quick]``.
 """
@@ -41,6 +47,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import grpc
 
@@ -107,6 +114,70 @@ def raw_call(address: str, method: str, token: str) -> Callable[[bytes], bytes]:
         return stub(payload, metadata=metadata, timeout=5)  # type: ignore[no-any-return]
 
     return call
+
+
+class CpuMeter:
+    """CPU seconds spent by the run's own processes (this client, the sidecars, the
+    PostgreSQL server and its backends) and how busy the machine's cores were (any process),
+    between two readings of ``/proc``."""
+
+    def __init__(self, sidecars: list[int], postmaster: int) -> None:
+        self.sidecars = sidecars
+        self.postmaster = postmaster
+        self._tick = os.sysconf("SC_CLK_TCK")
+
+    def _stat(self, pid: int) -> list[str]:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+    def _cpu(self, pid: int, *, reaped: bool = False) -> float:
+        """utime + stime of ``pid`` (and of its children it reaped), in seconds; 0 once gone."""
+        try:
+            f = self._stat(pid)
+        except OSError:
+            return 0.0
+        ticks = int(f[11]) + int(f[12]) + (int(f[13]) + int(f[14]) if reaped else 0)
+        return ticks / self._tick
+
+    def _postgres(self) -> float:
+        total = self._cpu(self.postmaster, reaped=True)
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    if int(self._stat(int(entry.name))[1]) == self.postmaster:
+                        total += self._cpu(int(entry.name))
+                except (OSError, IndexError, ValueError):
+                    continue
+        return total
+
+    @staticmethod
+    def _machine() -> tuple[int, int]:
+        """(busy, all) jiffies of every core, any process."""
+        values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+        idle = values[3] + values[4]  # idle + iowait
+        return sum(values) - idle, sum(values)
+
+    def read(self) -> tuple[float, float, float, tuple[int, int], float]:
+        t = os.times()
+        sidecars = sum(self._cpu(pid) for pid in self.sidecars)
+        return t.user + t.system, sidecars, self._postgres(), self._machine(), time.perf_counter()
+
+    def measure(self, work: Callable[[], float]) -> tuple[float, dict[str, float]]:
+        """Run ``work`` (it returns operations/s); that rate and the CPU it took, per operation."""
+        before = self.read()
+        rate = work()
+        after = self.read()
+        wall = after[4] - before[4]
+        ops = max(1.0, rate * wall)
+        client, sidecars, postgres = after[0] - before[0], after[1] - before[1], after[2] - before[2]
+        busy = (after[3][0] - before[3][0]) / max(1, after[3][1] - before[3][1])
+        return rate, {
+            "client_us": client / ops * 1e6,
+            "sidecars_us": sidecars / ops * 1e6,
+            "postgres_us": postgres / ops * 1e6,
+            "total_us": (client + sidecars + postgres) / ops * 1e6,
+            "own_share": (client + sidecars + postgres) / (wall * (os.cpu_count() or 1)),
+            "machine_busy": busy,
+        }
 
 
 def round_robin(calls: list[Callable[[bytes], bytes]]) -> Callable[[bytes], bytes]:
@@ -250,7 +321,7 @@ def main() -> int:
     procs: list[ServerProcess] = []
     echo_proc: subprocess.Popen[str] | None = None
     pg = None
-    figures: dict[str, float | int] = {}
+    figures: dict[str, Any] = {}
     tokens: dict[str, str] = {}
     try:
         policies = write_policies(tmp / "policies")
@@ -288,8 +359,10 @@ def main() -> int:
         three = round_robin([raw_call(r.address, "/handrail.authz.v1.Authz/Check", tokens["exe"]) for r in replicas])
         e_pg3, c_pg3 = latency(echo, three, payloads, samples)
         all3 = ",".join(r.address for r in replicas)
-        pg1_rate = client_rate(one, tokens["exe"], args.threads, seconds)
-        pg3_rate = client_rate(all3, tokens["exe"], args.threads, seconds)
+        assert pg.proc is not None
+        meter = CpuMeter([r.proc.pid for r in replicas], pg.proc.pid)
+        pg1_rate, pg1_cpu = meter.measure(lambda: client_rate(one, tokens["exe"], args.threads, seconds))
+        pg3_rate, pg3_cpu = meter.measure(lambda: client_rate(all3, tokens["exe"], args.threads, seconds))
         echo_rate = sustained(
             lambda: raw_call(echo_address, "/bench.Echo/Echo", tokens["exe"]), payloads, args.threads, seconds
         )
@@ -325,6 +398,18 @@ def main() -> int:
     figures["pg1_checks_per_s"] = round(pg1_rate)
     figures["pg3_checks_per_s"] = round(pg3_rate)
     figures["pg3_over_pg1"] = round(pg3_rate / pg1_rate, 3)
+    for name, cpu in (("pg1", pg1_cpu), ("pg3", pg3_cpu)):
+        for key in ("client_us", "sidecars_us", "postgres_us", "total_us"):
+            figures[f"{name}_cpu_{key}_per_check"] = round(cpu[key], 1)
+        figures[f"{name}_own_cpu_share"] = round(cpu["own_share"], 3)
+        figures[f"{name}_machine_busy"] = round(cpu["machine_busy"], 3)
+    cores = os.cpu_count() or 1
+    # The most checks/s the machine's cores could serve at the CPU cost per check measured
+    # with three replicas, if the client, the replicas and PostgreSQL had every core to
+    # themselves. When 1.5x one replica's rate is above it, no placement of work reaches
+    # the target on this machine: the target is explained (with these figures), not met.
+    ceiling = cores / (pg3_cpu["total_us"] / 1e6)
+    figures["pg3_cpu_ceiling_per_s"] = round(ceiling)
     figures["echo_per_s"] = round(echo_rate)
     figures["pg_lease_ops_per_s"] = round(leases)
     figures["takeover_to_all_watches_p50_ms"] = round(statistics.median(reach) * 1000, 2)
@@ -334,9 +419,20 @@ def main() -> int:
     figures["grants"] = N_AGENTS * N_TARGETS
     figures["policies"] = policies
     figures["pg_decisions_logged"] = logged
-    figures["cores"] = os.cpu_count() or 0
+    figures["cores"] = cores
     targets = {"sqlite_added_p50_us_max": 150, "pg_p50_ratio_max": 2.0, "pg3_over_pg1_min": 1.5}
-    met = figures["sqlite_added_p50_us"] <= 150 and figures["pg_p50_ratio"] <= 2.0 and figures["pg3_over_pg1"] >= 1.5
+    status = {
+        "sqlite_added_p50_us_max": "met" if figures["sqlite_added_p50_us"] <= 150 else "not met",
+        "pg_p50_ratio_max": "met" if figures["pg_p50_ratio"] <= 2.0 else "not met",
+        "pg3_over_pg1_min": "met" if figures["pg3_over_pg1"] >= 1.5 else "not met",
+    }
+    if status["pg3_over_pg1_min"] == "not met" and 1.5 * pg1_rate > ceiling:
+        status["pg3_over_pg1_min"] = "explained, not met"
+    # ``met`` judges the targets this machine can judge: an explained one is left out of it
+    # (and stays "explained, not met" in target_status).
+    met = all(v == "met" for v in status.values() if v != "explained, not met")
+    figures["target_status"] = status
+    figures["met_leaves_out"] = [k for k, v in status.items() if v == "explained, not met"]
     print(
         f"echo              p50 {figures['echo_p50_us']:7.0f} us  p99 {figures['echo_p99_us']:7.0f} us  {echo_rate:6.0f}/s"
     )
@@ -349,15 +445,28 @@ def main() -> int:
         f"checks/s through AuthzClient, {args.threads} threads: SQLite {sqlite_rate:.0f}, PostgreSQL one"
         f" {pg1_rate:.0f}, three {pg3_rate:.0f} ({figures['pg3_over_pg1']:.2f}x)"
     )
+    for label, cpu in (("one replica", pg1_cpu), ("three replicas", pg3_cpu)):
+        print(
+            f"CPU per check, {label}: {cpu['total_us']:.0f} us (client {cpu['client_us']:.0f}, sidecars"
+            f" {cpu['sidecars_us']:.0f}, PostgreSQL {cpu['postgres_us']:.0f}); this run used"
+            f" {cpu['own_share']:.0%} of {cores} cores, the machine's cores were {cpu['machine_busy']:.0%} busy"
+        )
     print(f"lease operations/s on PostgreSQL (4 threads, one replica): {leases:.0f}")
     print(
         f"a takeover reaches all three replicas' Watch: p50 {figures['takeover_to_all_watches_p50_ms']:.1f} ms,"
         f" p99 {figures['takeover_to_all_watches_p99_ms']:.1f} ms ({len(reach)} takeovers)"
     )
-    if figures["pg3_over_pg1"] < 1.5:
+    if status["pg3_over_pg1_min"] == "explained, not met":
         print(
-            f"three replicas do not reach 1.5x one here: {figures['cores']} cores run the client, three sidecars"
-            " and PostgreSQL; one replica already keeps both cores busy (see docs/deploy.md for what saturates)"
+            f"three replicas do not reach 1.5x one here, and cannot: a check costs {pg3_cpu['total_us']:.0f} us of"
+            f" CPU across the client, the replicas and PostgreSQL, so {cores} cores serve at most {ceiling:.0f}"
+            f" checks/s, below 1.5x one replica's {pg1_rate:.0f}/s; the target is explained, not met (see"
+            " docs/deploy.md for what saturates)"
+        )
+    elif status["pg3_over_pg1_min"] == "not met":
+        print(
+            f"three replicas do not reach 1.5x one here although the CPU would allow {ceiling:.0f} checks/s:"
+            " not met, and not explained by CPU"
         )
     emit("authz_scale", figures, targets, met)
     return 0

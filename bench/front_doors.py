@@ -19,10 +19,12 @@ Figures:
   another plan than the one cited is wrong; a refusal is not.
 
 Targets: click p50 <= Playwright MCP's; snapshot p50 <= 1.2 x Playwright MCP's; diff
-snapshot <= 10 % of the full one; Handrail 0 wrong targets. The pixel-click figures of the
-same issue go in ``pixel_figures`` (marked below).
+snapshot <= 10 % of the full one; Handrail 0 wrong targets. Then, on the same sidecar and
+executor, the pixel clicks of the same issue (``bench/pixel.py``'s measurement, shared):
+guarded pixel click p50 <= 1.2 x a raw ``mouse.click`` + the guard's own checks measured in
+the same run, and 0 wrong targets on the re-rendering page.
 
-    flock /tmp/handrail-bench.lock .venv/bin/python bench/front_doors.py [--n 40] [--trials 20]
+    flock /tmp/handrail-bench.lock .venv/bin/python bench/front_doors.py [--n 40] [--trials 20] [--pixel-n 200] [--pixel-attempts 20]
 """
 
 from __future__ import annotations
@@ -37,12 +39,14 @@ import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import pixel
 from _common import bench_principals, emit, summary
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, TextContent
@@ -292,13 +296,20 @@ async def measure(front: Front, site: Site, trials: int) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------
-# PIXEL CLICKS (issue 14, pixel-coordinate actions): the other half of this bench.
-# Return the guarded pixel click's figures measured in this same run (p50 vs a raw
-# mouse.click plus the guard's own checks, wrong targets on the re-rendering page), with
-# their targets and whether they are met; None until the pixel actions land.
+# PIXEL CLICKS (issue 14, pixel-coordinate actions): the other half of this bench, measured
+# by bench/pixel.py's ``measure`` on the same sidecar and executor (its own lease target):
+# the guarded pixel click's p50 vs a raw mouse.click plus the guard's own checks, wrong
+# targets on the re-rendering page; figures and targets prefixed ``pixel_``.
 # ---------------------------------------------------------------------------------------
-def pixel_figures(site: Site, executor: str, agent_token: str) -> tuple[dict[str, Any], dict[str, Any], bool] | None:
-    return None
+def pixel_figures(
+    executor: str, authz: str, tokens: dict[str, str], data: Path, n: int, attempts: int
+) -> tuple[dict[str, Any], dict[str, Any], bool]:
+    figures, targets, met = pixel.measure(executor, authz, tokens, data, n, attempts)
+    return (
+        {f"pixel_{k}": v for k, v in figures.items()},
+        {f"pixel_{k}": v for k, v in targets.items()},
+        met,
+    )
 
 
 async def run_fronts(
@@ -323,8 +334,18 @@ async def run_fronts(
     return results
 
 
+@dataclass(frozen=True)
+class Stack:
+    """The sidecar and executor of the run: addresses, the principals' tokens, a data folder."""
+
+    executor: str
+    authz: str
+    tokens: dict[str, str]
+    data: Path
+
+
 @contextlib.contextmanager
-def stack(base: str) -> Iterator[tuple[str, str]]:
+def stack(base: str) -> Iterator[Stack]:
     """An authz sidecar and an executor; the bench agent granted input, navigate and submit on ``base``."""
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp)
@@ -335,7 +356,7 @@ def stack(base: str) -> Iterator[tuple[str, str]]:
             try:
                 with AuthzClient(authz.address, tokens["ops"]) as ops:
                     ops.grant("bench-agent", TARGET, ["input", "navigate", "submit"], [base])
-                yield executor.address, tokens["agent"]
+                yield Stack(executor.address, authz.address, tokens, data)
             finally:
                 executor.stop()
         finally:
@@ -346,21 +367,23 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=40, help="timed calls per latency figure")
     ap.add_argument("--trials", type=int, default=20, help="snapshot, re-render, click trials")
+    ap.add_argument("--pixel-n", type=int, default=200, help="timed pixel clicks (bench/pixel.py --n)")
+    ap.add_argument("--pixel-attempts", type=int, default=20, help="pixel re-render attempts per mode")
     ap.add_argument("--verbose", action="store_true", help="print each re-render trial")
     args = ap.parse_args()
     global VERBOSE
     VERBOSE = args.verbose
     site = Site()
     try:
-        with stack(site.base) as (executor, agent_token), tempfile.TemporaryDirectory() as out_dir:
-            results = asyncio.run(run_fronts(site, executor, agent_token, args.n, args.trials, out_dir))
-            pixel = pixel_figures(site, executor, agent_token)
+        with stack(site.base) as st, tempfile.TemporaryDirectory() as out_dir:
+            results = asyncio.run(run_fronts(site, st.executor, st.tokens["agent"], args.n, args.trials, out_dir))
+            pixel = pixel_figures(st.executor, st.authz, st.tokens, st.data, args.pixel_n, args.pixel_attempts)
     finally:
         site.close()
     report(results, pixel)
 
 
-def report(results: dict[str, dict[str, Any]], pixel: tuple[dict[str, Any], dict[str, Any], bool] | None) -> None:
+def report(results: dict[str, dict[str, Any]], pixel: tuple[dict[str, Any], dict[str, Any], bool]) -> None:
     pw, hr = results["playwright_mcp"], results["handrail"]
     for name, r in results.items():
         diff = r["snapshot_diff_bytes"]
@@ -384,11 +407,18 @@ def report(results: dict[str, dict[str, Any]], pixel: tuple[dict[str, Any], dict
         "diff_over_full_le": 0.10,
         "handrail_wrong_target": 0,
     }
-    if pixel is not None:
-        pixel_figs, pixel_targets, pixel_met = pixel
-        figures.update(pixel_figs)
-        targets.update(pixel_targets)
-        checks["pixel"] = pixel_met
+    px, pixel_targets, pixel_met = pixel
+    print(
+        f"{'pixel (SDK)':15s} guarded click_at p50 {px['pixel_guarded_pixel_click_p50_ms']:8.2f} ms "
+        f"(bound {px['pixel_bound_p50_ms']:.2f} ms = 1.2 x raw mouse.click {px['pixel_raw_mouse_click_p50_ms']:.2f} "
+        f"+ Check {px['pixel_check_p50_ms']:.2f} + ledger {px['pixel_ledger_pair_p50_ms']:.2f}) | "
+        f"ref click p50 {px['pixel_guarded_ref_click_p50_ms']:8.2f} ms | re-render: "
+        f"{px['pixel_handrail_wrong']} wrong of {px['pixel_handrail_attempts']} "
+        f"(raw mouse.click {px['pixel_raw_wrong']} of {px['pixel_raw_attempts']})"
+    )
+    figures.update(px)
+    targets.update(pixel_targets)
+    checks["pixel_click_p50_and_0_wrong"] = pixel_met
     for name, ok in checks.items():
         print(f"  {name}: {'met' if ok else 'NOT met'}")
     emit("front_doors", figures, targets, all(checks.values()))

@@ -1,7 +1,7 @@
 """Guarded pixel clicks against a raw ``mouse.click``, and wrong targets on a re-rendering page.
 
-(``bench/front_doors.py``, where issue 14 puts these figures beside the MCP ones, is built on
-another branch; this script measures the pixel part on its own, with the same baseline.)
+(``bench/front_doors.py`` prints these figures beside the MCP ones, measured by ``measure``
+here in its own run; this script measures the pixel part on its own, with the same baseline.)
 
 In one run:
 
@@ -146,58 +146,52 @@ def _judge(app: PlansApp, plan: str, done: bool) -> int:
     return int(any(a != f"cancel {plan}" for a in app.state()["actions"]))
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=200)
-    ap.add_argument("--attempts", type=int, default=20, help="per re-rendering mode")
-    args = ap.parse_args()
-    n = args.n
-    with tempfile.TemporaryDirectory() as tmp, serve_pages({"/": PAGE}) as base, PlansApp() as plans:
-        data = Path(tmp)
-        tokens = bench_principals(data)
-        authz = start_authz(data)
-        executor = start_executor(data, authz.address, tokens["exec"])
-        try:
-            with AuthzClient(authz.address, tokens["ops"]) as ops:
-                ops.grant("bench-agent", "browser:bench", ["submit", "input", "navigate"], [base, plans.url])
-                ops.grant("bench-agent", "browser:check", ["submit"], [base])
-            with AuthzClient(authz.address, tokens["exec"]) as ex:
-                lease = ex.acquire("browser:check", holder="bench-agent", ttl_ms=600_000)
-                check = []
-                for i in range(n + 50):
-                    t = time.perf_counter()
-                    d = ex.check("bench-agent", "browser:check", lease.epoch, "submit", url=base + "/",
-                                 element_role="button", element_name="Tap", fingerprint="f" * 64)  # fmt: skip
-                    if i >= 50:
-                        check.append(time.perf_counter() - t)
-                    assert d.allow, d
-            ledger = ledger_pairs(data / "ledger-bench", n)
-            with ExecutorClient(executor.address, tokens["agent"]) as client:
-                session = client.open_session(target="browser:bench", start_url=base + "/")
-                session.observe(screenshot=True)
-                point = _centre(session, "button", "Tap")
-                raw = asyncio.run(raw_clicks(base + "/", point, n + 10))[10:]
-                guarded = []
-                for i in range(n + 10):
-                    t = time.perf_counter()
-                    r = session.click_at(*point, skip_reobserve=True)
-                    if i >= 10:
-                        guarded.append(time.perf_counter() - t)
-                    assert r.result.outcome is Outcome.DONE, r.result
-                ref_clicks = []
-                for i in range(n + 10):
-                    ref = session.find("button", "Tap")
-                    t = time.perf_counter()
-                    r = session.click(ref, skip_reobserve=True)
-                    if i >= 10:
-                        ref_clicks.append(time.perf_counter() - t)
-                    assert r.result.outcome is Outcome.DONE, r.result
-                done, h_wrong, h_attempts = handrail_wrong(session, plans, args.attempts, random.Random(7))
-                session.close()
-            r_wrong, r_attempts = asyncio.run(raw_wrong(plans, args.attempts, 7))
-        finally:
-            executor.stop()
-            authz.stop()
+def measure(
+    executor_address: str, authz_address: str, tokens: dict[str, str], data: Path, n: int, attempts: int
+) -> tuple[dict[str, float | int], dict[str, float | int], bool]:
+    """The pixel figures against a running sidecar and executor: (figures, targets, met).
+
+    ``tokens`` as ``bench_principals`` made them (``agent``, ``ops``, ``exec``); ``data`` a
+    folder for the ledger measured alone. Shared with ``bench/front_doors.py``.
+    """
+    with serve_pages({"/": PAGE}) as base, PlansApp() as plans:
+        with AuthzClient(authz_address, tokens["ops"]) as ops:
+            ops.grant("bench-agent", "browser:bench", ["submit", "input", "navigate"], [base, plans.url])
+            ops.grant("bench-agent", "browser:check", ["submit"], [base])
+        with AuthzClient(authz_address, tokens["exec"]) as ex:
+            lease = ex.acquire("browser:check", holder="bench-agent", ttl_ms=600_000)
+            check = []
+            for i in range(n + 50):
+                t = time.perf_counter()
+                d = ex.check("bench-agent", "browser:check", lease.epoch, "submit", url=base + "/",
+                             element_role="button", element_name="Tap", fingerprint="f" * 64)  # fmt: skip
+                if i >= 50:
+                    check.append(time.perf_counter() - t)
+                assert d.allow, d
+        ledger = ledger_pairs(data / "ledger-bench", n)
+        with ExecutorClient(executor_address, tokens["agent"]) as client:
+            session = client.open_session(target="browser:bench", start_url=base + "/")
+            session.observe(screenshot=True)
+            point = _centre(session, "button", "Tap")
+            raw = asyncio.run(raw_clicks(base + "/", point, n + 10))[10:]
+            guarded = []
+            for i in range(n + 10):
+                t = time.perf_counter()
+                r = session.click_at(*point, skip_reobserve=True)
+                if i >= 10:
+                    guarded.append(time.perf_counter() - t)
+                assert r.result.outcome is Outcome.DONE, r.result
+            ref_clicks = []
+            for i in range(n + 10):
+                ref = session.find("button", "Tap")
+                t = time.perf_counter()
+                r = session.click(ref, skip_reobserve=True)
+                if i >= 10:
+                    ref_clicks.append(time.perf_counter() - t)
+                assert r.result.outcome is Outcome.DONE, r.result
+            done, h_wrong, h_attempts = handrail_wrong(session, plans, attempts, random.Random(7))
+            session.close()
+        r_wrong, r_attempts = asyncio.run(raw_wrong(plans, attempts, 7))
     figures: dict[str, float | int] = {
         "n": n,
         **summary("raw_mouse_click", raw),
@@ -213,16 +207,37 @@ def main() -> None:
     }
     bound = 1.2 * figures["raw_mouse_click_p50_ms"] + figures["check_p50_ms"] + figures["ledger_pair_p50_ms"]
     figures["bound_p50_ms"] = round(bound, 3)
+    targets: dict[str, float | int] = {"guarded_pixel_click_p50_ms_max": round(bound, 3), "handrail_wrong": 0}
+    met = figures["guarded_pixel_click_p50_ms"] <= bound and h_wrong == 0
+    return figures, targets, met
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=200)
+    ap.add_argument("--attempts", type=int, default=20, help="per re-rendering mode")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp)
+        tokens = bench_principals(data)
+        authz = start_authz(data)
+        executor = start_executor(data, authz.address, tokens["exec"])
+        try:
+            figures, targets, met = measure(executor.address, authz.address, tokens, data, args.n, args.attempts)
+        finally:
+            executor.stop()
+            authz.stop()
+    bound = figures["bound_p50_ms"]
     print(f"raw mouse.click          p50 {figures['raw_mouse_click_p50_ms']:.2f} ms")
     print(f"authz Check              p50 {figures['check_p50_ms']:.2f} ms")
     print(f"ledger intent + result   p50 {figures['ledger_pair_p50_ms']:.2f} ms")
     print(f"guarded click_at (Act)   p50 {figures['guarded_pixel_click_p50_ms']:.2f} ms  (bound {bound:.2f} ms)")
     print(f"guarded ref click (Act)  p50 {figures['guarded_ref_click_p50_ms']:.2f} ms  (the same checks, by ref)")
+    h_wrong, h_attempts, done = figures["handrail_wrong"], figures["handrail_attempts"], figures["handrail_done"]
+    r_wrong, r_attempts = figures["raw_wrong"], figures["raw_attempts"]
     print(
         f"wrong targets: Handrail {h_wrong}/{h_attempts} ({done} done within 3 tries), raw mouse.click {r_wrong}/{r_attempts}"
     )
-    targets = {"guarded_pixel_click_p50_ms_max": round(bound, 3), "handrail_wrong": 0}
-    met = figures["guarded_pixel_click_p50_ms"] <= bound and h_wrong == 0
     emit("pixel", figures, targets, met)
 
 

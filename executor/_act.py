@@ -27,8 +27,7 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from handrail._vocabulary import ActionKind, Evidence, Outcome, Reason, Verb
-from handrail.authz import ApprovalStatus, AsyncAuthzClient, AuthzError, Decision, ElementContext, parse_url
-from handrail.authz import InvalidArgumentError as AuthzInvalidArgumentError
+from handrail.authz import ApprovalStatus, AsyncAuthzClient, AuthzError, Decision
 from handrail.executor._backend import AuthzResource, DispatchResult, DispatchStatus
 from handrail.executor._errors import NotFoundError, SessionClosedError, TargetGoneError
 from handrail.executor._faults import FaultPoint
@@ -38,6 +37,7 @@ from handrail.executor._observe import Observer
 from handrail.executor._outcomes import Outcomes
 from handrail.executor._points import bind_point
 from handrail.executor._session import Session
+from handrail.executor._sidechecks import check_effects, check_end, element_context
 from handrail.executor._snapshot import RefInfo
 from handrail.executor._watch import ActionNetwork, SessionWatch
 
@@ -51,17 +51,6 @@ READ_KINDS = frozenset({ActionKind.NAVIGATE, ActionKind.TAB_OPEN, ActionKind.BAC
 
 # Verbs whose allow covers a form post to the action's own origins.
 _WRITES = frozenset({Verb.SUBMIT, Verb.PURCHASE, Verb.DELETE})
-
-
-def _origin(url: str) -> str:
-    try:
-        return parse_url("url", url).origin if url else ""
-    except AuthzInvalidArgumentError:
-        return ""
-
-
-def _context(resource: AuthzResource) -> ElementContext:
-    return ElementContext(resource.dialog_title, resource.form_name, resource.heading, resource.description)
 
 
 DEFAULT_ACTION_TIMEOUT_MS = 5_000
@@ -179,7 +168,9 @@ class ActPath:
             raise SessionClosedError(f"session {session.session_id} is closed")
         action_id = "a_" + secrets.token_hex(8)
         target = self._resolve_cited(session, spec)
-        fingerprint = spec.fingerprint(target.role, target.name) if target else spec.fingerprint("", "")
+        end = self._end_of(session, spec)
+        ends = (end.role, end.name) if end else ("", "")
+        fingerprint = spec.fingerprint(*((target.role, target.name) if target else ("", "")), ends)
         if spec.kind.is_read:
             return await self._wait(session, spec, action_id, batch)
 
@@ -198,6 +189,21 @@ class ActPath:
         refusal = await self._check_fresh(session, spec, target)
         if refusal is not None:
             return self._outcomes.refuse(session, spec, action_id, target, *refusal)
+        try:
+            return await self._decide_and_act(session, spec, action_id, target, fingerprint, batch, read_only)
+        finally:
+            await session.backend.release()  # what the check armed, when no dispatch came
+
+    async def _decide_and_act(
+        self,
+        session: Session,
+        spec: ActionSpec,
+        action_id: str,
+        target: RefInfo | None,
+        fingerprint: str,
+        batch: bool,
+        read_only: bool,
+    ) -> ActResponse:
         cited = session.latest
         assert cited is not None  # _check_fresh refused otherwise
 
@@ -219,6 +225,9 @@ class ActPath:
             params["verb"] = resource.verb.value  # judged by its effect (Enter that submits)
         if resource.effects:
             params["effects"] = [f"{e.verb.value} {e.method} {e.url}" for e in resource.effects]
+        end = self._end_of(session, spec)
+        if end is not None:
+            params["to"] = f"{end.role} {end.name}"  # a drag's drop target, as observed
         if read_only:
             params["read"] = True  # let through while the target awaits a reconcile
         self._outcomes.intent(session, spec, action_id, cited.lease_epoch, params)
@@ -401,6 +410,18 @@ class ActPath:
             raise NotFoundError("ref", f"{spec.ref!r} is not a ref of observation {spec.observation_id}")
         return info
 
+    def _end_of(self, session: Session, spec: ActionSpec) -> RefInfo | None:
+        """A drag by ref's drop target: a ref of the same observation as the start's."""
+        if not spec.to_ref:
+            return None
+        gen = int(spec.observation_id.rpartition(":")[2])
+        if gen not in session.recent_elements:
+            return None  # too old to know its refs: refused as stale by _check_fresh
+        info = session.ref_info(gen, spec.to_ref)
+        if info is None:
+            raise NotFoundError("to_ref", f"{spec.to_ref!r} is not a ref of observation {spec.observation_id}")
+        return info
+
     def _bind_point(self, session: Session, spec: ActionSpec) -> tuple[ActionSpec, RefInfo | None]:
         """A browser point: the element the cited observation had under it (``_points``).
 
@@ -446,6 +467,7 @@ class ActPath:
         it is all checked again: the page may have changed while the operator looked.
         """
         refuse = self._outcomes.refuse
+        end = self._end_of(session, spec)
         resource = await session.backend.describe(spec, target)
         session.note_action(  # what an operator deciding an approval sees (the console)
             action_id,
@@ -462,48 +484,15 @@ class ActPath:
                 if approval != ApprovalStatus.PENDING:  # the sidecar's answer now: allow, denied or expired
                     decision = await self._check(session, spec, action_id, resource, fingerprint)
             if decision.allow:
-                decision = await self._check_effects(session, spec, action_id, resource, decision)
+                decision = await check_effects(self._authz, session, spec, action_id, resource, decision)
+            if decision.allow and end is not None:
+                decision = await check_end(self._authz, session, spec, action_id, resource, end, decision)
         except AuthzError as exc:
             return refuse(session, spec, action_id, target, Reason.AUTHZ_UNAVAILABLE, str(exc))
         self._leases.saw_decision(session, decision)
         if not decision.allow:
             return refuse(session, spec, action_id, target, decision.reason, decision.message, decision)
         return decision, resource
-
-    async def _check_effects(
-        self, session: Session, spec: ActionSpec, action_id: str, resource: AuthzResource, allowed: Decision
-    ) -> Decision:
-        """Each effect of the action (a link's URL, a form's target) is a check of its own.
-
-        An effect with the action's verb on the page's own origin is covered by the action's
-        allow; any other (another verb, another origin) must be allowed as well: the first
-        refusal is the action's. Effects carry no approval fingerprint: one that needs an
-        approval refuses the action.
-        """
-        obs = session.latest
-        assert obs is not None
-        verb = resource.verb or spec.kind.verb
-        here = _origin(resource.url)
-        for effect in resource.effects:
-            if effect.verb is verb and _origin(effect.url) == here and here:
-                continue
-            decision = await self._authz.check(
-                session.agent,
-                session.target,
-                obs.lease_epoch,
-                effect.verb,
-                url=effect.url,
-                element_role=resource.element_role,
-                element_name=resource.element_name,
-                action_id=action_id,
-                observation_id=obs.observation_id,
-                context=_context(resource),
-                document_load=True,
-            )
-            if not decision.allow:
-                why = f"its effect ({effect.why}: {effect.verb.value} {effect.method} {effect.url}) is refused"
-                return replace(decision, message=f"{why}: {decision.message}")
-        return allowed
 
     async def _check(
         self, session: Session, spec: ActionSpec, action_id: str, resource: AuthzResource, fingerprint: str
@@ -530,7 +519,7 @@ class ActPath:
             action_id=action_id,
             fingerprint=approval_fp,
             observation_id=obs.observation_id,
-            context=_context(resource),
+            context=element_context(resource),
             document_load=resource.document_load,
             approval_asked=spec.approval_asked,
         )

@@ -215,6 +215,15 @@ class Backend(Protocol):
         """What the action touches, for the authz decision."""
         ...
 
+    async def release(self) -> None:
+        """Undo what a passed ``check_fresh`` left in place for the dispatch that did not come.
+
+        A browser arms the page's input guard on the element in the same round trip as
+        its check; an action refused after the check (by the sidecar, the fence) must not
+        leave it armed. A no-op once ``dispatch`` has run, or where nothing is armed.
+        """
+        ...
+
     async def dispatch(self, spec: ActionSpec, timeout_ms: int) -> DispatchResult:
         """Perform one bounded action; never forced past the surface's own checks."""
         ...

@@ -326,6 +326,10 @@ class Session(_SessionBase):
     def hover(self, ref: str, **kw: Any) -> ActResponse:
         return self.act(ActionKind.HOVER, ref=ref, **kw)
 
+    def drag_to(self, ref: str, to_ref: str, **kw: Any) -> ActResponse:
+        """Drag the element ``ref`` onto ``to_ref`` (both of the cited observation, both checked)."""
+        return self.act(ActionKind.DRAG, ref=ref, to_ref=to_ref, **kw)
+
     def fill(self, ref: str, text: str, **kw: Any) -> ActResponse:
         return self.act(ActionKind.FILL, ref=ref, text=text, **kw)
 
@@ -509,6 +513,9 @@ class AsyncSession(_SessionBase):
 
     async def fill(self, ref: str, text: str, **kw: Any) -> ActResponse:
         return await self.act(ActionKind.FILL, ref=ref, text=text, **kw)
+
+    async def drag_to(self, ref: str, to_ref: str, **kw: Any) -> ActResponse:
+        return await self.act(ActionKind.DRAG, ref=ref, to_ref=to_ref, **kw)
 
     async def type(self, *args: str, **kw: Any) -> ActResponse:
         """``type(text)`` on a desktop (into the bound window), ``type(ref, text)`` on a page."""

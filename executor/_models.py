@@ -56,6 +56,7 @@ __all__ = [
 # Browser actions that act on an element of the cited observation.
 BROWSER_REF_KINDS = frozenset(
     {
+        ActionKind.DRAG,  # by ref: from ref to to_ref
         ActionKind.CLICK,
         ActionKind.DOUBLE_CLICK,
         ActionKind.HOVER,
@@ -248,6 +249,7 @@ class ActionSpec:
     y: int = 0
     to_x: int = 0
     to_y: int = 0
+    to_ref: str = ""  # a browser drag by ref: the drop target's ref
     button: str = ""
     click_count: int = 0
     delta_x: int = 0
@@ -269,12 +271,12 @@ class ActionSpec:
         """A browser action at a point (x, y) rather than at a ref."""
         return self.point_space is not PointSpace.NONE
 
-    def fingerprint(self, role: str, name: str) -> str:
+    def fingerprint(self, role: str, name: str, end: tuple[str, str] = ("", "")) -> str:
         """A digest of what the action does, independent of refs and observations.
 
         A retry with the same idempotency key after a fresh observation cites a new ref
         for the same element: it is the same action. The target is therefore named by its
-        role and accessible name, not by its ref.
+        role and accessible name, not by its ref (and a drag's drop target, ``end``, too).
         """
         doc = {
             "kind": self.kind.value,
@@ -294,6 +296,8 @@ class ActionSpec:
         }
         if self.point_space:
             doc["point_space"] = self.point_space.value
+        if self.to_ref:
+            doc["end"] = list(end)
         if self.approval_asked:
             doc["approval_asked"] = self.approval_asked
         raw = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -317,6 +321,7 @@ class ActionSpec:
             "y": self.y,
             "to_x": self.to_x,
             "to_y": self.to_y,
+            "to_ref": self.to_ref,
             "button": self.button,
             "click_count": self.click_count,
             "delta_x": self.delta_x,

@@ -151,6 +151,10 @@ def _action_spec(req: pb.ActRequest) -> ActionSpec:
     _bounded("idempotency_key", req.idempotency_key, MAX_ID)
     if req.ref and not is_ref(_bounded("ref", req.ref, MAX_ID)):
         raise InvalidArgumentError("ref", f"{req.ref!r} is not a snapshot ref like 'e12'")
+    if req.to_ref and not is_ref(_bounded("to_ref", req.to_ref, MAX_ID)):
+        raise InvalidArgumentError("to_ref", f"{req.to_ref!r} is not a snapshot ref like 'e12'")
+    if req.to_ref and (kind is not ActionKind.DRAG or req.point_space):
+        raise InvalidArgumentError("to_ref", "only a drag by ref (no point_space) takes a to_ref")
     _bounded("text", req.text, MAX_TEXT, required=False)
     _bounded("key", req.key, MAX_KEY, required=kind is ActionKind.PRESS)
     if kind is ActionKind.TYPE and not req.text:
@@ -225,6 +229,8 @@ def check_for_backend(backend: str, spec: ActionSpec, field: str = "") -> None:
             raise InvalidArgumentError(prefix + "kind", f"{spec.kind.value} is not a browser action")
         if spec.kind in BROWSER_REF_KINDS and not spec.ref:
             raise InvalidArgumentError(prefix + "ref", f"a {spec.kind.value} action needs a ref")
+        if spec.kind is ActionKind.DRAG and not spec.to_ref:
+            raise InvalidArgumentError(prefix + "to_ref", "a drag by ref needs the drop target's ref (to_ref)")
         if spec.ref and spec.kind not in BROWSER_REF_KINDS | {
             ActionKind.PRESS,
             ActionKind.SCROLL,
@@ -234,8 +240,9 @@ def check_for_backend(backend: str, spec: ActionSpec, field: str = "") -> None:
     else:
         if spec.kind not in DESKTOP_KINDS:
             raise InvalidArgumentError(prefix + "kind", f"{spec.kind.value} is not a desktop action")
-        if spec.ref:
-            raise InvalidArgumentError(prefix + "ref", "desktop actions use x, y, not refs")
+        if spec.ref or spec.to_ref:
+            name = "ref" if spec.ref else "to_ref"
+            raise InvalidArgumentError(prefix + name, "desktop actions use x, y, not refs")
         if spec.point_space is PointSpace.CSS:
             raise InvalidArgumentError(prefix + "point_space", "a desktop point is in screenshot pixels, not CSS")
 

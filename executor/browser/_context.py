@@ -23,7 +23,14 @@ from handrail._vocabulary import ActionKind, Verb
 from handrail.executor._backend import Effect
 from handrail.executor.browser._pagescript import CHECK_ELEMENT, _on_picked
 
-__all__ = ["CHECK_ELEMENT_CONTEXT", "CHECK_PICKED_CONTEXT", "READ_CONTEXT", "READ_FOCUSED_CONTEXT", "effects_of"]
+__all__ = [
+    "CHECK_ARM_CONTEXT",
+    "CHECK_ELEMENT_CONTEXT",
+    "CHECK_PICKED_CONTEXT",
+    "READ_CONTEXT",
+    "READ_FOCUSED_CONTEXT",
+    "effects_of",
+]
 
 # (el) => facts. Text is whitespace-collapsed and cut at 200 characters.
 READ_CONTEXT = r"""
@@ -96,12 +103,20 @@ READ_FOCUSED_CONTEXT = (
 
 # The element check (CHECK_ELEMENT), and, when nothing changed, the element's context: one
 # round trip for both, on the picked element or on an element handle.
-# args: [since, point, keep] (a pixel action's point: the element must be under it; keep:
-# a token under which the page keeps the element, checked, for the input that follows).
+# args: [since, point] (a pixel action's point: the element must be under it).
 CHECK_PICKED_CONTEXT = _on_picked(
     "  const f = h.check(el, args[0], args[1]);\n  if (!f.problem) f.context = ("
     + READ_CONTEXT.strip()
-    + ")(el);\n  if (!f.problem && args[2]) h.keep(args[2], el);\n  return f;"
+    + ")(el);\n  return f;"
+)
+# The same, and, when nothing changed, the input guard armed on the element in the same
+# round trip (``_guardscript``'s ``arm``): the arm the dispatch would otherwise make in a
+# round trip of its own. args: [since, point, arm token, how long it holds (ms), mode].
+# ``armed``: the arm's answer (``{x, y}`` for "pointer", ``{fallback}`` when not armed).
+CHECK_ARM_CONTEXT = _on_picked(
+    "  const f = h.check(el, args[0], args[1]);\n  if (f.problem) return f;\n  f.context = ("
+    + READ_CONTEXT.strip()
+    + ")(el);\n  f.armed = h.arm(el, args[0], args[4], args[2], args[3], args[1]);\n  return f;"
 )
 CHECK_ELEMENT_CONTEXT = (
     "(el, since) => { const f = ("

@@ -8,15 +8,17 @@ that record's subtree, so that a row re-painted by index is seen), the title of 
 it is in; or that is hidden, disabled, inert, behind the topmost open modal, or covered at
 its centre.
 
-``arm(el, since, mode, token, ms)`` runs the check and arms the input guard on the element:
+``arm(el, since, mode, token, ms)`` runs the check and arms the input guard on the element
+(at dispatch time, or with the check before the decision, ``_surface``):
 
 - ``pointer`` (the executor's own click) and ``click`` (Playwright's click): every trusted
   press event (pointerdown … click, dblclick, contextmenu) must land on the element, and
   the element must still be what it was when armed — its *identity*: its tag, role, name
   sources and text, the record it sits in and that record's text, its path of positions
   up to that record and the record's position in its list, the dialog or form it is in
-  and their names. The first event where either fails is swallowed, and every later one:
-  the page never sees it, and the click is not dispatched.
+  and their names — and, at the first press, still visible, enabled and not inert. The
+  first event where any fails is swallowed, and every later one: the page never sees it,
+  and the click is not dispatched.
 - ``keys`` (fill, type, press into a field): every trusted keydown, keypress and
   beforeinput must go to the element (the focus did not move on) and find its identity
   unchanged (its own text excepted: it is what is being typed; the record's text is taken
@@ -183,16 +185,22 @@ GUARD = r"""
   };
   // ``at``: a point action's point [x, y] (CSS pixels): the element must be what is under
   // it now, in place of the check at its centre; ``{problem, target}`` when it is not.
+  // Whether the element can take input now: "" or why not.
+  const unusable = (el) => {
+    if (el.checkVisibility && !el.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true }))
+      return "the element is not visible";
+    // Disabled itself, by a disabled fieldset, or by aria-disabled on it or an ancestor.
+    if (el.disabled || (el.matches && el.matches(":disabled")) || el.closest('[aria-disabled="true"]'))
+      return "the element is disabled";
+    if (el.closest("[inert]")) return "the element is inert";
+    return "";
+  };
   const check = (el, since, at) => {
     if (!el.isConnected) return { problem: "the element is no longer attached" };
     const changed = changedSince(el, since);
     if (changed) return { problem: changed };
-    if (el.checkVisibility && !el.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true }))
-      return { problem: "the element is not visible" };
-    // Disabled itself, by a disabled fieldset, or by aria-disabled on it or an ancestor.
-    if (el.disabled || (el.matches && el.matches(":disabled")) || el.closest('[aria-disabled="true"]'))
-      return { problem: "the element is disabled" };
-    if (el.closest("[inert]")) return { problem: "the element is inert" };
+    const cannot = unusable(el);
+    if (cannot) return { problem: cannot };
     // A point action: something else under the point is another target (a pop-up, a
     // backdrop), before anything else is said about the element.
     const hit = at ? hitAt(at[0], at[1]) : null;
@@ -268,6 +276,9 @@ GUARD = r"""
       if (!inside(n, a.el)) a.blocked = n && n.nodeType === 1 ? describe(n) : String(n);
       else {
         a.changed = differs(a.id, identity(a.el, a.kb));
+        // The first press: the element can still take it (armed with the check, before the
+        // decision, it may have been disabled or hidden since).
+        if (!a.changed && !a.passed.length) a.changed = unusable(a.el);
         if (a.changed) a.at = e.type;
       }
     }
@@ -318,6 +329,8 @@ GUARD = r"""
     const a = st.arm;
     if (!a || a.token !== token) return { blocked: "", changed: "", navigating: true, gone: true };
     st.arm = null;
+    // A press that never reached the page (a disabled control gets no mouse events): said.
+    if (!a.kb && !a.drag && !a.passed.length && !a.blocked && !a.changed) a.changed = unusable(a.el);
     const e = a.navigate, s = a.submit;
     let navigating = !!e && !e.defaultPrevented && !e.downloadRequest && !e.destination.sameDocument;
     if (!e && s && !s.defaultPrevented) {

@@ -128,7 +128,7 @@ INIT_SCRIPT = (
   if (window.__handrail) return;
   const now = () => performance.timeOrigin + performance.now();
   const attr = new WeakMap(), subtree = new WeakMap(), moved = new WeakMap();
-  const st = { mutations: 0, pick: null, kept: null, arm: null, snaps: new Map() };
+  const st = { mutations: 0, pick: null, arm: null, snaps: new Map() };
   const markUp = (node, t) => {
     for (let n = node; n; n = n.parentNode || n.host) subtree.set(n, t);
   };
@@ -165,16 +165,10 @@ INIT_SCRIPT = (
         + GUARD
         + r"""
   const take = (token) => {
-    const p = st.pick, k = st.kept;
+    const p = st.pick;
     st.pick = null;
-    if (p && p.token === token) return p.el;
-    // An element a check kept for the input that follows it (``keep``): taken once.
-    if (k && k.token === token) { st.kept = null; return k.el; }
-    return null;
+    return p && p.token === token ? p.el : null;
   };
-  // Keep ``el`` for one later script under ``token`` (the check hands its element to the
-  // arming of the input guard: no second hand-over from Playwright's world).
-  const keep = (token, el) => { st.kept = { token, el }; };
   const boxes = (token) => {
     let answer = null;
     const listen = (e) => { answer = e.detail; stop(e); };
@@ -185,7 +179,7 @@ INIT_SCRIPT = (
   };
   Object.defineProperty(window, "__handrail", {
     value: Object.freeze({
-      take, keep, check, arm, disarm, boxes,
+      take, check, arm, disarm, boxes,
       snap: (token) => st.snaps.get(token) || null,
       clock: () => [st.mutations, now()],
     }),

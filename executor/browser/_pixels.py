@@ -20,6 +20,7 @@ element's centre, and an input that cannot be guarded does not go out.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import secrets
 from collections.abc import Callable
@@ -32,7 +33,7 @@ from handrail._vocabulary import Reason
 from handrail.executor._backend import Refusal
 from handrail.executor._models import ActionKind, ActionSpec, PointTarget
 from handrail.executor._snapshot import RefInfo
-from handrail.executor.browser._context import CHECK_PICKED_CONTEXT
+from handrail.executor.browser._context import CHECK_ARM_CONTEXT, CHECK_PICKED_CONTEXT
 from handrail.executor.browser._pagescript import ARM_INPUT, DISARM
 from handrail.executor.browser._pointer import (
     MaybeStartedError,
@@ -43,7 +44,7 @@ from handrail.executor.browser._pointer import (
     stopped,
 )
 
-__all__ = ["at_point", "check_point", "scale_png"]
+__all__ = ["ARMED_POINT_KINDS", "at_point", "check_point", "drag_by_refs", "named", "scale_png"]
 
 _MODES = {
     ActionKind.CLICK: "point",
@@ -51,13 +52,20 @@ _MODES = {
     ActionKind.DRAG: "drag",
     ActionKind.TYPE: "point-keys",
 }
+#: The point actions whose input goes out with the guard armed (``check_point`` may arm it).
+ARMED_POINT_KINDS = frozenset(_MODES)
 _GONE = {"blocked": "", "changed": "", "navigating": True, "gone": True}
 _TWO_FRAMES = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(0))))"
 _DRAG_STEPS = 8
 
 
 async def check_point(
-    page: Page, spec: ActionSpec, target: RefInfo | None, since: float, named: Callable[[RefInfo], str]
+    page: Page,
+    spec: ActionSpec,
+    target: RefInfo | None,
+    since: float,
+    named: Callable[[RefInfo], str],
+    arm: tuple[str, int] | None = None,
 ) -> tuple[Refusal | None, dict[str, Any]]:
     """The checks before dispatch of a bound point action: (the refusal or None, the facts).
 
@@ -65,6 +73,10 @@ async def check_point(
     topmost thing under its point now (else ``TARGET_CHANGED``), and pass the element check
     (unchanged since the observation, visible, enabled, not behind a modal: else
     ``STALE_REF``). Only top-document elements are ever bound (``_points``).
+
+    ``arm`` (token, how long it holds in ms): when the element passes, the input guard is
+    armed on it with the point in the same round trip (``armed`` in the facts is the arm's
+    answer), for a kind that ``at_point`` arms; ``at_point`` is then given the token.
     """
     point = spec.bound_point
     assert point is not None
@@ -75,8 +87,13 @@ async def check_point(
     if target is not None:
         checks.append((target, [point.x, point.y], f"({spec.x}, {spec.y})"))
     facts: dict[str, Any] = {}
+    mode = _MODES.get(spec.kind) if arm is not None else None
     for info, at, where in checks:
-        count, facts_or_none = await on_picked(page, info.ref, CHECK_PICKED_CONTEXT, since, at)
+        if mode is not None and arm is not None and info is target:
+            token, hold = arm
+            count, facts_or_none = await on_picked(page, info.ref, CHECK_ARM_CONTEXT, since, at, token, hold, mode)
+        else:
+            count, facts_or_none = await on_picked(page, info.ref, CHECK_PICKED_CONTEXT, since, at)
         if count != 1 or facts_or_none is None:
             return Refusal(Reason.STALE_REF, f"ref {info.ref} no longer resolves ({info.role} is gone)"), {}
         facts = facts_or_none
@@ -87,6 +104,46 @@ async def check_point(
         if facts.get("problem"):
             return Refusal(Reason.STALE_REF, f"{named(info)}: {facts['problem']}"), {}
     return None, facts
+
+
+def named(info: RefInfo) -> str:
+    """``button 'Cancel' (e41, in row 'Plan E €25 / month Active Cancel')``: the element as observed."""
+    where = ""
+    element = info.element
+    if element is not None and element.contexts():
+        kind, context = element.contexts()[0]
+        where = f", {'under' if kind == 'heading' else 'in'} {context.role} {context.name[:70]!r} when observed"
+    return f"{info.role} {info.name!r} ({info.ref}{where})"
+
+
+async def drag_by_refs(page: Page, tab: NavigationWatch, spec: ActionSpec, since: float, timeout_ms: int) -> None:
+    """A drag by ref (``spec.ref`` to ``spec.to_ref``, both checked before the decision),
+    sent as a drag between the two elements' centres now.
+
+    Right before the press, as for a drag at a point: the drop target must be the topmost
+    thing at its centre and unchanged since the observation, the start element likewise,
+    and the guard is armed on the start element with its centre (``at_point``).
+
+    Raises:
+        NotStartedError: either element is gone, changed or covered: nothing was sent.
+        (and what ``at_point`` raises)
+    """
+    centres = []
+    for ref in (spec.ref, spec.to_ref):
+        try:
+            box = await page.locator(f"aria-ref={ref}").bounding_box(timeout=1_000)
+        except PlaywrightError:
+            box = None
+        if box is None or box["width"] <= 0 or box["height"] <= 0:
+            raise NotStartedError(Reason.STALE_REF, f"ref {ref} no longer resolves to a box on the page")
+        centres.append((box["x"] + box["width"] / 2, box["y"] + box["height"] / 2))
+    (x, y), (to_x, to_y) = centres
+    bound = dataclasses.replace(spec, bound_point=PointTarget(x, y, to_x, to_y, spec.to_ref))
+    start = RefInfo(spec.ref, "drag start", "", "")
+    refusal, _ = await check_point(page, bound, start, since, named)
+    if refusal is not None:
+        raise NotStartedError(refusal.reason, f"at dispatch time {refusal.message}")
+    await at_point(page, tab, bound, since, timeout_ms)
 
 
 def scale_png(png: bytes, scale: float) -> bytes:
@@ -111,8 +168,13 @@ def _refusal(report: dict[str, Any], what: str) -> NotStartedError:
     )
 
 
-async def at_point(page: Page, tab: NavigationWatch, spec: ActionSpec, since: float, timeout_ms: int) -> None:
+async def at_point(
+    page: Page, tab: NavigationWatch, spec: ActionSpec, since: float, timeout_ms: int, armed_token: str = ""
+) -> None:
     """Send the point action ``spec`` (bound: ``spec.bound_point``, ``spec.ref``) to the page.
+
+    ``armed_token``: the guard was armed by ``check_point`` (still holding); else it is
+    armed here, its check run once more, right before the input.
 
     Raises:
         NotStartedError: the guard stopped the input before any reached the page.
@@ -132,18 +194,7 @@ async def at_point(page: Page, tab: NavigationWatch, spec: ActionSpec, since: fl
         await mouse.wheel(spec.delta_x, spec.delta_y)
         await page.evaluate(_TWO_FRAMES)  # the wheel returns before the page has scrolled
         return
-    mode = _MODES[kind]
-    token = secrets.token_hex(8)
-    count, armed = await on_picked(
-        page, spec.ref, ARM_INPUT, since, token, timeout_ms + 2_000, mode, [point.x, point.y]
-    )
-    if count == 0:
-        raise NotStartedError(Reason.STALE_REF, f"ref {spec.ref} no longer resolves")
-    if count != 1 or armed is None:
-        raise NotStartedError(None, "the input guard could not be armed on the element at the point")
-    if armed.get("problem"):
-        reason = Reason.TARGET_CHANGED if armed.get("target") else Reason.STALE_REF
-        raise NotStartedError(reason, f"at dispatch time {armed['problem']}")
+    token = armed_token or await _arm(page, spec, point, since, timeout_ms)
     ends = tab.navigation_ends()
     navigations = tab.navigations
     try:
@@ -173,6 +224,22 @@ async def at_point(page: Page, tab: NavigationWatch, spec: ActionSpec, since: fl
     finally:
         if not ends.done():
             ends.cancel()
+
+
+async def _arm(page: Page, spec: ActionSpec, point: PointTarget, since: float, timeout_ms: int) -> str:
+    """Arm the input guard on the bound element with the point; its token."""
+    token = secrets.token_hex(8)
+    count, armed = await on_picked(
+        page, spec.ref, ARM_INPUT, since, token, timeout_ms + 2_000, _MODES[spec.kind], [point.x, point.y]
+    )
+    if count == 0:
+        raise NotStartedError(Reason.STALE_REF, f"ref {spec.ref} no longer resolves")
+    if count != 1 or armed is None:
+        raise NotStartedError(None, "the input guard could not be armed on the element at the point")
+    if armed.get("problem"):
+        reason = Reason.TARGET_CHANGED if armed.get("target") else Reason.STALE_REF
+        raise NotStartedError(reason, f"at dispatch time {armed['problem']}")
+    return token
 
 
 async def _send(page: Page, spec: ActionSpec, point: PointTarget) -> None:

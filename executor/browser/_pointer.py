@@ -20,8 +20,7 @@ The snapshot's refs live in Playwright's isolated world; a page script needs the
 in the page's own. ``on_picked`` hands it over with a selector engine chained after the
 ref (``aria-ref=e5 >> handrail-pick=TOKEN``, see PICK_ENGINE): one ``count()`` round trip,
 against the ~5 ms of an element handle adopted across worlds; an element of a child frame
-goes by its handle. The element check keeps the element it passed in the page for the
-arming of the click that follows (``on_kept``): one round trip, no second hand-over.
+goes by its handle.
 """
 
 from __future__ import annotations
@@ -29,8 +28,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from playwright.async_api import Error as PlaywrightError
@@ -56,8 +57,27 @@ ARMED_KINDS = {
     ActionKind.PRESS: "keys",
     ActionKind.HOTKEY: "keys",
 }
-_ARM_MS = 5_000  # how long the guard holds for the executor's own click
+ARM_MS = 5_000  # how long the guard holds for the executor's own click
+# The guard armed with the check holds this much longer than an arm at dispatch would, for
+# the decision and the intent between them; past _ARM_REUSE_MS the dispatch arms anew.
+ARM_EXTRA_MS = 3_000
+_ARM_REUSE_MS = 3_000
+
+
 _GONE = {"blocked": "", "changed": "", "navigating": True, "gone": True}
+
+
+@dataclass(frozen=True)
+class CheckArm:
+    """The input guard armed on an element with its check before the decision (``_surface``)."""
+
+    token: str
+    ref: str
+    answer: dict[str, Any]
+    at: float  # time.monotonic() of the arm
+
+    def usable(self, spec: ActionSpec) -> bool:
+        return spec.ref == self.ref and (time.monotonic() - self.at) * 1000 < _ARM_REUSE_MS
 
 
 class NotStartedError(Exception):
@@ -107,14 +127,6 @@ async def on_picked(page: Page, ref: str, script: str, *args: Any) -> tuple[int,
     return count, None if answer.get("unpicked") else answer
 
 
-async def on_kept(page: Page, kept: str, script: str, *args: Any) -> dict[str, Any] | None:
-    """Run ``script`` on the element a check kept under ``kept`` (CHECK_PICKED_CONTEXT's
-    ``keep``): one round trip, no hand-over from Playwright's world. None: the page has
-    none kept under that token (another document now, or it was taken)."""
-    answer = await run(page, script, [kept, *args])
-    return None if not isinstance(answer, dict) or answer.get("unpicked") else answer
-
-
 def stopped(report: dict[str, Any], what: str) -> str:
     """The sentence of a guard's report that stopped ``what`` (a click, the typing)."""
     if report.get("changed"):
@@ -128,12 +140,17 @@ def stopped(report: dict[str, Any], what: str) -> str:
 
 
 async def guarded_click(
-    page: Page, tab: NavigationWatch, spec: ActionSpec, since: float, timeout_ms: int, *, kept: str = ""
+    page: Page,
+    tab: NavigationWatch,
+    spec: ActionSpec,
+    since: float,
+    timeout_ms: int,
+    pre: tuple[str, dict[str, Any]] | None = None,
 ) -> bool:
     """Click (or double-click) the element of ``spec.ref``, guarded; False: let Playwright.
 
-    ``kept``: the token under which the check kept the element (``on_kept``); the guard is
-    armed on it, checked once more, without handing the ref over again.
+    ``pre``: the guard was armed in "pointer" mode with the check before dispatch (its
+    token, the arm's answer), and still holds; else it is armed here.
 
     Raises:
         NotStartedError: the element is gone or changed since ``since``, or between the
@@ -141,14 +158,16 @@ async def guarded_click(
         MaybeStartedError: the click started a navigation that did not end in time.
         PlaywrightError: the page or browser failed under the input.
     """
-    token = secrets.token_hex(8)
-    try:
-        armed = await on_kept(page, kept, ARM_POINTER, since, token, _ARM_MS) if kept else None
+    armed: dict[str, Any] | None
+    if pre is not None:
+        token, armed = pre
         count = 1
-        if armed is None:
-            count, armed = await on_picked(page, spec.ref, ARM_POINTER, since, token, _ARM_MS)
-    except PlaywrightError:
-        return False  # navigated meanwhile: Playwright's click will say what it finds
+    else:
+        token = secrets.token_hex(8)
+        try:
+            count, armed = await on_picked(page, spec.ref, ARM_POINTER, since, token, ARM_MS)
+        except PlaywrightError:
+            return False  # navigated meanwhile: Playwright's click will say what it finds
     if count == 0:
         raise NotStartedError(Reason.STALE_REF, f"ref {spec.ref} no longer resolves")
     if count != 1 or armed is None:

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import itertools
 import secrets
+import time
 from pathlib import Path
 from typing import Any
 
@@ -43,18 +44,24 @@ from handrail.executor._models import (
 from handrail.executor._snapshot import RefInfo, document_of
 from handrail.executor.browser._aria import main_document
 from handrail.executor.browser._context import (
+    CHECK_ARM_CONTEXT,
     CHECK_ELEMENT_CONTEXT,
     CHECK_PICKED_CONTEXT,
     READ_FOCUSED_CONTEXT,
     effects_of,
 )
 from handrail.executor.browser._expect import expectation_holds, wait_for
+from handrail.executor.browser._failures import first_line, refused_before_input, status_after_error
 from handrail.executor.browser._gate import NetworkGate
 from handrail.executor.browser._live import LiveView
-from handrail.executor.browser._pixels import at_point, check_point, scale_png
+from handrail.executor.browser._pagescript import DISARM
+from handrail.executor.browser._pixels import ARMED_POINT_KINDS, at_point, check_point, drag_by_refs, named, scale_png
 from handrail.executor.browser._pointer import (
+    ARM_EXTRA_MS,
+    ARM_MS,
     ARMED_KINDS,
     POINTER_KINDS,
+    CheckArm,
     MaybeStartedError,
     NotStartedError,
     PartlyTypedError,
@@ -64,6 +71,7 @@ from handrail.executor.browser._pointer import (
 )
 from handrail.executor.browser._reading import TabReader
 from handrail.executor.browser._tab import Tab
+from handrail.executor.browser._world import run
 
 _SETTLE_MS = 3_000
 # The URL of the previous entry of the tab's history (same-origin entries only: the
@@ -101,12 +109,12 @@ class BrowserSurface(LiveView):
         self._seen_dialogs = 0
         self._seen_clock = 0.0
         self._last_facts: dict[str, Any] = {}
+        self._arm: CheckArm | None = None  # armed with the last check, for its dispatch
         self._pending: set[asyncio.Future[None]] = set()
         self._note = ""
         # The ref prefix of the main frame's document in the latest snapshot ("" for the
         # first document, "f2" … after a navigation; a child frame's refs have another).
         self._main_document = ""
-        self._kept = ("", "")  # the ref the last check passed, the token its element is kept under
         self.gate = NetworkGate(context, self._tab_id_of)
         self._reader = TabReader()
         context.on("page", self._on_page)
@@ -135,7 +143,7 @@ class BrowserSurface(LiveView):
         try:
             await tab.page.goto(url, wait_until="domcontentloaded", timeout=timeout_ms)
         except PlaywrightError as exc:
-            raise BackendError(f"could not open {url}: {_first_line(exc)}") from exc
+            raise BackendError(f"could not open {url}: {first_line(exc)}") from exc
 
     def adopt(self, page: Page, *, activate: bool) -> Tab:
         for tab in self._tabs.values():
@@ -257,7 +265,8 @@ class BrowserSurface(LiveView):
     # -- checks -----------------------------------------------------------------------
 
     async def check_fresh(self, cited: Observation, spec: ActionSpec, target: RefInfo | None) -> Refusal | None:
-        self._last_facts, self._kept = {}, ("", "")
+        self._last_facts = {}
+        await self.release()
         # Arguments that only the surface can judge are judged now, before any intent.
         if spec.kind is ActionKind.UPLOAD:
             self._upload_paths(spec.files)
@@ -277,34 +286,60 @@ class BrowserSurface(LiveView):
         if tab.dialogs_opened != self._seen_dialogs or tab.dialogs:
             kind = tab.dialogs[-1].type if tab.dialogs else "a"
             return Refusal(Reason.STALE_OBSERVATION, f"a {kind} dialog opened; observe and handle it first")
+        # The input guard is armed in the check's round trip, not the dispatch's (a point
+        # action; a click by the executor's pointer); ``release`` disarms it if none comes.
+        token = secrets.token_hex(8)
         if spec.bound_point is not None:  # a pixel action (executor/_points.py)
-            refusal, self._last_facts = await check_point(tab.page, spec, target, self._seen_clock, _named)
+            arm = None
+            if target is not None and spec.kind in ARMED_POINT_KINDS:
+                arm = (token, (spec.timeout_ms or 5_000) + 2_000 + ARM_EXTRA_MS)
+            refusal, self._last_facts = await check_point(tab.page, spec, target, self._seen_clock, named, arm)
+            self._armed_with_check(spec, token)
             return refusal
         if target is None:
             return None
-        return await self._check_element(tab.page, target)
+        if spec.to_ref:  # a drag by ref: its drop target first, as a click's ref is checked
+            refusal = await self._check_element(tab.page, RefInfo(spec.to_ref, "drop target", "", ""))
+            if refusal is not None:
+                return refusal
+        pointer = spec.kind in POINTER_KINDS and self._pointer_clicks and target.frame == self._main_document
+        refusal = await self._check_element(tab.page, target, token if pointer else "")
+        self._armed_with_check(spec, token)
+        return refusal
 
-    async def _check_element(self, page: Page, info: RefInfo) -> Refusal | None:
+    def _armed_with_check(self, spec: ActionSpec, token: str) -> None:
+        answer = self._last_facts.get("armed")
+        if isinstance(answer, dict) and not answer.get("problem"):
+            self._arm = CheckArm(token, spec.ref, answer, time.monotonic())
+
+    async def release(self) -> None:
+        arm, self._arm = self._arm, None
+        if arm is not None and "fallback" not in arm.answer:
+            with contextlib.suppress(PlaywrightError, BackendError):  # a page gone: nothing is armed
+                await run(self.active.page, DISARM, arm.token)
+
+    async def _check_element(self, page: Page, info: RefInfo, arm_token: str = "") -> Refusal | None:
         # The ref still resolves (a lookup in the snapshot's ref map: the very element
         # object the observation named — the count pre-check), and the page script finds
         # it attached, unchanged since the observation — nor its ancestors, its labels or
         # its content, so its role and accessible name are the ones observed — visible,
-        # enabled and not covered.
-        count, facts, self._kept = 1, None, ("", "")
-        if info.frame == self._main_document:
-            keep = secrets.token_hex(8)  # the page keeps the element checked for the arming that follows
-            count, facts = await on_picked(page, info.ref, CHECK_PICKED_CONTEXT, self._seen_clock, None, keep)
-            if count == 1 and facts is not None and not facts.get("problem"):
-                self._kept = (info.ref, keep)
+        # enabled and not covered. With ``arm_token``, the guard is armed on it for the
+        # executor's pointer in the same round trip.
+        count, facts = 1, None
+        if info.frame == self._main_document and arm_token:
+            hold, picked = ARM_MS + ARM_EXTRA_MS, CHECK_ARM_CONTEXT
+            count, facts = await on_picked(page, info.ref, picked, self._seen_clock, None, arm_token, hold, "pointer")
+        elif info.frame == self._main_document:
+            count, facts = await on_picked(page, info.ref, CHECK_PICKED_CONTEXT, self._seen_clock)
         if count == 1 and facts is None:  # a child frame's element, or one not handed over
             try:
                 count, facts = await self._facts_by_handle(page, info)
             except PlaywrightError as exc:
-                return Refusal(Reason.STALE_REF, f"ref {info.ref} could not be checked: {_first_line(exc)}")
+                return Refusal(Reason.STALE_REF, f"ref {info.ref} could not be checked: {first_line(exc)}")
         if count != 1 or facts is None:
             return Refusal(Reason.STALE_REF, f"ref {info.ref} no longer resolves ({info.role} {info.name!r} is gone)")
         if facts.get("problem"):
-            return Refusal(Reason.STALE_REF, f"{_named(info)}: {facts['problem']}")
+            return Refusal(Reason.STALE_REF, f"{named(info)}: {facts['problem']}")
         self._last_facts = facts
         return None
 
@@ -383,9 +418,13 @@ class BrowserSurface(LiveView):
         self._note = ""  # what the action did besides its input, for the result's message
         tab = self.active
         page = tab.page
+        navigations = tab.navigations
         try:
             via = await self._dispatch(spec, timeout_ms)
-            if spec.kind not in _NO_REQUESTS:
+            # The guarded inputs ("pointer", "point") waited for a navigation they started;
+            # when none committed there is no load to wait for.
+            guarded_still = via in ("pointer", "point") and tab.navigations == navigations
+            if spec.kind not in _NO_REQUESTS and not guarded_still:
                 # Let a navigation or a form post the action started commit or fail.
                 with contextlib.suppress(PlaywrightError):
                     await page.wait_for_load_state("domcontentloaded", timeout=min(timeout_ms, _SETTLE_MS))
@@ -399,16 +438,16 @@ class BrowserSurface(LiveView):
         except MaybeStartedError as exc:
             return DispatchResult(DispatchStatus.MAYBE_STARTED, str(exc))
         except PlaywrightTimeoutError as exc:
-            return DispatchResult(_status_after_error(exc, spec.kind), _first_line(exc))
+            return DispatchResult(status_after_error(exc, spec.kind), first_line(exc))
         except PlaywrightError as exc:
             if "ERR_BLOCKED_BY_CLIENT" in (exc.message or "") or "ERR_ABORTED" in (exc.message or ""):
                 # The gate refused a load the action led to (a redirect out of scope):
                 # it never left the browser, the page stays where it was.
-                return DispatchResult(DispatchStatus.PARTIAL, f"the browser was stopped: {_first_line(exc)}")
-            if _refused_before_input(exc):  # Playwright refused the element: nothing was sent
-                return DispatchResult(DispatchStatus.NOT_STARTED, _first_line(exc))
+                return DispatchResult(DispatchStatus.PARTIAL, f"the browser was stopped: {first_line(exc)}")
+            if refused_before_input(exc):  # Playwright refused the element: nothing was sent
+                return DispatchResult(DispatchStatus.NOT_STARTED, first_line(exc))
             # A closed target or a crash mid-action: the page may have got the input.
-            return DispatchResult(DispatchStatus.MAYBE_STARTED, _first_line(exc))
+            return DispatchResult(DispatchStatus.MAYBE_STARTED, first_line(exc))
         # Side-effecting requests the action started are the loop's to judge (it knows which
         # action each belongs to); a document that failed to load is judged here.
         if page.url.startswith("chrome-error:"):
@@ -422,8 +461,16 @@ class BrowserSurface(LiveView):
         page = tab.page
         kind = spec.kind
         locator = page.locator(f"aria-ref={spec.ref}") if spec.ref else None
+        arm, self._arm = self._arm, None
+        if arm is not None and not arm.usable(spec):  # held too long: armed anew below
+            self._arm = arm
+            await self.release()
+            arm = None
         if spec.bound_point is not None:
-            await at_point(page, tab, spec, self._seen_clock, timeout_ms)
+            await at_point(page, tab, spec, self._seen_clock, timeout_ms, arm.token if arm else "")
+            return "point"
+        if kind is ActionKind.DRAG:  # by ref: from the centre of one element to the other's
+            await drag_by_refs(page, tab, spec, self._seen_clock, timeout_ms)
             return "point"
         if kind is ActionKind.NAVIGATE:
             try:
@@ -473,12 +520,13 @@ class BrowserSurface(LiveView):
         else:
             assert locator is not None  # validated: these kinds need a ref
             main = document_of(spec.ref) == self._main_document  # a child frame's: Playwright's
-            kept, self._kept = self._kept[1] if self._kept[0] == spec.ref else "", ("", "")
             if (
                 kind in POINTER_KINDS
                 and self._pointer_clicks
                 and main
-                and await guarded_click(tab.page, tab, spec, self._seen_clock, timeout_ms, kept=kept)
+                and await guarded_click(
+                    tab.page, tab, spec, self._seen_clock, timeout_ms, (arm.token, arm.answer) if arm else None
+                )
             ):
                 return "pointer"
             mode = ARMED_KINDS.get(kind)
@@ -547,54 +595,3 @@ class BrowserSurface(LiveView):
         await self.gate.close()
         with contextlib.suppress(PlaywrightError):  # already gone with the browser
             await self._context.close()
-
-
-def _named(info: RefInfo) -> str:
-    """``button 'Cancel' (e41, in row 'Plan E €25 / month Active Cancel')``: the element as observed."""
-    where = ""
-    element = info.element
-    if element is not None and element.contexts():
-        kind, context = element.contexts()[0]
-        where = f", {'under' if kind == 'heading' else 'in'} {context.role} {context.name[:70]!r} when observed"
-    return f"{info.role} {info.name!r} ({info.ref}{where})"
-
-
-def _first_line(exc: PlaywrightError) -> str:
-    return exc.message.splitlines()[0] if exc.message else type(exc).__name__
-
-
-# Errors Playwright raises about the element or the arguments before it sends any input
-# (FILL on a button, CHECK on a link, an unknown key): the action is FAILED, not started.
-_BEFORE_INPUT = (
-    "Element is not an <input>",
-    "Element is not a <select>",
-    "Not a checkbox or radio button",
-    "Cannot type text into input",
-    'Input of type "file" cannot be filled',
-    "Node is not an HTMLInputElement",
-    "Non-multiple file input can only accept single file",
-    "Malformed value",
-    "Unknown key:",
-)
-
-
-def _refused_before_input(exc: PlaywrightError) -> bool:
-    first = _first_line(exc)
-    return "performing" not in (exc.message or "") and any(known in first for known in _BEFORE_INPUT)
-
-
-def _status_after_error(exc: PlaywrightError, kind: ActionKind) -> DispatchStatus:
-    """Whether a timed-out action may have reached the page.
-
-    Playwright logs "performing <action> action" once it starts to dispatch input; a
-    timeout before that line (element hidden, covered, disabled) means nothing was sent.
-    A navigation that timed out may have reached the server; a wait sends nothing.
-    """
-    if kind is ActionKind.WAIT_FOR:
-        return DispatchStatus.NOT_STARTED
-    if kind in (ActionKind.NAVIGATE, ActionKind.BACK, ActionKind.TAB_OPEN):
-        return DispatchStatus.MAYBE_STARTED
-    log = exc.message or ""
-    if "performing" in log or "action done" in log:
-        return DispatchStatus.MAYBE_STARTED
-    return DispatchStatus.NOT_STARTED

@@ -54,6 +54,9 @@ _GRAB_STATUS = {
     X.GrabNotViewable: "GrabNotViewable",
     X.GrabFrozen: "GrabFrozen",
 }
+# How long a refusal for a grab waits for the input recording to catch up with the check
+# (milliseconds when the machine is not starved): only to name the grab's holder.
+_CATCH_UP_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -300,6 +303,8 @@ class Checker:
         """
         x = self._x
         w = x.window(window)
+        watcher = self._watcher()
+        mark = watcher.own_grabs(x.client_id_base) if watcher is not None else 0
         if kind == "keyboard":
             status = w.grab_keyboard(False, X.GrabModeAsync, X.GrabModeAsync, X.CurrentTime)
             if status == X.GrabSuccess:
@@ -314,12 +319,17 @@ class Checker:
         return Refusal(
             Reason.FOCUS_MISMATCH,
             f"another X client holds an active {kind} grab ({_GRAB_STATUS.get(status, status)}): "
-            f"every one of its {what} would go to {self._holder(kind)}",
+            f"every one of its {what} would go to {self._holder(kind, mark)}",
         )
 
-    def _holder(self, kind: str) -> str:
+    def _holder(self, kind: str, mark: int) -> str:
+        """Who holds the ``kind`` grab, once the recording has caught up with this
+        check's own grab attempt (the ``mark``-th and next of this connection's)."""
         watcher = self._watcher()
-        holder = watcher.grab_holder(kind) if watcher is not None else None
+        holder = None
+        if watcher is not None:
+            watcher.catch_up(self._x.client_id_base, mark, _CATCH_UP_S)
+            holder = watcher.grab_holder(kind)
         if holder is None:
             return "the grabbing client (it grabbed before this session watched: X does not say which)"
         x = self._x

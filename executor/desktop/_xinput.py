@@ -100,10 +100,25 @@ class InputWatcher:
         self.foreign_events = 0
         self._grabbing: dict[int, tuple[str, int]] = {}  # client -> the grab it asked for, awaiting the reply
         self._holders: dict[str, GrabHolder] = {}
+        # Grab requests of our own clients seen so far, by client: a check's own grab
+        # attempt, once seen here, says every grab the server took before it is seen too.
+        self._own_grabs: dict[int, int] = {}
+        self._seen = threading.Condition()
 
     def grab_holder(self, kind: str) -> GrabHolder | None:
         """The client that took the ``"keyboard"`` or ``"pointer"`` grab last, if still held as far as seen."""
         return self._holders.get(kind)
+
+    def own_grabs(self, client: int) -> int:
+        """How many grab requests of our own ``client`` the recording has seen."""
+        return self._own_grabs.get(client, 0)
+
+    def catch_up(self, client: int, past: int, timeout_s: float) -> bool:
+        """Wait until the recording has seen more than ``past`` grab requests of our own
+        ``client``: then it has seen every request the server handled before the last one
+        (the stream is in the server's order). False if it did not within ``timeout_s``."""
+        with self._seen:
+            return self._seen.wait_for(lambda: self._own_grabs.get(client, 0) > past, timeout_s)
 
     def start(self) -> None:
         """Start recording; returns once the server records (errors if RECORD is missing)."""
@@ -193,6 +208,10 @@ class InputWatcher:
             if opcode in _GRABS or opcode in _UNGRABS:
                 if not own:
                     self._grab_request(client, request)
+                elif opcode in _GRABS:
+                    with self._seen:
+                        self._own_grabs[client] = self._own_grabs.get(client, 0) + 1
+                        self._seen.notify_all()
             elif opcode == self._xtest_major and own:
                 self._pending.append(time.monotonic())  # a FakeInput: it will make one device event
 

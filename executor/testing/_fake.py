@@ -220,6 +220,9 @@ class FakeBackend:
     async def settle(self, timeout_ms: int) -> None:
         self.calls.append("settle")
 
+    async def release(self) -> None:
+        return None  # nothing is armed by a check here
+
     async def expectation_holds(self, expect: Expectation, cited_refs: dict[str, RefInfo]) -> tuple[bool, str]:
         self.calls.append("expect")
         return self._expectations.popleft() if self._expectations else (True, "")

@@ -172,7 +172,8 @@ class Bridge:
             )
         if self.settings.check_descriptions and found.name and not _mentions(description, found.name):
             raise ToolError(
-                f"element: {ref} is {found.role} {found.name!r}, which the description {description!r} does not name. "
+                f"{_described_by(arg)}: {ref} is {found.role} {found.name!r}, which the description {description!r} "
+                "does not name. "
                 "Next: take a new snapshot (browser_snapshot) and describe the element by its name."
             )
         return found
@@ -232,6 +233,11 @@ class Bridge:
             return text
         state.shown()
         return text + "\n" + page_state(state.latest, state.session.snapshot)
+
+
+def _described_by(arg: str) -> str:
+    """The argument that describes the element of ref argument ``arg`` (startRef: startElement)."""
+    return arg[: -len("Ref")] + "Element" if arg.endswith("Ref") else "element"
 
 
 def _connection(ctx: Context) -> object:

@@ -9,11 +9,12 @@ import sys
 from typing import Any
 
 import anyio
+import grpc
 
 from ._bridge import McpSettings
 from ._tools import build_server
 
-__all__ = ["register", "run"]
+__all__ = ["register", "run", "unreachable"]
 
 
 def register(sub: Any) -> None:
@@ -58,7 +59,30 @@ def register(sub: Any) -> None:
         action="store_true",
         help="do not require a ref action's element description to contain the element's name",
     )
+    cmd.add_argument(
+        "--start-timeout",
+        type=float,
+        default=10,
+        metavar="SECONDS",
+        help="wait up to this long for the executor to answer before serving (default %(default)s)",
+    )
     cmd.set_defaults(func=run)
+
+
+def unreachable(executor: str, timeout_s: float) -> str:
+    """Why the executor at ``executor`` does not answer within ``timeout_s``; "" when it does.
+
+    Checked at start, so that a client is not left with a server that fails only at its
+    first tool call.
+    """
+    channel = grpc.insecure_channel(executor)
+    try:
+        grpc.channel_ready_future(channel).result(timeout=max(0.1, timeout_s))
+    except grpc.FutureTimeoutError:
+        return f"cannot reach the executor at {executor} (is it running?)"
+    finally:
+        channel.close()
+    return ""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,6 +97,10 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.approval_wait <= 600:
         print("handrail mcp: --approval-wait must be between 0 and 600 seconds", file=sys.stderr)
         return 2
+    problem = unreachable(args.executor, args.start_timeout)
+    if problem:
+        print(f"handrail mcp: {problem}", file=sys.stderr)
+        return 1
     settings = McpSettings(
         executor=args.executor,
         token=args.token,

@@ -150,6 +150,24 @@ def build_server(settings: McpSettings) -> tuple[MCPServer, Bridge]:
     async def browser_hover(ctx: Context, element: Described, ref: Ref) -> str:
         return await on_ref(ctx, "browser_hover", ActionKind.HOVER, ref, element)
 
+    @server.tool(title="Drag mouse", description="Perform drag and drop between two elements", annotations=WRITE)
+    async def browser_drag(
+        ctx: Context,
+        startElement: Annotated[str, Field(description="Human-readable source element description")],
+        startRef: Annotated[str, Field(description="Exact source element reference from the page snapshot")],
+        endElement: Annotated[str, Field(description="Human-readable target element description")],
+        endRef: Annotated[str, Field(description="Exact target element reference from the page snapshot")],
+    ) -> str:
+        # Both ends from the snapshot the agent saw, both described by name; the executor
+        # checks both elements and the sidecar judges both.
+        state = await state_of(ctx)
+        async with state.lock:
+            start = bridge.element(state, "startRef", startRef, startElement)
+            end = bridge.element(state, "endRef", endRef, endElement)
+            response = await bridge.act(ctx, state, "browser_drag", ActionKind.DRAG, ref=startRef, to_ref=endRef)
+            line = f"{start.role} {start.name!r} ({startRef}) onto {end.role} {end.name!r} ({endRef})"
+            return bridge.done(state, f"browser_drag: {line}", response)
+
     @server.tool(title="Type text", description="Type text into editable element", annotations=WRITE)
     async def browser_type(
         ctx: Context,

@@ -499,7 +499,7 @@ class WaitFor(_message.Message):
     def __init__(self, text: _Optional[str] = ..., role: _Optional[str] = ..., name: _Optional[str] = ..., url_matches: _Optional[str] = ..., window_title: _Optional[str] = ..., gone: _Optional[bool] = ...) -> None: ...
 
 class ActRequest(_message.Message):
-    __slots__ = ("session_id", "observation_id", "kind", "ref", "text", "key", "values", "url", "idempotency_key", "expect", "timeout_ms", "x", "y", "to_x", "to_y", "button", "click_count", "delta_x", "delta_y", "key_delay_ms", "files", "tab_id", "wait_for", "keys", "approval_wait_ms", "skip_reobserve", "point_space", "approval_asked")
+    __slots__ = ("session_id", "observation_id", "kind", "ref", "text", "key", "values", "url", "idempotency_key", "expect", "timeout_ms", "x", "y", "to_x", "to_y", "button", "click_count", "delta_x", "delta_y", "key_delay_ms", "files", "tab_id", "wait_for", "keys", "approval_wait_ms", "skip_reobserve", "point_space", "approval_asked", "to_ref")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     OBSERVATION_ID_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -528,6 +528,7 @@ class ActRequest(_message.Message):
     SKIP_REOBSERVE_FIELD_NUMBER: _ClassVar[int]
     POINT_SPACE_FIELD_NUMBER: _ClassVar[int]
     APPROVAL_ASKED_FIELD_NUMBER: _ClassVar[int]
+    TO_REF_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     observation_id: str
     kind: ActionKind
@@ -556,7 +557,8 @@ class ActRequest(_message.Message):
     skip_reobserve: bool
     point_space: PointSpace
     approval_asked: str
-    def __init__(self, session_id: _Optional[str] = ..., observation_id: _Optional[str] = ..., kind: _Optional[_Union[ActionKind, str]] = ..., ref: _Optional[str] = ..., text: _Optional[str] = ..., key: _Optional[str] = ..., values: _Optional[_Iterable[str]] = ..., url: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., expect: _Optional[_Union[Expectation, _Mapping]] = ..., timeout_ms: _Optional[int] = ..., x: _Optional[int] = ..., y: _Optional[int] = ..., to_x: _Optional[int] = ..., to_y: _Optional[int] = ..., button: _Optional[str] = ..., click_count: _Optional[int] = ..., delta_x: _Optional[int] = ..., delta_y: _Optional[int] = ..., key_delay_ms: _Optional[int] = ..., files: _Optional[_Iterable[str]] = ..., tab_id: _Optional[str] = ..., wait_for: _Optional[_Union[WaitFor, _Mapping]] = ..., keys: _Optional[_Iterable[str]] = ..., approval_wait_ms: _Optional[int] = ..., skip_reobserve: _Optional[bool] = ..., point_space: _Optional[_Union[PointSpace, str]] = ..., approval_asked: _Optional[str] = ...) -> None: ...
+    to_ref: str
+    def __init__(self, session_id: _Optional[str] = ..., observation_id: _Optional[str] = ..., kind: _Optional[_Union[ActionKind, str]] = ..., ref: _Optional[str] = ..., text: _Optional[str] = ..., key: _Optional[str] = ..., values: _Optional[_Iterable[str]] = ..., url: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., expect: _Optional[_Union[Expectation, _Mapping]] = ..., timeout_ms: _Optional[int] = ..., x: _Optional[int] = ..., y: _Optional[int] = ..., to_x: _Optional[int] = ..., to_y: _Optional[int] = ..., button: _Optional[str] = ..., click_count: _Optional[int] = ..., delta_x: _Optional[int] = ..., delta_y: _Optional[int] = ..., key_delay_ms: _Optional[int] = ..., files: _Optional[_Iterable[str]] = ..., tab_id: _Optional[str] = ..., wait_for: _Optional[_Union[WaitFor, _Mapping]] = ..., keys: _Optional[_Iterable[str]] = ..., approval_wait_ms: _Optional[int] = ..., skip_reobserve: _Optional[bool] = ..., point_space: _Optional[_Union[PointSpace, str]] = ..., approval_asked: _Optional[str] = ..., to_ref: _Optional[str] = ...) -> None: ...
 
 class ActionResult(_message.Message):
     __slots__ = ("action_id", "outcome", "reason", "message", "execution_started", "evidence", "decision_id", "idempotency_key", "typed_chars", "approval_id", "policies")

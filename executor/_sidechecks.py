@@ -1,0 +1,120 @@
+"""The sidecar's checks of an action beyond its own: its effects, a drag's drop target.
+
+The act path (``_act``) asks the sidecar about the action on its element first; an allow
+covers only that. What else the action reaches is asked about too, and the first refusal
+is the action's:
+
+- each **effect** (a link's URL, a form's target) that leaves the action's verb or the
+  page's origin;
+- a **drag by ref**'s drop target: the element it is dropped on is judged by its role, name
+  and context as the start element is, so a grant or policy that names elements applies
+  to both ends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from handrail.authz import AsyncAuthzClient, Decision, ElementContext, parse_url
+from handrail.authz import InvalidArgumentError as AuthzInvalidArgumentError
+from handrail.executor._backend import AuthzResource
+from handrail.executor._models import ActionSpec
+from handrail.executor._session import Session
+from handrail.executor._snapshot import RefInfo
+
+__all__ = ["check_effects", "check_end", "element_context"]
+
+
+def _origin(url: str) -> str:
+    try:
+        return parse_url("url", url).origin if url else ""
+    except AuthzInvalidArgumentError:
+        return ""
+
+
+def element_context(resource: AuthzResource) -> ElementContext:
+    """Where the action's element sits, as the sidecar is told it."""
+    return ElementContext(resource.dialog_title, resource.form_name, resource.heading, resource.description)
+
+
+async def check_effects(
+    authz: AsyncAuthzClient,
+    session: Session,
+    spec: ActionSpec,
+    action_id: str,
+    resource: AuthzResource,
+    allowed: Decision,
+) -> Decision:
+    """Each effect of the action (a link's URL, a form's target) is a check of its own.
+
+    An effect with the action's verb on the page's own origin is covered by the action's
+    allow; any other (another verb, another origin) must be allowed as well: the first
+    refusal is the action's. Effects carry no approval fingerprint: one that needs an
+    approval refuses the action.
+    """
+    obs = session.latest
+    assert obs is not None
+    verb = resource.verb or spec.kind.verb
+    here = _origin(resource.url)
+    for effect in resource.effects:
+        if effect.verb is verb and _origin(effect.url) == here and here:
+            continue
+        decision = await authz.check(
+            session.agent,
+            session.target,
+            obs.lease_epoch,
+            effect.verb,
+            url=effect.url,
+            element_role=resource.element_role,
+            element_name=resource.element_name,
+            action_id=action_id,
+            observation_id=obs.observation_id,
+            context=element_context(resource),
+            document_load=True,
+        )
+        if not decision.allow:
+            why = f"its effect ({effect.why}: {effect.verb.value} {effect.method} {effect.url}) is refused"
+            return replace(decision, message=f"{why}: {decision.message}")
+    return allowed
+
+
+async def check_end(
+    authz: AsyncAuthzClient,
+    session: Session,
+    spec: ActionSpec,
+    action_id: str,
+    resource: AuthzResource,
+    end: RefInfo,
+    allowed: Decision,
+) -> Decision:
+    """A drag's drop target, judged as its start element was (same verb, page and epoch).
+
+    Its context is the one the cited observation placed it in (its dialog, form and
+    heading). No approval fingerprint: a drop target that needs an approval refuses the drag.
+    """
+    obs = session.latest
+    assert obs is not None
+    element = end.element
+    around = dict(element.contexts()) if element is not None else {}
+    context = ElementContext(
+        around["dialog"].name if "dialog" in around else "",
+        around["form"].name if "form" in around else "",
+        around["heading"].name if "heading" in around else "",
+        "",
+    )
+    decision = await authz.check(
+        session.agent,
+        session.target,
+        obs.lease_epoch,
+        resource.verb or spec.kind.verb,
+        url=resource.url,
+        element_role=end.role,
+        element_name=end.name,
+        action_id=action_id,
+        observation_id=obs.observation_id,
+        context=context,
+    )
+    if not decision.allow:
+        why = f"its drop target ({end.role} {end.name!r}, {end.ref}) is refused"
+        return replace(decision, message=f"{why}: {decision.message}")
+    return allowed
