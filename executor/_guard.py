@@ -206,6 +206,9 @@ class GuardedExecutor:
         return session, auth
 
     async def _check_token(self, token: str) -> None:
+        # Let the call's own first step go first: an Observe's snapshot request is on its
+        # way to the browser before this call's gRPC send takes the event loop.
+        await asyncio.sleep(0)
         with contextlib.suppress(AuthzUnavailableError):
             await self._authz.who_am_i(token=token)
 

@@ -165,12 +165,14 @@ class Session:
             queue.put_nowait(event)
 
     _indexes: dict[int, dict[str, Element]] = field(default_factory=dict)
+    _scanned: set[int] = field(default_factory=set)
 
     def remember(self, generation: int, elements: tuple[Element, ...]) -> None:
         self.recent_elements[generation] = elements
         for old in [g for g in self.recent_elements if g <= generation - _REMEMBERED]:
             del self.recent_elements[old]
             self._indexes.pop(old, None)
+            self._scanned.discard(old)
 
     def ref_info(self, generation: int, ref: str) -> RefInfo | None:
         """What observation ``generation``'s element list says ``ref`` is (None: no such ref).
@@ -183,7 +185,17 @@ class Session:
             elements = self.recent_elements.get(generation)
             if elements is None:
                 return None
-            index = self._indexes[generation] = {e.ref: e for e in elements}
+            # An unchanged page gives the very list of the observation before (the
+            # reader's), whose index serves as it is.
+            same = (self._indexes.get(g) for g, e in self.recent_elements.items() if e is elements)
+            index = next((i for i in same if i is not None), None)
+            if index is None and generation not in self._scanned:
+                # The first ref cited from a list (most often the only one): a scan that
+                # stops at it costs less than indexing thousands of elements.
+                self._scanned.add(generation)
+                found = next((e for e in elements if e.ref == ref), None)
+                return None if found is None else RefInfo.of(found)
+            index = self._indexes[generation] = index or {e.ref: e for e in elements}
         element = index.get(ref)
         return None if element is None else RefInfo.of(element)
 

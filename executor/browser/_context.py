@@ -46,9 +46,23 @@ READ_CONTEXT = r"""
   const tag = el.tagName.toLowerCase(), type = (el.getAttribute("type") || "").toLowerCase();
   const form = el.form || el.closest("form");
   const formName = form ? (labelOf(form) || form.getAttribute("name") || headingIn(form) || "") : "";
-  let heading = null;
-  for (const h of doc.querySelectorAll('h1,h2,h3,h4,h5,h6,[role="heading"]')) {
-    if (h.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) heading = h; else break;
+  // The last heading before it in document order (an ancestor heading included), as
+  // querySelectorAll(HEADING) finds it. Walked back from the element first, a few dozen
+  // elements at most: a heading near the element costs that walk, not a pass over the page.
+  const HEADING = 'h1,h2,h3,h4,h5,h6,[role="heading"]';
+  let heading = null, found = false;
+  if (el.getRootNode() === doc) {
+    const walker = doc.createTreeWalker(doc, NodeFilter.SHOW_ELEMENT);
+    walker.currentNode = el;
+    let steps = 0;
+    for (let n = walker.previousNode(); n && steps < 64; n = walker.previousNode(), steps++)
+      if (n.matches(HEADING)) { heading = n; found = true; break; }
+  }
+  if (!found) {
+    heading = null;
+    for (const h of doc.querySelectorAll(HEADING)) {
+      if (h.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) heading = h; else break;
+    }
   }
   const description = byIds(el.getAttribute("aria-describedby")) || el.getAttribute("aria-description")
     || el.getAttribute("title") || "";

@@ -40,6 +40,7 @@ from playwright.async_api import Page
 from handrail._vocabulary import Reason
 from handrail.executor._models import ActionKind, ActionSpec
 from handrail.executor.browser._pagescript import ARM_INPUT, ARM_POINTER, DISARM, PICK_SELECTOR
+from handrail.executor.browser._world import run
 
 log = logging.getLogger(__name__)
 
@@ -120,9 +121,9 @@ async def on_picked(page: Page, ref: str, script: str, *args: Any) -> tuple[int,
     token = secrets.token_hex(8)
     picked = page.locator(f"aria-ref={ref} >> {PICK_SELECTOR}={token}")
     call = [token, *args]
-    count, answer = await asyncio.gather(picked.count(), page.evaluate(script, call))
+    count, answer = await asyncio.gather(picked.count(), run(page, script, call))
     if count == 1 and answer.get("unpicked"):
-        answer = await page.evaluate(script, call)
+        answer = await run(page, script, call)
     return count, None if answer.get("unpicked") else answer
 
 
@@ -185,7 +186,7 @@ async def guarded_click(
         else:
             await page.mouse.click(armed["x"], armed["y"], button=button, click_count=spec.click_count or 1)
         try:
-            report = await page.evaluate(DISARM, token)
+            report = await run(page, DISARM, token)
         except PlaywrightError:  # the page went away under the report: a navigation
             report = dict(_GONE)
         if report.get("changed"):
@@ -243,7 +244,7 @@ async def armed(
             raise NotStartedError(Reason.STALE_REF, f"ref {ref} no longer resolves")
 
         async def disarm() -> Any:
-            return await page.evaluate(DISARM, token)
+            return await run(page, DISARM, token)
 
     if answer is None:
         # The guard could not be armed (a page without Handrail's script, the hand-over

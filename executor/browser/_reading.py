@@ -7,7 +7,8 @@ One round of two calls, sent together:
   world that moment (the clock and the mutation count every later check compares with:
   a change after it, however soon, is a change) and, once the snapshot has given every
   node its ref, measures their boxes;
-- READ_PAGE, in the page's world: that moment, the title, the boxes.
+- READ_PAGE, in the page's world (``_world.run``: one ``Runtime.evaluate``): that moment,
+  the title, the boxes.
 
 Should READ_PAGE overtake the snapshot (Playwright sets a new document's isolated world
 up first), it says so and is asked again. The element list is parsed from the snapshot
@@ -29,6 +30,7 @@ from handrail.executor._ariatree import KeyCache, parse_snapshot
 from handrail.executor._elements import Element
 from handrail.executor.browser._aria import strip_boxes, viewport_filter
 from handrail.executor.browser._pagescript import READ_CLOCK, READ_PAGE, SNAP_SELECTOR
+from handrail.executor.browser._world import run
 
 _SNAPSHOT_TIMEOUT_MS = 5_000
 
@@ -63,13 +65,13 @@ class TabReader:
             page.locator(f"{SNAP_SELECTOR}={token}").aria_snapshot(
                 mode="ai", depth=depth or None, boxes=True if viewport else None, timeout=_SNAPSHOT_TIMEOUT_MS
             ),
-            page.evaluate(READ_PAGE, token),
+            run(page, READ_PAGE, token),
         )
         if facts.get("early"):
-            facts = await page.evaluate(READ_PAGE, token)
+            facts = await run(page, READ_PAGE, token)
         if "at" not in facts:
             # No Handrail script in this document (an error page): its own clock, now.
-            mutations, clock, title = await page.evaluate(READ_CLOCK)
+            mutations, clock, title = await run(page, READ_CLOCK)
             facts = {"at": clock, "mutations": mutations, "title": title, "boxes": None}
         boxes_raw = facts.get("boxes")
         if viewport:

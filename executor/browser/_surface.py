@@ -71,6 +71,7 @@ from handrail.executor.browser._pointer import (
 )
 from handrail.executor.browser._reading import TabReader
 from handrail.executor.browser._tab import Tab
+from handrail.executor.browser._world import run
 
 _SETTLE_MS = 3_000
 # The URL of the previous entry of the tab's history (same-origin entries only: the
@@ -315,7 +316,7 @@ class BrowserSurface(LiveView):
         arm, self._arm = self._arm, None
         if arm is not None and "fallback" not in arm.answer:
             with contextlib.suppress(PlaywrightError, BackendError):  # a page gone: nothing is armed
-                await self.active.page.evaluate(DISARM, arm.token)
+                await run(self.active.page, DISARM, arm.token)
 
     async def _check_element(self, page: Page, info: RefInfo, arm_token: str = "") -> Refusal | None:
         # The ref still resolves (a lookup in the snapshot's ref map: the very element

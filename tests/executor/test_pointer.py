@@ -210,3 +210,43 @@ def test_a_link_is_followed_and_a_fragment_link_is_not_waited_for(stack: Stack, 
     assert r.observation is not None and r.observation.url.endswith("/thanks")
     assert "Thank you" in r.observation.snapshot
     assert _via(stack, session) == ["pointer", "pointer"]
+
+
+HEADINGS = (
+    "<!doctype html><title>Headings</title><main><h1>Top</h1><section><h2>Plans <button>In</button></h2>"
+    "<ul><li><button>One</button></li><li><div role=heading>Row title</div><button>Two</button></li></ul></section>"
+    + "".join(f"<p>filler {i}</p>" for i in range(80))
+    + "<button>Far</button><div role=HEADING>not a heading</div><button>After</button></main>"
+)
+
+
+def test_the_context_reader_finds_the_heading_the_page_wide_query_finds() -> None:
+    """The nearest heading before an element is found walking back from it (a few dozen
+    elements, then the page-wide query): the same heading for every element."""
+    from handrail.executor.browser._context import READ_CONTEXT
+
+    old = (
+        "(el) => { let heading = null;"
+        " for (const h of document.querySelectorAll('h1,h2,h3,h4,h5,h6,[role=\"heading\"]')) {"
+        " if (h.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) heading = h; else break; }"
+        " return heading ? heading.textContent.replace(/\\s+/g, ' ').trim() : ''; }"
+    )
+
+    async def run() -> list[list[str]]:
+        host = BrowserHost()
+        await host.start()
+        try:
+            with serve({"/h": HEADINGS}) as s:
+                surface = await host.open_page(s.url + "/h")
+                pairs: list[list[str]] = await surface.active.page.evaluate(
+                    "([read, old]) => { const r = eval(read), o = eval(old);"
+                    " return [...document.querySelectorAll('main *')].map((el) => [r(el).heading, o(el)]); }",
+                    [READ_CONTEXT, old],
+                )
+                return pairs
+        finally:
+            await host.close()
+
+    pairs = asyncio.run(run())
+    assert len(pairs) > 90 and all(new == old for new, old in pairs), [p for p in pairs if p[0] != p[1]]
+    assert {new for new, _ in pairs} >= {"Top", "Plans In", "Row title"}
