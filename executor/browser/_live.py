@@ -28,6 +28,7 @@ from handrail.executor._errors import BackendError
 from handrail.executor._live import HumanInput, ScreenBox, ScreenFrame
 from handrail.executor._models import ActionKind
 from handrail.executor.browser._tab import Tab
+from handrail.executor.browser._world import run
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,21 @@ _RETARGET_S = 0.5  # how often a cast looks whether the active tab changed
 _NAVIGATION_WAIT_S = 2.0  # how long a person's input waits for the navigation it started
 _NEXT_TASK = "() => new Promise(r => setTimeout(r, 0))"
 _NEXT_TASK_WAIT_S = 0.25
+# Where a person's input lands (the element at the point; the focused one for keys): can
+# it take the page somewhere? A link, a submit control, a frame (its page is not ours to
+# read); for keys, anything in a form or a link.
+_MAY_NAVIGATE = """([x, y]) => {
+  const active = document.activeElement;
+  const at = document.elementFromPoint(x, y);
+  const link = (el) => !!(el && el.closest("a[href], area[href]"));
+  const submits = (el) => {
+    const c = el && el.closest("button, input");
+    return !!(c && c.form && (c.type === "submit" || c.type === "image"));
+  };
+  const frame = (el) => !!(el && el.closest("iframe, frame, object, embed"));
+  const keys = link(active) || frame(active) || !!(active && active.closest && active.closest("form"));
+  return { point: link(at) || submits(at) || frame(at), keys };
+}"""
 
 
 class _Viewer:
@@ -195,15 +211,18 @@ class LiveView:
             return DispatchResult(DispatchStatus.NOT_STARTED, f"the page cannot take input: {exc.message}")
         ends = tab.navigation_ends()
         asked.clear()
+        may_navigate = await _may_navigate(page, spec)
         try:
             result = await asyncio.wait_for(human_input(page, spec, self._viewport()), timeout_ms / 1000)
-            if result.status is DispatchStatus.DONE and not asked.is_set():
+            if result.status is DispatchStatus.DONE and may_navigate and not asked.is_set():
                 # A form's submission is a task the page posts while handling the input,
                 # so it asks for its navigation after the input is acknowledged: let the
-                # page run one task more before deciding nothing was asked.
+                # page run one task more before deciding nothing was asked (after input
+                # the page paints first: a frame, ~17 ms; hence only where a link, a
+                # submit control or a form could take the input somewhere).
                 # Bounded: a dialog the input opened holds every script until it is answered.
                 try:
-                    await asyncio.wait_for(page.evaluate(_NEXT_TASK), _NEXT_TASK_WAIT_S)
+                    await asyncio.wait_for(run(page, _NEXT_TASK), _NEXT_TASK_WAIT_S)
                 except PlaywrightError:  # the document went away under it: it navigated
                     asked.set()
                 except TimeoutError:
@@ -294,6 +313,22 @@ async def human_input(page: Page, spec: HumanInput, viewport: tuple[int, int]) -
             return DispatchResult(DispatchStatus.NOT_STARTED, message)
         return DispatchResult(DispatchStatus.MAYBE_STARTED, message)
     return DispatchResult(DispatchStatus.DONE, what, typed_chars=len(spec.text))
+
+
+async def _may_navigate(page: Page, spec: HumanInput) -> bool:
+    """Whether the input may take the page somewhere: a click on a link, a submit control
+    or a frame; keys into a form or a link. True when the page cannot say."""
+    if spec.kind in (ActionKind.CLICK, ActionKind.DOUBLE_CLICK):
+        which = "point"
+    elif spec.kind in (ActionKind.TYPE, ActionKind.PRESS):
+        which = "keys"
+    else:
+        return False
+    try:
+        answer = await asyncio.wait_for(run(page, _MAY_NAVIGATE, [spec.x, spec.y]), _NEXT_TASK_WAIT_S)
+    except (PlaywrightError, TimeoutError):
+        return True
+    return not isinstance(answer, dict) or bool(answer.get(which, True))
 
 
 async def locate(page: Page, role: str, name: str) -> ScreenBox | None:

@@ -43,6 +43,7 @@ from handrail.executor.browser._pointer import (
     on_picked,
     stopped,
 )
+from handrail.executor.browser._world import run
 
 __all__ = ["ARMED_POINT_KINDS", "at_point", "check_point", "drag_by_refs", "named", "scale_png"]
 
@@ -200,7 +201,7 @@ async def at_point(
     try:
         await _send(page, spec, point)
         try:
-            report = await page.evaluate(DISARM, token)
+            report = await run(page, DISARM, token)
         except PlaywrightError:  # the page went away under the report: a navigation
             report = dict(_GONE)
         what = "typing" if kind is ActionKind.TYPE else kind.value.replace("_", " ")
