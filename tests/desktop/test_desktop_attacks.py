@@ -21,7 +21,7 @@ from handrail.executor._models import ActionKind, ActionSpec, DesktopTarget, Obs
 from handrail.executor.desktop import X11, DesktopSurface, open_desktop
 from handrail.scenarios._tkapps import NOTES_LAYOUT, TkApp
 from tests.desktop.attackers import Attacker
-from tests.desktop.conftest import activate, observe, surface, unique_title
+from tests.desktop.conftest import activate, observe, steal_while_typing, surface, unique_title
 
 pytestmark = pytest.mark.desktop
 
@@ -364,8 +364,10 @@ def test_a_tk_dialog_that_opens_mid_typing_stops_typing_at_once(notes: TkApp) ->
             obs = await observe(s)
             typing = spec(obs, ActionKind.TYPE, text=text, key_delay_ms=2)
             assert await s.check_fresh(obs, typing, None) is None
-            notes.command("steal-in 100")  # the notes application opens its own prompt
-            return await s.dispatch(typing, 20_000)
+            watcher = steal_while_typing(notes, notes)  # the notes application opens its own prompt
+            result = await s.dispatch(typing, 20_000)
+            watcher.join(10)
+            return result
 
     result = asyncio.run(body())
     state = notes.settled_state()
