@@ -96,29 +96,25 @@ def test_rows_repainted_on_a_timer_never_take_a_click_meant_for_another_row(
     assert _wrong(results, settled_cancellations(plans, asked)) == [], results
 
 
-def test_a_clock_that_touches_no_row_refuses_nothing(
-    stack: Stack, agent: AgentSetup, client: ExecutorClient, plans: PlansApp
+@pytest.mark.parametrize(
+    ("query", "plans_cancelled"),
+    [
+        # Text changing every 20 ms under the table: no row, no ancestor of the button.
+        pytest.param("/?tick=20", ["C", "F"], id="clock"),
+        # Every row's text written over with its own value every 15 ms: nothing anyone can
+        # see changed (a rotation, which changes the text, is refused: the timer tests above).
+        pytest.param("/?repaint=15", ["B", "G"], id="same-text-repaint"),
+    ],
+)
+def test_a_change_that_touches_no_row_refuses_nothing(
+    stack: Stack, agent: AgentSetup, client: ExecutorClient, plans: PlansApp, query: str, plans_cancelled: list[str]
 ) -> None:
-    # Safety is not bought by refusing everything: text changing every 20 ms under the
-    # table (no row, no ancestor of the button) must not make a cited button stale.
-    session = _open(stack, agent, client, plans, "/?tick=20")
-    for plan in ("Plan C", "Plan F"):
-        r = session.click(session.find("button", "Cancel", within=("row", plan)), timeout_ms=3000)
+    # Safety is not bought by refusing everything: these must not make a cited button stale.
+    session = _open(stack, agent, client, plans, query)
+    for plan in plans_cancelled:
+        r = session.click(session.find("button", "Cancel", within=("row", f"Plan {plan}")), timeout_ms=3000)
         assert r.result.outcome is Outcome.DONE, (r.result.reason, r.result.message)
-    assert settled_cancellations(plans, ["C", "F"]) == ["C", "F"]
-
-
-def test_rows_painted_again_with_the_same_text_refuse_nothing(
-    stack: Stack, agent: AgentSetup, client: ExecutorClient, plans: PlansApp
-) -> None:
-    # Every row's text written over with its own value every 15 ms: nothing anyone can see
-    # changed, so a cited button is not stale (a rotation, which changes the text, is:
-    # the timer tests above).
-    session = _open(stack, agent, client, plans, "/?repaint=15")
-    for plan in ("Plan B", "Plan G"):
-        r = session.click(session.find("button", "Cancel", within=("row", plan)), timeout_ms=3000)
-        assert r.result.outcome is Outcome.DONE, (r.result.reason, r.result.message)
-    assert settled_cancellations(plans, ["B", "G"]) == ["B", "G"]
+    assert settled_cancellations(plans, plans_cancelled) == plans_cancelled
 
 
 @pytest.mark.parametrize(
