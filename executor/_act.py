@@ -32,7 +32,14 @@ from handrail.executor._backend import AuthzResource, DispatchResult, DispatchSt
 from handrail.executor._errors import NotFoundError, SessionClosedError, TargetGoneError
 from handrail.executor._faults import FaultPoint
 from handrail.executor._lease import LeaseKeeper
-from handrail.executor._models import ActionResult, ActionSpec, ActResponse, BatchResult, Observation
+from handrail.executor._models import (
+    DEFAULT_ACTION_TIMEOUT_MS,
+    ActionResult,
+    ActionSpec,
+    ActResponse,
+    BatchResult,
+    Observation,
+)
 from handrail.executor._observe import Observer
 from handrail.executor._outcomes import Outcomes
 from handrail.executor._points import bind_point
@@ -53,7 +60,6 @@ READ_KINDS = frozenset({ActionKind.NAVIGATE, ActionKind.TAB_OPEN, ActionKind.BAC
 _WRITES = frozenset({Verb.SUBMIT, Verb.PURCHASE, Verb.DELETE})
 
 
-DEFAULT_ACTION_TIMEOUT_MS = 5_000
 SETTLE_TIMEOUT_MS = 3_000
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from handrail._vocabulary import Reason, Verb, Verdict
 from handrail.authz import AsyncAuthzClient, AuthzError, AuthzUnavailableError, Decision
-from handrail.executor._act import DEFAULT_ACTION_TIMEOUT_MS, SETTLE_TIMEOUT_MS, ActPath
+from handrail.executor._act import SETTLE_TIMEOUT_MS, ActPath
 from handrail.executor._backend import Backend, ObserveOptions
 from handrail.executor._console import ConsoleDesk
 from handrail.executor._errors import (
@@ -42,6 +42,7 @@ from handrail.executor._errors import (
 from handrail.executor._faults import FaultPoint, NoFault
 from handrail.executor._lease import LEASE_TTL_MS, LeaseKeeper
 from handrail.executor._models import (
+    DEFAULT_ACTION_TIMEOUT_MS,
     ActionResult,
     ActionSpec,
     ActResponse,

@@ -23,6 +23,7 @@ __all__ = [
     "BROWSER_KINDS",
     "BROWSER_POINT_KINDS",
     "BROWSER_REF_KINDS",
+    "DEFAULT_ACTION_TIMEOUT_MS",
     "DESKTOP_KINDS",
     "ActResponse",
     "ActionKind",
@@ -52,6 +53,9 @@ __all__ = [
     "raise_for_outcome",
 ]
 
+
+#: How long an action may take when it does not say (``ActionSpec.timeout_ms`` 0).
+DEFAULT_ACTION_TIMEOUT_MS = 5_000
 
 # Browser actions that act on an element of the cited observation.
 BROWSER_REF_KINDS = frozenset(

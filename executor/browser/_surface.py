@@ -31,6 +31,7 @@ from handrail.executor._backend import (
 )
 from handrail.executor._errors import BackendError, InvalidArgumentError
 from handrail.executor._models import (
+    DEFAULT_ACTION_TIMEOUT_MS,
     ActionKind,
     ActionSpec,
     DialogInfo,
@@ -292,7 +293,7 @@ class BrowserSurface(LiveView):
         if spec.bound_point is not None:  # a pixel action (executor/_points.py)
             arm = None
             if target is not None and spec.kind in ARMED_POINT_KINDS:
-                arm = (token, (spec.timeout_ms or 5_000) + 2_000 + ARM_EXTRA_MS)
+                arm = (token, (spec.timeout_ms or DEFAULT_ACTION_TIMEOUT_MS) + 2_000 + ARM_EXTRA_MS)
             refusal, self._last_facts = await check_point(tab.page, spec, target, self._seen_clock, named, arm)
             self._armed_with_check(spec, token)
             return refusal
