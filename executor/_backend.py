@@ -155,6 +155,11 @@ class SurfaceListener(Protocol):
     A browser backend holds every top-level document load until ``judge_load`` answers,
     and reports every side-effecting request as it starts and as it ends, so that the
     loop can tell which action started it and what became of it.
+
+    A request is *announced* as soon as the page makes it (before its start is reported,
+    which may come later: it waits in the browser for the headers to add): one the page
+    made during an input is announced before the input's dispatch returns, so that the
+    action waits for it even when its start is reported after the action would have ended.
     """
 
     async def judge_load(self, load: DocumentLoad) -> LoadVerdict:
@@ -167,6 +172,15 @@ class SurfaceListener(Protocol):
 
     def request_ended(self, request_id: str, status: int, failure: str) -> None:
         """It ended: with a response (``status``) or without one (``failure``)."""
+        ...
+
+    def request_announced(self, key: str, method: str, url: str) -> None:
+        """The page made a side-effecting request (``key``: the browser's id of it); its
+        start is reported later, with the same method and URL."""
+        ...
+
+    def announced_dropped(self, key: str) -> None:
+        """An announced request failed before its start was reported: it never went out."""
         ...
 
 

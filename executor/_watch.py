@@ -19,13 +19,16 @@
   decided by ``CheckHumanInput`` with their token (allowed while they hold the lease at
   their epoch; grants and policies are the agents') and written under the person. When
   the person no longer holds the wheel, a load is judged as the agent's again.
-- **Every side-effecting request belongs to the action running when it starts** (from
-  dispatch to the end of the settle after it). One that ends without a response makes its
-  action UNKNOWN: at the action's result if it ended before it (or is still unanswered
-  when the settle ends), and otherwise by a later result entry that amends the first
-  (``extra.amends``), never by an edit. A response that arrives after the result is
-  recorded (``request``). A request another action started is never held against the
-  action that happens to be running when it fails.
+- **Every side-effecting request belongs to the action running when the page made it**
+  (from dispatch to the end of the settle after it): when the browser announced it, or,
+  for one it does not announce (a form post), when its start was reported. The action
+  waits for the requests announced while it ran, also those whose start is reported late.
+  One that ends without a response makes its action UNKNOWN: at the action's result if
+  it ended before it (or is still unanswered when the settle ends), and otherwise by a
+  later result entry that amends the first (``extra.amends``), never by an edit. A
+  response that arrives after the result is recorded (``request``). A request another
+  action started is never held against the action that happens to be running when it
+  fails.
 - For a grant that asks for it, the action's side-effecting requests carry an
   ``Idempotency-Key`` header derived from the action id (``<action_id>.<n>``).
 """
@@ -50,6 +53,10 @@ log = logging.getLogger(__name__)
 
 _SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
 _KEEP_FINISHED = 64  # finished actions whose requests may still end
+_KEEP_ANNOUNCED = 1024  # announced requests whose start is not reported yet
+# How long a reported start waits for its announcement, which the browser sends on another
+# channel and may deliver after it (one never comes for a child frame's request).
+_ANNOUNCEMENT_LAG_S = 5.0
 PERSON_LOAD_S = 2.0  # how long after a person's input a load on its page's origin is its own
 
 
@@ -79,6 +86,23 @@ class _Request:
 
 
 @dataclass
+class _Announced:
+    """A request the browser announced, until its start is reported."""
+
+    method: str
+    url: str  # without its fragment, as the request goes out
+    net: ActionNetwork | None  # the action running when the page made it
+    dropped: bool = False  # it failed before its start was reported
+
+    def describe(self) -> str:
+        return f"{self.method} {self.url} was made by the page and has not gone out yet"
+
+
+def _unfragmented(url: str) -> str:
+    return url.split("#", 1)[0]
+
+
+@dataclass
 class ActionNetwork:
     """What one action's page did on the network, from its dispatch to its result.
 
@@ -104,6 +128,7 @@ class ActionNetwork:
     read_only: bool = False
     idempotency_header: bool = False
     requests: list[_Request] = field(default_factory=list)
+    announced: dict[str, _Announced] = field(default_factory=dict)  # made, start not reported yet
     blocked: list[str] = field(default_factory=list)
     result_seq: int = 0
     outcome: Outcome | None = None
@@ -115,7 +140,9 @@ class ActionNetwork:
         return [r.describe() for r in self.requests if r.ended and not r.status]
 
     def pending(self) -> list[str]:
-        return [r.describe() for r in self.requests if not r.ended]
+        """The requests that have not ended: started, or made and not started yet."""
+        started = [r.describe() for r in self.requests if not r.ended]
+        return started + [a.describe() for a in self.announced.values()]
 
     async def quiet(self, timeout_s: float) -> None:
         """Wait (at most ``timeout_s``) until every request of the action has ended."""
@@ -172,6 +199,9 @@ class SessionWatch:
         self._ledger = ledger
         self.current: ActionNetwork | None = None
         self._requests: dict[str, _Request] = {}
+        self._announced: dict[str, _Announced] = {}  # by the browser's request id
+        # Starts reported before their announcement: (method, URL, when), oldest first.
+        self._unannounced: list[tuple[str, str, float]] = []
         self._actions: dict[str, ActionNetwork] = {}
         # A person at the wheel who sent input. Until the agent acts again, a document load
         # is theirs, decided by CheckHumanInput with their token.
@@ -325,8 +355,54 @@ class SessionWatch:
         )
         return LoadVerdict(allow, str(reason), message)
 
-    def request_started(self, request: SideRequest) -> dict[str, str]:
+    def request_announced(self, key: str, method: str, url: str) -> None:
+        url = _unfragmented(url)
+        now = time.monotonic()
+        self._unannounced = [s for s in self._unannounced if now - s[2] <= _ANNOUNCEMENT_LAG_S]
+        for i, (m, u, _) in enumerate(self._unannounced):
+            if (m, u) == (method, url):  # its start was reported first: it is tracked already
+                del self._unannounced[i]
+                return
         net = self.current
+        announced = _Announced(method, url, net)
+        self._announced[key] = announced
+        if net is not None:
+            net.announced[key] = announced
+        while len(self._announced) > _KEEP_ANNOUNCED:
+            oldest = next(iter(self._announced))
+            self._dropped(self._announced.pop(oldest), oldest)
+
+    def announced_dropped(self, key: str) -> None:
+        announced = self._announced.get(key)
+        if announced is not None:
+            announced.dropped = True  # kept: a start reported after all is still its action's
+            self._dropped(announced, key)
+
+    def _dropped(self, announced: _Announced, key: str) -> None:
+        net = announced.net
+        if net is not None and net.announced.pop(key, None) is not None and not net.pending():
+            net._quiet.set()
+
+    def _announcer(self, request: SideRequest) -> tuple[bool, ActionNetwork | None]:
+        """Whether the browser announced ``request``, and the action running when it did."""
+        url = _unfragmented(request.url)
+        same = [k for k, a in self._announced.items() if a.method == request.method and a.url == url]
+        if not same:
+            return False, None
+        # The oldest still in flight; one that failed before its start only if none is.
+        key = next((k for k in same if not self._announced[k].dropped), same[0])
+        announced = self._announced.pop(key)
+        if announced.net is not None:
+            announced.net.announced.pop(key, None)
+        return True, announced.net
+
+    def request_started(self, request: SideRequest) -> dict[str, str]:
+        known, net = self._announcer(request)
+        if not known:
+            net = self.current
+            if request.resource_type != "document":  # documents are never announced
+                self._unannounced.append((request.method, _unfragmented(request.url), time.monotonic()))
+                del self._unannounced[:-_KEEP_ANNOUNCED]
         tracked = _Request(request, net.action_id if net is not None else "")
         self._requests[request.request_id] = tracked
         if net is None:

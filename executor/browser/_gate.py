@@ -18,6 +18,15 @@ Two interceptors, because neither alone sees everything:
   fetch, XHR, form posts, beacons) as they start, adding the headers the listener asks
   for (``Idempotency-Key``), and the tab's events report how they end.
 
+Routing reports a request when Playwright's driver hands it over, which can be well after
+the page made it (a busy machine: hundreds of milliseconds). So each tab's CDP session for
+page scripts (``_world``) also listens to the tab's ``Network`` events and *announces*
+every side-effecting fetch, XHR or beacon the moment the renderer makes it. The renderer
+sends those events before its answer to a later script, so when an input's report comes
+back, every request its handlers made has been announced: the running action waits for
+them, and a request is the action's that was running when it was announced, not when
+routing got to it.
+
 With no listener yet, every document load is refused (fail closed).
 """
 
@@ -37,10 +46,14 @@ from playwright.async_api import BrowserContext, CDPSession, Page, Request, Rout
 from playwright.async_api import Error as PlaywrightError
 
 from handrail.executor._backend import DocumentLoad, LoadVerdict, SideRequest, SurfaceListener
+from handrail.executor.browser._world import session_of
 
 log = logging.getLogger(__name__)
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# Announced by their routing only: documents (a form post is a navigation, which the
+# input's own wait follows) and CORS preflights (answered by the driver, never sent).
+_UNANNOUNCED = frozenset({"Document", "Preflight"})
 _NO_LISTENER = LoadVerdict(False, "AUTHZ_UNAVAILABLE", "the session's gate has no listener yet")
 
 
@@ -55,6 +68,12 @@ class OpenListener:
         return {}
 
     def request_ended(self, request_id: str, status: int, failure: str) -> None:
+        return None
+
+    def request_announced(self, key: str, method: str, url: str) -> None:
+        return None
+
+    def announced_dropped(self, key: str) -> None:
         return None
 
 
@@ -132,8 +151,29 @@ class NetworkGate:
         cdp.on("Fetch.requestPaused", lambda event: self._spawn(self._paused(page, cdp, event)))
         pattern = {"urlPattern": "*", "resourceType": "Document", "requestStage": "Request"}
         await cdp.send("Fetch.enable", {"patterns": [pattern]})
+        await self._announce(page)
         self._gated[page] = cdp
         page.on("close", self._forget)
+
+    async def _announce(self, page: Page) -> None:
+        """Announce the tab's side-effecting requests as the page makes them."""
+        world = await session_of(page)
+        world.on("Network.requestWillBeSent", self._on_will_send)
+        world.on("Network.loadingFailed", self._on_loading_failed)
+        # Only the events are wanted: no request bodies in them, no bodies kept for later.
+        await world.send("Network.enable", {"maxPostDataSize": 0, "maxResourceBufferSize": 0})
+
+    def _on_will_send(self, event: dict[str, Any]) -> None:
+        if self.listener is None or "redirectResponse" in event or event.get("type") in _UNANNOUNCED:
+            return
+        request = event.get("request") or {}
+        method = str(request.get("method", "GET")).upper()
+        if method not in SAFE_METHODS:
+            self.listener.request_announced(str(event["requestId"]), method, str(request.get("url", "")))
+
+    def _on_loading_failed(self, event: dict[str, Any]) -> None:
+        if self.listener is not None:
+            self.listener.announced_dropped(str(event["requestId"]))
 
     def _forget(self, page: Page) -> None:
         self._gated.pop(page, None)

@@ -9,7 +9,10 @@ machine, as much as the snapshot of a small page. ``run`` sends ``(script)(arg)`
 the same script, the same answer, the same errors (a ``PlaywrightError`` when the page
 threw, navigated meanwhile or went away).
 
-One CDP session per tab, opened on its first script and closed with the tab.
+One CDP session per tab, opened when the tab's gate goes in place (or on its first script)
+and closed with the tab. The gate listens on it for the requests the page makes (see
+``_gate``): the renderer sends those events before the answer to a script that runs after
+them, so an input's report arrives after every request its handlers made was announced.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from playwright.async_api import Error as PlaywrightError
 _sessions: weakref.WeakKeyDictionary[Page, asyncio.Future[CDPSession]] = weakref.WeakKeyDictionary()
 
 
-async def _session(page: Page) -> CDPSession:
+async def session_of(page: Page) -> CDPSession:
+    """The tab's own CDP session, the one ``run`` sends its scripts on."""
     opening = _sessions.get(page)
     if opening is not None and opening.done() and not opening.cancelled() and opening.exception() is None:
         return opening.result()
@@ -43,7 +47,7 @@ async def run(page: Page, script: str, arg: Any = None) -> Any:
         PlaywrightError: the script threw, the page navigated while it ran (its message
             says the context was destroyed), or the page is gone.
     """
-    session = await _session(page)
+    session = await session_of(page)
     expression = f"({script})({json.dumps(arg)})"
     answer = await session.send(
         "Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True}

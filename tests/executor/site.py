@@ -33,6 +33,7 @@ class Site:
     def __init__(self, pages: dict[str, str]) -> None:
         self.pages = pages
         self.posts: list[dict[str, list[str]]] = []
+        self.keys: list[str] = []  # each counted POST's Idempotency-Key header ("" without one)
         self._cond = threading.Condition()
         self._commands: list[str] = []
         self._acks: set[int] = set()
@@ -142,6 +143,7 @@ class Site:
                     self.connection.close()  # a browser's silent resend: cut off, not counted
                     return
                 site.posts.append(parse_qs(body))
+                site.keys.append(self.headers.get("Idempotency-Key") or "")
                 if site._drop:
                     site._drop -= 1
                     site._outage_until = time.monotonic() + 2.0

@@ -138,6 +138,73 @@ def test_a_request_lost_before_the_result_makes_it_unknown(sidecar: Sidecar, tmp
     run(body)
 
 
+@pytest.mark.parametrize("order", ["announced-first", "started-first"])
+def test_a_request_is_matched_to_its_announcement_in_either_order(sidecar: Sidecar, tmp_path: Path, order: str) -> None:
+    """The browser announces a request on one channel and routing reports its start on
+    another; either may come first. Announced first: the action waits for the start
+    reported after its dispatch returned, and the request is its own. Started first: the
+    late announcement is that request's, not one more to wait for (the action would
+    otherwise wait its whole timeout and end UNKNOWN)."""
+
+    async def body() -> None:
+        backend = FakeBackend()
+        later: list[asyncio.Future[None]] = []
+
+        async def post(spec: object) -> None:
+            listener = backend.listener
+            assert listener is not None
+            if order == "started-first":
+                listener.request_started(_post(1))
+                listener.request_announced("b1", "POST", ORIGIN + "/api/pay#step")
+                listener.request_ended("r1", 200, "")
+                return
+            listener.request_announced("b1", "POST", ORIGIN + "/api/pay")
+
+            async def reported_late() -> None:
+                await asyncio.sleep(0.3)
+                listener.request_started(_post(1))
+                await asyncio.sleep(0.1)
+                listener.request_ended("r1", 0, "net::ERR_CONNECTION_RESET")
+
+            later.append(asyncio.ensure_future(reported_late()))
+
+        backend.on_dispatch = post
+        async with running(sidecar, tmp_path / "ledger.sqlite", backend=backend) as rig:
+            await rig.observe()
+            started = asyncio.get_running_loop().time()
+            r = await rig.act(timeout_ms=2_000)
+            took = asyncio.get_running_loop().time() - started
+            if order == "started-first":
+                assert r.result.outcome is Outcome.DONE, r.result
+                assert took < 1.0  # nothing left to wait for
+            else:
+                assert r.result.outcome is Outcome.UNKNOWN, r.result
+                assert "ERR_CONNECTION_RESET" in r.result.message
+                await later[0]
+
+    run(body)
+
+
+def test_a_dropped_announcement_is_not_waited_for(sidecar: Sidecar, tmp_path: Path) -> None:
+    """A request the page made and aborted before it went out: nothing to wait for."""
+
+    async def body() -> None:
+        backend = FakeBackend()
+
+        async def abort(spec: object) -> None:
+            assert backend.listener is not None
+            backend.listener.request_announced("b1", "POST", ORIGIN + "/api/pay")
+            backend.listener.announced_dropped("b1")
+
+        backend.on_dispatch = abort
+        async with running(sidecar, tmp_path / "ledger.sqlite", backend=backend) as rig:
+            await rig.observe()
+            r = await rig.act(timeout_ms=2_000)
+            assert r.result.outcome is Outcome.DONE, r.result
+
+    run(body)
+
+
 def test_while_waiting_for_a_reconcile_reads_go_on_and_writes_wait(sidecar: Sidecar, tmp_path: Path) -> None:
     """Class 6: look at the real state in the session, in this tab or a new one."""
 

@@ -1,0 +1,164 @@
+"""A request belongs to the action running when the page made it, however late it is reported.
+
+Playwright's routing hands the executor a side-effecting request only when its driver gets
+to it: on a busy machine, after the click that made it has been reported ``DONE`` and the
+session closed (CI saw a ``fetch`` POST lost that way). These tests make that delay long
+and certain: a route the test adds in front of the executor's holds each request to
+``/submit`` for a while before passing it on. The executor, in process on a real sidecar,
+a real ledger and a real Chromium, must still wait for the request the click made, and
+must not hold a request the page made between actions against the action that happens to
+be running when it is reported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Route
+
+from handrail.authz import AsyncAuthzClient
+from handrail.executor import ActionKind, ActionSpec, Outcome
+from handrail.executor._backend import Backend
+from handrail.executor._guard import GuardedExecutor, OpenSpec
+from handrail.executor._models import BackendKind
+from handrail.executor.browser import BrowserHost, BrowserSurface
+from handrail.recorder import Ledger
+from tests.executor.inproc import Sidecar, start_sidecar
+from tests.executor.site import Site, serve
+
+pytestmark = pytest.mark.browser
+
+HELD_S = 1.5  # how long the test's route holds a request before the executor hears of it
+
+PAY = (
+    "<!doctype html><title>Pay</title><main><h1>Pay</h1>"
+    "<p id=status>idle</p>"
+    "<button onclick=\"fetch('/submit', {method: 'POST', body: 'page=pay'}).then(function () {"
+    "document.getElementById('status').textContent = 'paid'; })\">Pay</button>"
+    "<button onclick=\"setTimeout(function () { window.slow = fetch('/submit', "
+    "{method: 'POST', body: 'page=later'}); }, 0)\">Later</button>"
+    "<button onclick=\"document.getElementById('status').textContent = 'poked'\">Poke</button>"
+    "</main>"
+)
+
+
+@pytest.fixture
+def site() -> Iterator[Site]:
+    with serve({"/pay": PAY}) as s:
+        yield s
+
+
+@pytest.fixture
+def sidecar(tmp_path: Path) -> Iterator[Sidecar]:
+    s = start_sidecar(tmp_path / "authz")
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+async def _hold(route: Route) -> None:
+    await asyncio.sleep(HELD_S)
+    await route.fallback()  # on to the executor's own routing, late
+
+
+class Rig:
+    """An executor core with a real browser, one session open on the site's /pay page."""
+
+    def __init__(self, sidecar: Sidecar, site: Site, ledger: Path, **scope: object) -> None:
+        self.sidecar, self.site, self.ledger_path, self.scope = sidecar, site, ledger, scope
+        self.surfaces: list[BrowserSurface] = []
+
+    async def __aenter__(self) -> Rig:
+        self.host = BrowserHost()
+        await self.host.start()
+        name, self.token = self.sidecar.add_agent()
+        target = f"browser:{name}"
+        async with AsyncAuthzClient(self.sidecar.address, self.sidecar.operator_token) as ops:
+            await ops.grant(name, target, ["submit", "navigate"], [self.site.url], **self.scope)
+        self.authz = AsyncAuthzClient(self.sidecar.address, self.sidecar.executor_token)
+        self.ledger = Ledger(self.ledger_path)
+
+        async def open_backend(spec: OpenSpec) -> Backend:
+            surface = await self.host.open_page()
+            self.surfaces.append(surface)
+            return surface
+
+        self.core = GuardedExecutor(self.authz, self.ledger, open_backend)
+        await self.core.start()
+        spec = OpenSpec(BackendKind.BROWSER, target, self.site.url + "/pay")
+        info = await self.core.open_session(token=self.token, agent="", target=target, spec=spec)
+        self.session = self.core.sessions.get(info.session_id, self.token)
+        await self.surfaces[0].active.page.context.route("**/submit", _hold)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.core.close()
+        await self.authz.close()
+        self.ledger.close()
+        await self.host.close()
+
+    async def click(self, name: str, key: str) -> tuple[Outcome, str, float]:
+        """Click the button ``name``: its outcome, its message, and how long it took."""
+        obs = await self.core.observe(self.session)
+        ref = next(e.ref for e in obs.elements if e.role == "button" and e.name == name)
+        spec = ActionSpec(kind=ActionKind.CLICK, ref=ref, observation_id=obs.observation_id, idempotency_key=key)
+        started = time.monotonic()
+        result = (await self.core.act(self.session, spec)).result
+        return result.outcome, result.message, time.monotonic() - started
+
+
+def test_a_click_waits_for_the_request_it_made_however_late_it_is_reported(
+    sidecar: Sidecar, site: Site, tmp_path: Path
+) -> None:
+    """The click's ``fetch`` reaches the executor's routing 1.5 s after the click: the
+    click is ``DONE`` only once the order is at the server and answered."""
+
+    async def body() -> None:
+        async with Rig(sidecar, site, tmp_path / "ledger.sqlite") as rig:
+            outcome, message, took = await rig.click("Pay", "pay-1")
+            assert outcome is Outcome.DONE, message
+            assert [p["page"] for p in site.posts] == [["pay"]], "DONE before the order reached the server"
+            assert took >= HELD_S
+
+    asyncio.run(body())
+
+
+def test_a_late_reported_request_that_loses_its_response_makes_its_click_unknown(
+    sidecar: Sidecar, site: Site, tmp_path: Path
+) -> None:
+    """The same, and the server takes the order and drops the connection: ``UNKNOWN``."""
+
+    async def body() -> None:
+        async with Rig(sidecar, site, tmp_path / "ledger.sqlite") as rig:
+            site.drop_next_post()
+            outcome, message, _ = await rig.click("Pay", "pay-1")
+            assert outcome is Outcome.UNKNOWN, message
+            assert "POST" in message and "/submit" in message
+            assert len(site.posts) == 1
+
+    asyncio.run(body())
+
+
+def test_a_request_made_between_actions_is_not_the_next_actions(sidecar: Sidecar, site: Site, tmp_path: Path) -> None:
+    """The page makes a request of its own while no action runs; the test's route holds it
+    until the agent's next click ("Pay", whose own request is held too) runs. The grant asks
+    for an ``Idempotency-Key`` on the agent's requests: the page's own request goes out
+    without one although it is reported while Pay runs, and Pay's is its first."""
+
+    async def body() -> None:
+        async with Rig(sidecar, site, tmp_path / "ledger.sqlite", idempotency_header=True) as rig:
+            page = rig.surfaces[0].active.page
+            await page.evaluate("() => { fetch('/submit', {method: 'POST', body: 'page=own'}); }")
+            outcome, message, _ = await rig.click("Pay", "pay-1")
+            assert outcome is Outcome.DONE, message
+            assert [p["page"] for p in site.posts] == [["own"], ["pay"]]
+            own, pay = site.keys
+            assert own == ""
+            assert pay.endswith(".1") and pay.startswith("a_")
+
+    asyncio.run(body())
