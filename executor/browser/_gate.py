@@ -92,6 +92,9 @@ class NetworkGate:
     def __init__(self, context: BrowserContext, tab_of: Callable[[Page], str]) -> None:
         self._context = context
         self._tab_of = tab_of
+        # Per tab: called when its page asks for a navigation of its main frame in the tab
+        # itself, as the renderer announces it (before its answer to any later page script).
+        self._navigation_requested: dict[Page, Callable[[], None]] = {}
         self.listener: SurfaceListener | None = None
         self._gated: dict[Page, CDPSession] = {}
         self._gating: dict[Page, asyncio.Future[None]] = {}
@@ -156,12 +159,19 @@ class NetworkGate:
         page.on("close", self._forget)
 
     async def _announce(self, page: Page) -> None:
-        """Announce the tab's side-effecting requests as the page makes them."""
+        """Announce the tab's side-effecting requests and requested navigations as the page
+        makes them."""
         world = await session_of(page)
         world.on("Network.requestWillBeSent", self._on_will_send)
         world.on("Network.loadingFailed", self._on_loading_failed)
+        world.on("Page.frameRequestedNavigation", lambda event: self._on_requested(page, event))
         # Only the events are wanted: no request bodies in them, no bodies kept for later.
         await world.send("Network.enable", {"maxPostDataSize": 0, "maxResourceBufferSize": 0})
+        await world.send("Page.enable")
+
+    def _on_requested(self, page: Page, event: dict[str, Any]) -> None:
+        if event.get("frameId") == self._main_frames.get(page) and event.get("disposition") == "currentTab":
+            self._navigation_requested.get(page, lambda: None)()
 
     def _on_will_send(self, event: dict[str, Any]) -> None:
         if self.listener is None or "redirectResponse" in event or event.get("type") in _UNANNOUNCED:
@@ -179,6 +189,7 @@ class NetworkGate:
         self._gated.pop(page, None)
         self._gating.pop(page, None)
         self._main_frames.pop(page, None)
+        self._navigation_requested.pop(page, None)
 
     async def _paused(self, page: Page, cdp: CDPSession, event: dict[str, Any]) -> None:
         request_id = event["requestId"]
@@ -306,8 +317,10 @@ class NetworkGate:
 
     # -- how requests end ---------------------------------------------------------------
 
-    def watch(self, page: Page) -> None:
-        """Report how the side-effecting requests of ``page`` end."""
+    def watch(self, page: Page, navigation_requested: Callable[[], None] = lambda: None) -> None:
+        """Report how the side-effecting requests of ``page`` end, and tell
+        ``navigation_requested`` when it asks for a navigation of its main frame."""
+        self._navigation_requested[page] = navigation_requested
         page.on("response", self._on_response)
         page.on("requestfinished", self._on_finished)
         page.on("requestfailed", self._on_failed)

@@ -233,12 +233,15 @@ ARM_POINTER = _on_picked("  return h.arm(el, args[0], 'pointer', args[1], args[2
 ARM_INPUT = _on_picked("  return h.arm(el, args[0], args[3], args[1], args[2], args[4]);")
 
 # Disarms the guard (``token``) and says what happened; see ``_guardscript.DISARM``.
+# It answers at once: waiting for a task would wait for the frame Chromium paints after
+# input (17 ms). A navigation the input's handlers only planned (``form.submit()``) is
+# told by the tab's ``Page.frameRequestedNavigation`` events, which reach the executor
+# before this answer (see ``Tab.requested``).
 DISARM = r"""
-async (token) => {
+(token) => {
   const h = window.__handrail;
   // Not armed here: this is another document already, the one the input navigated to.
   if (!h) return { blocked: "", changed: "", navigating: true, gone: true };
-  await new Promise((r) => setTimeout(r, 0));
   return h.disarm(token);
 }
 """

@@ -197,7 +197,7 @@ async def at_point(
         return
     token = armed_token or await _arm(page, spec, point, since, timeout_ms)
     ends = tab.navigation_ends()
-    navigations = tab.navigations
+    navigations, requested = tab.navigations, tab.requested
     try:
         await _send(page, spec, point)
         try:
@@ -214,7 +214,7 @@ async def at_point(
             )
         if report.get("changed") or report.get("blocked"):
             raise _refusal(report, what)
-        if report["navigating"] and tab.navigations == navigations:
+        if (report["navigating"] or tab.requested != requested) and tab.navigations == navigations:
             bound = timeout_ms / 1000
             try:
                 await asyncio.wait_for(asyncio.shield(ends), bound)

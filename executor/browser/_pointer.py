@@ -104,6 +104,7 @@ class NavigationWatch(Protocol):
     """A tab's main-frame navigations, as the browser backend counts them."""
 
     navigations: int
+    requested: int  # the main frame's navigations asked for, as the renderer announces them
 
     def navigation_ends(self) -> asyncio.Future[None]:
         """A future resolved by the main frame's next commit or failed navigation."""
@@ -178,7 +179,7 @@ async def guarded_click(
         log.debug("click on %s goes through Playwright: %s", spec.ref, armed.get("fallback"))
         return False
     ends = tab.navigation_ends()
-    navigations = tab.navigations
+    navigations, requested = tab.navigations, tab.requested
     button: Any = spec.button or "left"
     try:
         if spec.kind is ActionKind.DOUBLE_CLICK:
@@ -195,7 +196,7 @@ async def guarded_click(
             # Swallowed before the page saw it, as Playwright's guard would: its click
             # (which waits for the element to be the target again) takes over, armed.
             return False
-        if report["navigating"] and tab.navigations == navigations:
+        if (report["navigating"] or tab.requested != requested) and tab.navigations == navigations:
             bound = timeout_ms / 1000
             try:
                 await asyncio.wait_for(asyncio.shield(ends), bound)

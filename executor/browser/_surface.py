@@ -154,7 +154,7 @@ class BrowserSurface(LiveView):
                 return tab
         tab = Tab(f"t{next(self._ids)}", page)
         self._tabs[tab.tab_id] = tab
-        self.gate.watch(page)
+        self.gate.watch(page, tab.navigation_requested)
 
         def closed(_: Page) -> None:
             self._tabs.pop(tab.tab_id, None)

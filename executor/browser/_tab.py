@@ -17,6 +17,10 @@ class Tab:
         self.tab_id = tab_id
         self.page = page
         self.navigations = 0
+        # Navigations of the main frame the page asked for in this tab (a link, a form,
+        # ``form.submit()``, a script), counted as the renderer announces them: an input
+        # that changed it started one, even before any navigation event of the page's.
+        self.requested = 0
         self.dialogs: list[Dialog] = []
         self.dialogs_opened = 0
         # Requests of the page's that failed (a form post whose connection dropped): one
@@ -28,6 +32,10 @@ class Tab:
         page.on("framenavigated", self._on_navigated)
         page.on("dialog", self._on_dialog)
         page.on("requestfailed", self._on_request_failed)
+
+    def navigation_requested(self) -> None:
+        """The renderer announced a navigation of the main frame in this tab."""
+        self.requested += 1
 
     def navigation_ends(self) -> asyncio.Future[None]:
         """A future resolved by the main frame's next commit or failed navigation."""

@@ -38,6 +38,8 @@ class Site:
         self._commands: list[str] = []
         self._acks: set[int] = set()
         self._drop = 0
+        self.post_delay_s = 0.0  # how long each counted POST /submit waits before its answer
+        self.page_delays: dict[str, float] = {}  # how long a page's GET waits, by path
         self._outage_until = 0.0
         self._stopping = False
         self.url = ""
@@ -86,6 +88,7 @@ class Site:
                     self._events()
                     return
                 page = site.pages.get(path)
+                time.sleep(site.page_delays.get(path, 0.0))
                 if page is None:
                     self._send(404, b"not found")
                     return
@@ -142,6 +145,7 @@ class Site:
                     self.close_connection = True
                     self.connection.close()  # a browser's silent resend: cut off, not counted
                     return
+                time.sleep(site.post_delay_s)
                 site.posts.append(parse_qs(body))
                 site.keys.append(self.headers.get("Idempotency-Key") or "")
                 if site._drop:

@@ -43,18 +43,29 @@ POINTER = (
     + "</main>"
 )
 DONE = "<!doctype html><title>Thanks</title><main><h1>Thank you</h1></main>"
+# Buttons whose handler submits a form by script: no submit event, no navigate event
+# while the click is handled; the navigation is only planned, in a task of its own.
+PROGRAMMATIC = (
+    "<!doctype html><title>Programmatic</title><main><h1>Programmatic</h1>"
+    '<form id="p" method="post" action="/submit"><input type="hidden" name="page" value="script"></form>'
+    "<button onclick=\"document.getElementById('p').submit()\">Send by script</button>"
+    '<form id="g" action="/thanks"></form>'
+    "<button onclick=\"document.getElementById('g').submit()\">Read by script</button></main>"
+)
 
 
 @pytest.fixture
 def site() -> Iterator[Site]:
-    with serve({"/pointer": POINTER, "/thanks": DONE}) as s:
+    with serve({"/pointer": POINTER, "/thanks": DONE, "/programmatic": PROGRAMMATIC}) as s:
         yield s
 
 
-def _session(stack: Stack, agent: AgentSetup, site: Site, client: ExecutorClient | None = None) -> Session:
+def _session(
+    stack: Stack, agent: AgentSetup, site: Site, client: ExecutorClient | None = None, page: str = "/pointer"
+) -> Session:
     with stack.operator_client() as ops:
         ops.grant(agent.principal.name, agent.target, ["submit", "navigate"], [site.url])
-    session = (client or agent.client).open_session(target=agent.target, start_url=site.url + "/pointer")
+    session = (client or agent.client).open_session(target=agent.target, start_url=site.url + page)
     session.observe()
     return session
 
@@ -210,6 +221,32 @@ def test_a_link_is_followed_and_a_fragment_link_is_not_waited_for(stack: Stack, 
     assert r.observation is not None and r.observation.url.endswith("/thanks")
     assert "Thank you" in r.observation.snapshot
     assert _via(stack, session) == ["pointer", "pointer"]
+
+
+@pytest.mark.parametrize("answer", ["get", "post", "post-dropped"])
+def test_a_form_submitted_by_script_in_the_handler_is_waited_for(
+    stack: Stack, agent: AgentSetup, site: Site, answer: str
+) -> None:
+    """The pointer's report comes back before the planned submission runs: the renderer's
+    announcement of the navigation it asked for makes the click itself wait for it, also
+    with no re-observation (which would wait for the page in its own way). The answer
+    takes 0.6 s: DONE once it is in, or UNKNOWN when the server drops the connection."""
+    session = _session(stack, agent, site, page="/programmatic")
+    site.post_delay_s = site.page_delays["/thanks"] = 0.6
+    if answer == "post-dropped":
+        site.drop_next_post()
+    button = session.find("button", "Read by script" if answer == "get" else "Send by script")
+    started = time.monotonic()
+    r = session.click(button, skip_reobserve=True)
+    took = time.monotonic() - started
+    assert len(site.posts) == (0 if answer == "get" else 1)
+    assert took >= 0.5, f"the click returned after {took:.3f} s, before the navigation it started ended"
+    if answer == "post-dropped":
+        assert r.result.outcome is Outcome.UNKNOWN, r.result
+    else:
+        assert r.result.outcome is Outcome.DONE, r.result
+        assert "Thank you" in session.observe().snapshot
+    assert _via(stack, session) == ["pointer"]
 
 
 HEADINGS = (
