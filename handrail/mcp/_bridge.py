@@ -42,6 +42,7 @@ from handrail.executor import (
 )
 
 from ._render import page_state, refusal_text
+from ._rounds import ROUNDS, Steps, awaiting, resumed, uses_rounds
 
 __all__ = ["Bridge", "McpSettings", "SessionState"]
 
@@ -62,6 +63,9 @@ class McpSettings:
         check_descriptions: refuse a ref action whose description does not contain the
             element's accessible name.
         timeout_s: the deadline of each executor call.
+        state_key: the secret (32 bytes or more) the ``request_state`` of an approval
+            awaited across rounds is sealed under, shared by replicas ("" = a key of this
+            process's own).
     """
 
     executor: str
@@ -72,6 +76,7 @@ class McpSettings:
     approval_wait_s: float = 120.0
     check_descriptions: bool = True
     timeout_s: float = 60.0
+    state_key: str = ""
 
 
 @dataclass
@@ -103,6 +108,7 @@ class Bridge:
         self._client: AsyncExecutorClient | None = None
         self._sessions: dict[int, tuple[weakref.ref[Any], SessionState]] = {}
         self._opening = asyncio.Lock()
+        self._steps = Steps()
 
     async def state(self, ctx: Context) -> SessionState:
         """The Handrail session of the calling MCP session, opened on its first call."""
@@ -178,19 +184,43 @@ class Bridge:
             )
         return found
 
-    async def act(self, ctx: Context, state: SessionState, tool: str, kind: ActionKind, **kw: Any) -> ActResponse:
+    async def act(
+        self, ctx: Context, state: SessionState, tool: str, kind: ActionKind, **kw: Any
+    ) -> ActResponse | None:
         """Send one action through the executor; a refusal is a ``ToolError`` with the next step.
 
-        An action that needs an operator's approval is elicited in URL mode (console page)
-        when the client supports it, then waited for; otherwise the tool error says the
-        agent is waiting for an operator and names the approval.
+        An action that needs an operator's approval is awaited across rounds of the tool
+        call when the client's protocol asks for input by ``input_required`` (``_rounds``:
+        raises ``AwaitingInput``); for an earlier protocol it is elicited in URL mode
+        (console page) when the client supports it, then waited for. Otherwise the tool
+        error says the agent is waiting for an operator and names the approval.
+
+        None: the action was done by an earlier round of this tool call (not sent again).
         """
         cited = state.latest
+        rounds = uses_rounds(ctx)
+        step = self._steps.next(_connection(ctx), ctx)
+        earlier = resumed(ctx) if rounds else None
+        if earlier is not None and step < earlier.step:
+            return None
+        awaited = earlier is not None and step == earlier.step
+        if awaited and earlier is not None and earlier.declined:
+            raise ToolError(
+                f"Waiting for an operator: approval {earlier.approval_id} is pending and the approval page "
+                "was not opened. Next: ask an operator to approve it, then call the tool again with the same "
+                "arguments."
+            )
         try:
-            response = await state.session.act(kind, observation=cited, **kw)
+            wait_ms = int(self.settings.approval_wait_s * 1000 / ROUNDS) if awaited else 0
+            response = await state.session.act(kind, observation=cited, approval_wait_ms=wait_ms, **kw)
             result = response.result
             needs_approval = result.outcome is Outcome.REFUSED and result.reason == Reason.APPROVAL_REQUIRED
-            if needs_approval and result.approval_id and await self._elicit_approval(ctx, tool, result):
+            if needs_approval and result.approval_id and rounds:
+                round_ = earlier.round + 1 if awaited and earlier is not None else 0
+                if round_ <= ROUNDS:
+                    why = result.message or result.approval_id
+                    raise awaiting(ctx, self.settings.console_url, tool, result.approval_id, why, step, round_)
+            elif needs_approval and result.approval_id and await self._elicit_approval(ctx, tool, result):
                 wait_ms = int(self.settings.approval_wait_s * 1000)
                 response = await state.session.act(kind, observation=cited, approval_wait_ms=wait_ms, **kw)
         except InvalidArgumentError as exc:
@@ -223,8 +253,10 @@ class Bridge:
         )
         return answer.action == "accept"
 
-    def done(self, state: SessionState, line: str, response: ActResponse) -> str:
+    def done(self, state: SessionState, line: str, response: ActResponse | None) -> str:
         """A write tool's result: its line, then the page as the re-observation shows it."""
+        if response is None:
+            return f"{line} (done in an earlier round of this call)"
         result = response.result
         text = f"{line} (action {result.action_id}, {result.outcome.value}, evidence {result.evidence.value})"
         if result.message:
@@ -244,11 +276,17 @@ def _connection(ctx: Context) -> object:
     """The MCP session a request belongs to: the SDK's per-connection ``Connection``.
 
     The SDK (2.x) builds a ``ServerSession`` per request; the connection behind it is one
-    per stdio process and one per ``Mcp-Session-Id``. It has no public accessor yet, so
-    this reads the private attribute, falling back to the request's session.
+    per stdio process and one per ``Mcp-Session-Id``. From protocol 2026-07-28 there are
+    no sessions: the SDK builds a ``Connection`` per request, and what stays is its
+    outbound channel — one per stdio process, and one for every request over streamable
+    HTTP (the protocol keeps no state between them; this server serves one agent on one
+    target, so they share one Handrail session). Neither has a public accessor yet, so
+    this reads the private attributes, falling back to the request's session.
     """
     session = ctx.request_context.session
     connection: object = getattr(session, "_connection", None) or session
+    if uses_rounds(ctx):
+        connection = getattr(connection, "outbound", None) or connection
     return connection
 
 

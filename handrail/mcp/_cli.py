@@ -55,6 +55,13 @@ def register(sub: Any) -> None:
         help="how long an action waits for the operator once the user opened the approval page (default 120)",
     )
     cmd.add_argument(
+        "--state-key",
+        default=env("HANDRAIL_MCP_STATE_KEY", ""),
+        metavar="SECRET",
+        help="protocol 2026-07-28: the secret (32 characters or more) that seals an approval's request state, "
+        "the same on every replica (env HANDRAIL_MCP_STATE_KEY; default: a key of this process's own)",
+    )
+    cmd.add_argument(
         "--no-description-check",
         action="store_true",
         help="do not require a ref action's element description to contain the element's name",
@@ -97,6 +104,9 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.approval_wait <= 600:
         print("handrail mcp: --approval-wait must be between 0 and 600 seconds", file=sys.stderr)
         return 2
+    if args.state_key and len(args.state_key.encode()) < 32:
+        print("handrail mcp: --state-key must be 32 characters or more", file=sys.stderr)
+        return 2
     problem = unreachable(args.executor, args.start_timeout)
     if problem:
         print(f"handrail mcp: {problem}", file=sys.stderr)
@@ -109,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
         console_url=args.console_url,
         approval_wait_s=args.approval_wait,
         check_descriptions=not args.no_description_check,
+        state_key=args.state_key,
     )
     server, bridge = build_server(settings)
 

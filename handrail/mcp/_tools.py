@@ -8,11 +8,14 @@ bad one is a tool error naming it); every write goes through ``Bridge.act``.
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Literal
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Literal, ParamSpec
 
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.server.request_state import RequestStateSecurity
+from mcp.types import InputRequiredResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from handrail._vocabulary import ActionKind, Verdict
@@ -20,8 +23,11 @@ from handrail.executor import ExecutorError, WaitFor
 
 from ._bridge import Bridge, McpSettings, SessionState
 from ._render import page_state
+from ._rounds import AwaitingInput
 
 __all__ = ["FormField", "build_server"]
+
+P = ParamSpec("P")
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=True)
 WRITE = ToolAnnotations(read_only_hint=False, open_world_hint=True)
@@ -48,10 +54,26 @@ class FormField(BaseModel):
     value: str = Field(description="Value to fill; 'true'/'false' for a checkbox; the option label for a combobox")
 
 
+def answers_rounds(
+    tool: Callable[P, Awaitable[str | InputRequiredResult]],
+) -> Callable[P, Awaitable[str | InputRequiredResult]]:
+    """A write tool whose approval is awaited across rounds of the call (``_rounds``)."""
+
+    @functools.wraps(tool)
+    async def call(*args: P.args, **kwargs: P.kwargs) -> str | InputRequiredResult:
+        try:
+            return await tool(*args, **kwargs)
+        except AwaitingInput as waiting:
+            return waiting.result
+
+    return call
+
+
 def build_server(settings: McpSettings) -> tuple[MCPServer, Bridge]:
     """The MCP server of ``handrail mcp`` and its bridge (close the bridge on shutdown)."""
     bridge = Bridge(settings)
-    server: MCPServer = MCPServer(name="handrail", instructions=INSTRUCTIONS)
+    security = RequestStateSecurity(keys=[settings.state_key]) if settings.state_key else None
+    server: MCPServer = MCPServer(name="handrail", instructions=INSTRUCTIONS, request_state_security=security)
 
     async def state_of(ctx: Context) -> SessionState:
         return await bridge.state(ctx)
@@ -135,29 +157,32 @@ def build_server(settings: McpSettings) -> tuple[MCPServer, Bridge]:
             return bridge.done(state, f"{tool}: {found.role} {found.name!r} ({ref})", response)
 
     @server.tool(title="Click", description="Perform click on a web page", annotations=WRITE)
+    @answers_rounds
     async def browser_click(
         ctx: Context,
         element: Described,
         ref: Ref,
         doubleClick: Annotated[bool, Field(description="Double click instead of a single click")] = False,
         button: Annotated[Literal["left", "right", "middle"], Field(description="Button to click")] = "left",
-    ) -> str:
+    ) -> str | InputRequiredResult:
         kind = ActionKind.DOUBLE_CLICK if doubleClick else ActionKind.CLICK
         extra = {} if button == "left" else {"button": button}
         return await on_ref(ctx, "browser_click", kind, ref, element, **extra)
 
     @server.tool(title="Hover mouse", description="Hover over element on page", annotations=WRITE)
-    async def browser_hover(ctx: Context, element: Described, ref: Ref) -> str:
+    @answers_rounds
+    async def browser_hover(ctx: Context, element: Described, ref: Ref) -> str | InputRequiredResult:
         return await on_ref(ctx, "browser_hover", ActionKind.HOVER, ref, element)
 
     @server.tool(title="Drag mouse", description="Perform drag and drop between two elements", annotations=WRITE)
+    @answers_rounds
     async def browser_drag(
         ctx: Context,
         startElement: Annotated[str, Field(description="Human-readable source element description")],
         startRef: Annotated[str, Field(description="Exact source element reference from the page snapshot")],
         endElement: Annotated[str, Field(description="Human-readable target element description")],
         endRef: Annotated[str, Field(description="Exact target element reference from the page snapshot")],
-    ) -> str:
+    ) -> str | InputRequiredResult:
         # Both ends from the snapshot the agent saw, both described by name; the executor
         # checks both elements and the sidecar judges both.
         state = await state_of(ctx)
@@ -169,6 +194,7 @@ def build_server(settings: McpSettings) -> tuple[MCPServer, Bridge]:
             return bridge.done(state, f"browser_drag: {line}", response)
 
     @server.tool(title="Type text", description="Type text into editable element", annotations=WRITE)
+    @answers_rounds
     async def browser_type(
         ctx: Context,
         element: Described,
@@ -176,7 +202,7 @@ def build_server(settings: McpSettings) -> tuple[MCPServer, Bridge]:
         text: Annotated[str, Field(max_length=10_000, description="Text to type into the element")],
         submit: Annotated[bool, Field(description="Press Enter after")] = False,
         slowly: Annotated[bool, Field(description="Type one character at a time")] = False,
-    ) -> str:
+    ) -> str | InputRequiredResult:
         kind = ActionKind.TYPE if slowly else ActionKind.FILL
         out = await on_ref(ctx, "browser_type", kind, ref, element, text=text)
         if submit:
@@ -184,19 +210,21 @@ def build_server(settings: McpSettings) -> tuple[MCPServer, Bridge]:
         return out
 
     @server.tool(title="Select option", description="Select an option in a dropdown", annotations=WRITE)
+    @answers_rounds
     async def browser_select_option(
         ctx: Context,
         element: Described,
         ref: Ref,
         values: Annotated[list[str], Field(min_length=1, max_length=64, description="Values to select")],
-    ) -> str:
+    ) -> str | InputRequiredResult:
         return await on_ref(ctx, "browser_select_option", ActionKind.SELECT, ref, element, values=tuple(values))
 
     @server.tool(title="Fill form", description="Fill multiple form fields, in order", annotations=WRITE)
+    @answers_rounds
     async def browser_fill_form(
         ctx: Context,
         fields: Annotated[list[FormField], Field(min_length=1, max_length=64, description="Fields to fill in")],
-    ) -> str:
+    ) -> str | InputRequiredResult:
         out = ""
         for f in fields:
             if f.type in ("textbox", "slider"):
@@ -222,22 +250,25 @@ def build_server(settings: McpSettings) -> tuple[MCPServer, Bridge]:
         description="Press a key on the keyboard (Enter, ArrowLeft, a, Control+a)",
         annotations=WRITE,
     )
+    @answers_rounds
     async def browser_press_key(
         ctx: Context,
         key: Annotated[str, Field(min_length=1, max_length=64, description="Name of the key, or a character")],
-    ) -> str:
+    ) -> str | InputRequiredResult:
         # The executor's PRESS needs a ref; a key (or chord) at the focused element is a HOTKEY.
         keys = (key,) if key == "+" or "+" not in key else tuple(key.split("+"))
         return await plain(ctx, "browser_press_key", ActionKind.HOTKEY, f"pressed {key}", keys=keys)
 
     @server.tool(title="Navigate to a URL", description="Navigate to a URL", annotations=WRITE)
+    @answers_rounds
     async def browser_navigate(
         ctx: Context, url: Annotated[str, Field(min_length=1, max_length=8192, description="The URL to navigate to")]
-    ) -> str:
+    ) -> str | InputRequiredResult:
         return await plain(ctx, "browser_navigate", ActionKind.NAVIGATE, f"navigated to {url}", url=url)
 
     @server.tool(title="Go back", description="Go back to the previous page in the history", annotations=WRITE)
-    async def browser_navigate_back(ctx: Context) -> str:
+    @answers_rounds
+    async def browser_navigate_back(ctx: Context) -> str | InputRequiredResult:
         return await plain(ctx, "browser_navigate_back", ActionKind.BACK, "went back")
 
     @server.tool(
@@ -246,13 +277,14 @@ def build_server(settings: McpSettings) -> tuple[MCPServer, Bridge]:
         "pass tabId; index (0-based, in the listed order) is kept for Playwright MCP's callers.",
         annotations=WRITE,
     )
+    @answers_rounds
     async def browser_tabs(
         ctx: Context,
         action: Annotated[Literal["list", "new", "close", "select"], Field(description="Operation to perform")],
         tabId: Annotated[str, Field(max_length=64, description="The tab's stable id, for close/select")] = "",
         index: Annotated[int | None, Field(ge=0, description="Tab index, for close/select")] = None,
         url: Annotated[str, Field(max_length=8192, description="URL to open in the new tab, for new")] = "",
-    ) -> str:
+    ) -> str | InputRequiredResult:
         state = await state_of(ctx)
         if action == "list":
             tabs = state.latest.tabs
@@ -287,11 +319,12 @@ def build_server(settings: McpSettings) -> tuple[MCPServer, Bridge]:
         return await plain(ctx, "browser_wait_for", ActionKind.WAIT_FOR, what, wait_for=condition)
 
     @server.tool(title="Handle a dialog", description="Accept or dismiss the open dialog", annotations=WRITE)
+    @answers_rounds
     async def browser_handle_dialog(
         ctx: Context,
         accept: Annotated[bool, Field(description="Whether to accept the dialog")],
         promptText: Annotated[str, Field(max_length=10_000, description="The text of a prompt dialog")] = "",
-    ) -> str:
+    ) -> str | InputRequiredResult:
         if accept:
             return await plain(ctx, "browser_handle_dialog", ActionKind.DIALOG_ACCEPT, "accepted", text=promptText)
         return await plain(ctx, "browser_handle_dialog", ActionKind.DIALOG_DISMISS, "dismissed")
