@@ -20,6 +20,8 @@ def test_a_missing_token_or_target_is_one_line(
     assert err == "handrail mcp: --token and --target required (or HANDRAIL_AGENT_TOKEN, HANDRAIL_TARGET)\n"
     assert main(["mcp", "--token", "t", "--target", "browser:x", "--approval-wait", "9999"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+    assert main(["mcp", "--token", "t", "--target", "browser:x", "--state-key", "too short"]) == 2
+    assert capsys.readouterr().err == "handrail mcp: --state-key must be 32 characters or more\n"
 
 
 def test_an_executor_that_does_not_answer_is_one_line_at_start(
