@@ -411,7 +411,8 @@ def report(results: dict[str, dict[str, Any]], pixel: tuple[dict[str, Any], dict
     print(
         f"{'pixel (SDK)':15s} guarded click_at p50 {px['pixel_guarded_pixel_click_p50_ms']:8.2f} ms "
         f"(bound {px['pixel_bound_p50_ms']:.2f} ms = 1.2 x raw mouse.click {px['pixel_raw_mouse_click_p50_ms']:.2f} "
-        f"+ Check {px['pixel_check_p50_ms']:.2f} + ledger {px['pixel_ledger_pair_p50_ms']:.2f}) | "
+        f"+ Check {px['pixel_check_p50_ms']:.2f} + ledger {px['pixel_ledger_pair_p50_ms']:.2f} "
+        f"+ in-page check and report {px['pixel_in_page_checks_p50_ms']:.2f}) | "
         f"ref click p50 {px['pixel_guarded_ref_click_p50_ms']:8.2f} ms | re-render: "
         f"{px['pixel_handrail_wrong']} wrong of {px['pixel_handrail_attempts']} "
         f"(raw mouse.click {px['pixel_raw_wrong']} of {px['pixel_raw_attempts']})"
