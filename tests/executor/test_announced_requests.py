@@ -27,7 +27,7 @@ from handrail.executor._guard import GuardedExecutor, OpenSpec
 from handrail.executor._models import BackendKind
 from handrail.executor.browser import BrowserHost, BrowserSurface
 from handrail.recorder import Ledger
-from tests.executor.inproc import Sidecar, start_sidecar
+from tests.executor.inproc import Sidecar
 from tests.executor.site import Site, serve
 
 pytestmark = pytest.mark.browser
@@ -50,15 +50,6 @@ PAY = (
 def site() -> Iterator[Site]:
     with serve({"/pay": PAY}) as s:
         yield s
-
-
-@pytest.fixture
-def sidecar(tmp_path: Path) -> Iterator[Sidecar]:
-    s = start_sidecar(tmp_path / "authz")
-    try:
-        yield s
-    finally:
-        s.stop()
 
 
 async def _hold(route: Route) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -21,20 +21,11 @@ from handrail.executor import ActionSpec, ActResponse, Expectation, WaitFor
 from handrail.executor._faults import POINTS
 from handrail.executor.testing import Dispatch, FakeBackend, FaultHooks
 from handrail.recorder import Ledger
-from tests.executor.inproc import Sidecar, running, start_sidecar
+from tests.executor.inproc import Sidecar, running
 
 
 def run(body: Callable[[], Awaitable[None]]) -> None:
     asyncio.run(body())  # type: ignore[arg-type]
-
-
-@pytest.fixture
-def sidecar(tmp_path: Path) -> Iterator[Sidecar]:
-    s = start_sidecar(tmp_path / "authz")
-    try:
-        yield s
-    finally:
-        s.stop()
 
 
 def _refused(r: ActResponse, reason: Reason) -> None:

@@ -7,7 +7,6 @@ listener the loop gave it, at chosen moments of an action's life (``on_dispatch`
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,18 +15,9 @@ from handrail import ActionKind, Outcome, Reason, Verdict
 from handrail.executor._backend import DocumentLoad, SideRequest
 from handrail.executor.testing import FakeBackend
 from handrail.recorder import NavigationBody, RequestBody, ResultBody
-from tests.executor.inproc import ORIGIN, Sidecar, running, start_sidecar
+from tests.executor.inproc import ORIGIN, Sidecar, running
 
 ELSEWHERE = "https://elsewhere.example"
-
-
-@pytest.fixture
-def sidecar(tmp_path: Path) -> Iterator[Sidecar]:
-    s = start_sidecar(tmp_path / "authz")
-    try:
-        yield s
-    finally:
-        s.stop()
 
 
 def run(body: object) -> None:

@@ -8,7 +8,6 @@ the ledger records it with where it sat, and a ref that only text mentions is no
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ import pytest
 from handrail import ActionKind, Outcome
 from handrail.executor import NotFoundError
 from handrail.executor.testing import FakeBackend
-from tests.executor.inproc import Sidecar, running, start_sidecar
+from tests.executor.inproc import Sidecar, running
 
 # "Delete account" is e5; the support note's text says e5 is "Pause plan", and mentions
 # an e77 no node has. The standing policy forbids destructive controls without `delete`.
@@ -31,15 +30,6 @@ PAGE = """- main [ref=e1]:
       - cell [ref=e10]:
         - button "Pause plan" [ref=e4]
   - button "Delete account" [ref=e5]"""
-
-
-@pytest.fixture
-def sidecar(tmp_path: Path) -> Iterator[Sidecar]:
-    s = start_sidecar(tmp_path / "authz")
-    try:
-        yield s
-    finally:
-        s.stop()
 
 
 def test_the_element_is_named_from_the_structure_never_from_page_text(sidecar: Sidecar, tmp_path: Path) -> None:

@@ -1,0 +1,20 @@
+"""Fixtures of the executor's in-process tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.executor.inproc import Sidecar, start_sidecar
+
+
+@pytest.fixture
+def sidecar(tmp_path: Path) -> Iterator[Sidecar]:
+    """A real authz sidecar in this process, on a temp store (``inproc.start_sidecar``)."""
+    s = start_sidecar(tmp_path / "authz")
+    try:
+        yield s
+    finally:
+        s.stop()
