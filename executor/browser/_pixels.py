@@ -19,7 +19,6 @@ element's centre, and an input that cannot be guarded does not go out.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import io
 import secrets
@@ -34,16 +33,16 @@ from handrail.executor._backend import Refusal
 from handrail.executor._models import ActionKind, ActionSpec, PointTarget
 from handrail.executor._snapshot import RefInfo
 from handrail.executor.browser._context import CHECK_ARM_CONTEXT, CHECK_PICKED_CONTEXT
-from handrail.executor.browser._pagescript import ARM_INPUT, DISARM
+from handrail.executor.browser._pagescript import ARM_INPUT
 from handrail.executor.browser._pointer import (
-    MaybeStartedError,
+    InputNavigation,
     NavigationWatch,
     NotStartedError,
     PartlyTypedError,
+    disarmed,
     on_picked,
     stopped,
 )
-from handrail.executor.browser._world import run
 
 __all__ = ["ARMED_POINT_KINDS", "at_point", "check_point", "drag_by_refs", "named", "scale_png"]
 
@@ -55,7 +54,6 @@ _MODES = {
 }
 #: The point actions whose input goes out with the guard armed (``check_point`` may arm it).
 ARMED_POINT_KINDS = frozenset(_MODES)
-_GONE = {"blocked": "", "changed": "", "navigating": True, "gone": True}
 _TWO_FRAMES = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(0))))"
 _DRAG_STEPS = 8
 
@@ -196,14 +194,10 @@ async def at_point(
         await page.evaluate(_TWO_FRAMES)  # the wheel returns before the page has scrolled
         return
     token = armed_token or await _arm(page, spec, point, since, timeout_ms)
-    ends = tab.navigation_ends()
-    navigations, requested = tab.navigations, tab.requested
+    navigation = InputNavigation(tab)
     try:
         await _send(page, spec, point)
-        try:
-            report = await run(page, DISARM, token)
-        except PlaywrightError:  # the page went away under the report: a navigation
-            report = dict(_GONE)
+        report = await disarmed(page, token)
         what = "typing" if kind is ActionKind.TYPE else kind.value.replace("_", " ")
         typed = int(report.get("chars") or 0)
         if kind is ActionKind.TYPE and report.get("changed") and (typed or report.get("keys")):
@@ -214,17 +208,9 @@ async def at_point(
             )
         if report.get("changed") or report.get("blocked"):
             raise _refusal(report, what)
-        if (report["navigating"] or tab.requested != requested) and tab.navigations == navigations:
-            bound = timeout_ms / 1000
-            try:
-                await asyncio.wait_for(asyncio.shield(ends), bound)
-            except TimeoutError:
-                raise MaybeStartedError(
-                    f"the {what} started a navigation that neither committed nor failed within {bound:g} s"
-                ) from None
+        await navigation.wait(report["navigating"], timeout_ms, what)
     finally:
-        if not ends.done():
-            ends.cancel()
+        navigation.close()
 
 
 async def _arm(page: Page, spec: ActionSpec, point: PointTarget, since: float, timeout_ms: int) -> str:

@@ -128,6 +128,44 @@ async def on_picked(page: Page, ref: str, script: str, *args: Any) -> tuple[int,
     return count, None if answer.get("unpicked") else answer
 
 
+class InputNavigation:
+    """The navigation a guarded input may start in its tab, watched from just before it.
+
+    Call ``close`` once done (it drops the tab's waiter).
+    """
+
+    def __init__(self, tab: NavigationWatch) -> None:
+        self._tab = tab
+        self._ends = tab.navigation_ends()
+        self._navigations, self._requested = tab.navigations, tab.requested
+
+    async def wait(self, navigating: bool, timeout_ms: int, what: str) -> None:
+        """Wait for the navigation the input started (``navigating``: its report says so;
+        or the renderer announced one since) to commit or fail, unless it committed already.
+
+        Raises:
+            MaybeStartedError: it neither committed nor failed within ``timeout_ms``.
+        """
+        tab = self._tab
+        if (navigating or tab.requested != self._requested) and tab.navigations == self._navigations:
+            bound = timeout_ms / 1000
+            try:
+                await asyncio.wait_for(asyncio.shield(self._ends), bound)
+            except TimeoutError:
+                raise MaybeStartedError(
+                    f"the {what} started a navigation that neither committed nor failed within {bound:g} s"
+                ) from None
+
+    def close(self) -> None:
+        if not self._ends.done():
+            self._ends.cancel()
+
+
+async def disarmed(page: Page, token: str) -> dict[str, Any]:
+    """The guard's report on the input armed with ``token`` (the page gone: a navigation)."""
+    return await _report(lambda: run(page, DISARM, token))
+
+
 def stopped(report: dict[str, Any], what: str) -> str:
     """The sentence of a guard's report that stopped ``what`` (a click, the typing)."""
     if report.get("changed"):
@@ -178,35 +216,23 @@ async def guarded_click(
     if "x" not in armed:
         log.debug("click on %s goes through Playwright: %s", spec.ref, armed.get("fallback"))
         return False
-    ends = tab.navigation_ends()
-    navigations, requested = tab.navigations, tab.requested
+    navigation = InputNavigation(tab)
     button: Any = spec.button or "left"
     try:
         if spec.kind is ActionKind.DOUBLE_CLICK:
             await page.mouse.dblclick(armed["x"], armed["y"], button=button)
         else:
             await page.mouse.click(armed["x"], armed["y"], button=button, click_count=spec.click_count or 1)
-        try:
-            report = await run(page, DISARM, token)
-        except PlaywrightError:  # the page went away under the report: a navigation
-            report = dict(_GONE)
+        report = await disarmed(page, token)
         if report.get("changed"):
             raise NotStartedError(Reason.STALE_REF, stopped(report, "click"))
         if report["blocked"]:
             # Swallowed before the page saw it, as Playwright's guard would: its click
             # (which waits for the element to be the target again) takes over, armed.
             return False
-        if (report["navigating"] or tab.requested != requested) and tab.navigations == navigations:
-            bound = timeout_ms / 1000
-            try:
-                await asyncio.wait_for(asyncio.shield(ends), bound)
-            except TimeoutError:
-                raise MaybeStartedError(
-                    f"the click started a navigation that neither committed nor failed within {bound:g} s"
-                ) from None
+        await navigation.wait(report["navigating"], timeout_ms, "click")
     finally:
-        if not ends.done():
-            ends.cancel()
+        navigation.close()
     return True
 
 
