@@ -203,10 +203,10 @@ class Bridge:
         earlier = resumed(ctx) if rounds else None
         if earlier is not None and step < earlier.step:
             return None
-        awaited = earlier is not None and step == earlier.step
-        if awaited and earlier is not None and earlier.declined:
+        awaited = earlier if earlier is not None and step == earlier.step else None  # this action's round
+        if awaited is not None and awaited.declined:
             raise ToolError(
-                f"Waiting for an operator: approval {earlier.approval_id} is pending and the approval page "
+                f"Waiting for an operator: approval {awaited.approval_id} is pending and the approval page "
                 "was not opened. Next: ask an operator to approve it, then call the tool again with the same "
                 "arguments."
             )
@@ -216,7 +216,7 @@ class Bridge:
             result = response.result
             needs_approval = result.outcome is Outcome.REFUSED and result.reason == Reason.APPROVAL_REQUIRED
             if needs_approval and result.approval_id and rounds:
-                round_ = earlier.round + 1 if awaited and earlier is not None else 0
+                round_ = awaited.round + 1 if awaited is not None else 0
                 if round_ <= ROUNDS:
                     why = result.message or result.approval_id
                     raise awaiting(ctx, self.settings.console_url, tool, result.approval_id, why, step, round_)
