@@ -12,7 +12,15 @@ from mcp.types import ElicitResult
 
 from handrail.scenarios import POSING_REF, PlansApp, SubscriptionApp
 from tests.conftest import AgentSetup, Stack
-from tests.mcp.client import http_server, http_session, mcp_args, ref_of, stdio_session, text
+from tests.mcp.client import (
+    grant_needing_approval,
+    http_server,
+    http_session,
+    mcp_args,
+    ref_of,
+    stdio_session,
+    text,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -147,14 +155,7 @@ def test_an_approval_waits_for_an_operator_or_is_elicited_at_the_console(
     stack: Stack, agent: AgentSetup, app: SubscriptionApp
 ) -> None:
     base = app.url
-    with stack.operator_client() as ops:
-        ops.grant(
-            agent.principal.name,
-            agent.target,
-            ["navigate", "input", "submit"],
-            [base],
-            require_approval_verbs=["submit"],
-        )
+    grant_needing_approval(stack, agent, base)
     console = "http://127.0.0.1:9/console"
     args = mcp_args(stack.executor.address, agent.principal.token, agent.target, base + "/", "--console-url", console)
     click = {"element": "Turn off auto-renew", "ref": ""}

@@ -17,7 +17,7 @@ from mcp.types import ElicitResult
 from handrail.scenarios import SubscriptionApp
 from tests.conftest import AgentSetup, Stack
 from tests.executor.site import Site, serve
-from tests.mcp.client import http_server, mcp_args, ref_of, text
+from tests.mcp.client import grant_needing_approval, http_server, mcp_args, ref_of, text
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -91,14 +91,7 @@ def test_an_approval_is_awaited_across_rounds_of_one_tool_call(
     """The click needs an approval: the tool call answers ``input_required`` (asking the user
     to open the console's approval page when one is configured), the client retries, and the
     call completes once the operator approves, one call for the agent."""
-    with stack.operator_client() as ops:
-        ops.grant(
-            agent.principal.name,
-            agent.target,
-            ["navigate", "input", "submit"],
-            [app.url],
-            require_approval_verbs=["submit"],
-        )
+    grant_needing_approval(stack, agent, app.url)
     extra = ["--console-url", CONSOLE] if console else []
     args = mcp_args(stack.executor.address, agent.principal.token, agent.target, app.url + "/", *extra)
     asked: list[str] = []
@@ -122,14 +115,7 @@ def test_an_approval_is_awaited_across_rounds_of_one_tool_call(
 def test_a_round_does_not_repeat_what_an_earlier_round_did(stack: Stack, agent: AgentSetup, site: Site) -> None:
     """``browser_type`` with ``submit``: the typing (an input) goes out in the first round, the
     Enter (a submit) awaits the approval. The rounds after it do not type again."""
-    with stack.operator_client() as ops:
-        ops.grant(
-            agent.principal.name,
-            agent.target,
-            ["navigate", "input", "submit"],
-            [site.url],
-            require_approval_verbs=["submit"],
-        )
+    grant_needing_approval(stack, agent, site.url)
     args = mcp_args(stack.executor.address, agent.principal.token, agent.target, site.url + "/form")
 
     async def run() -> None:
