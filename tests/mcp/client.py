@@ -7,9 +7,9 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -53,13 +53,19 @@ def grant_needing_approval(stack: Stack, agent: AgentSetup, origin: str) -> None
 async def stdio_session(args: list[str], **client_kw: object) -> AsyncIterator[ClientSession]:
     """``handrail mcp`` over stdio, with the SDK's ClientSession on it."""
     params = StdioServerParameters(command=sys.executable, args=args)
-    with Path("/dev/null").open("w") as errlog:
-        async with (
-            stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write, **client_kw) as session,
-        ):  # type: ignore[arg-type]
-            await session.initialize()
-            yield session
+    with tempfile.TemporaryFile("w+") as errlog:
+        try:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write, **client_kw) as session,
+            ):  # type: ignore[arg-type]
+                await session.initialize()
+                yield session
+        except BaseException as exc:  # say what the server said (a server that exited at start)
+            errlog.seek(0)
+            said = errlog.read()[-4000:]
+            exc.add_note("handrail mcp's stderr:\n" + (said or "(nothing)"))
+            raise
 
 
 def free_port() -> int:
