@@ -55,7 +55,8 @@ _SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
 _KEEP_FINISHED = 64  # finished actions whose requests may still end
 _KEEP_ANNOUNCED = 1024  # announced requests whose start is not reported yet
 # How long a reported start waits for its announcement, which the browser sends on another
-# channel and may deliver after it (one never comes for a child frame's request).
+# channel and may deliver after it (none comes for a request an iframe makes before its
+# out-of-process renderer is listened to: its first ones).
 _ANNOUNCEMENT_LAG_S = 5.0
 PERSON_LOAD_S = 2.0  # how long after a person's input a load on its page's origin is its own
 

@@ -25,7 +25,8 @@ every side-effecting fetch, XHR or beacon the moment the renderer makes it. The 
 sends those events before its answer to a later script, so when an input's report comes
 back, every request its handlers made has been announced: the running action waits for
 them, and a request is the action's that was running when it was announced, not when
-routing got to it.
+routing got to it. A cross-site iframe runs in a renderer of its own, which the tab's
+session does not hear: each such frame's target gets a session that announces its requests.
 
 With no listener yet, every document load is refused (fail closed).
 """
@@ -42,7 +43,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urljoin
 
-from playwright.async_api import BrowserContext, CDPSession, Page, Request, Route
+from playwright.async_api import BrowserContext, CDPSession, Frame, Page, Request, Route
 from playwright.async_api import Error as PlaywrightError
 
 from handrail.executor._backend import DocumentLoad, LoadVerdict, SideRequest, SurfaceListener
@@ -109,6 +110,9 @@ class NetworkGate:
         # New tabs whose first load was aborted here, in order: the URL to load once the
         # tab's gate is in place, or None to close the tab (its load was refused).
         self._popups: deque[tuple[str | None, str]] = deque()
+        # Per out-of-process child frame's target (a cross-site iframe: a payment widget):
+        # the CDP session that announces its requests, with the tab it is in.
+        self._frame_targets: dict[str, tuple[Page, Frame, CDPSession]] = {}
 
     async def install(self) -> None:
         await self._context.route("**/*", self._route)
@@ -162,34 +166,72 @@ class NetworkGate:
         """Announce the tab's side-effecting requests and requested navigations as the page
         makes them."""
         world = await session_of(page)
-        world.on("Network.requestWillBeSent", self._on_will_send)
-        world.on("Network.loadingFailed", self._on_loading_failed)
+        self._listen_to(world, "")
         world.on("Page.frameRequestedNavigation", lambda event: self._on_requested(page, event))
         # Only the events are wanted: no request bodies in them, no bodies kept for later.
         await world.send("Network.enable", {"maxPostDataSize": 0, "maxResourceBufferSize": 0})
         await world.send("Page.enable")
+        # A cross-site iframe runs in a renderer of its own, whose requests the tab's
+        # session does not see: each such frame's target gets a session that announces them.
+        page.on("framenavigated", lambda frame: self._spawn(self._announce_frame(page, frame)))
+        page.on("framedetached", lambda frame: self._let_go(lambda _p, f: f is frame))
+        for frame in page.frames[1:]:
+            self._spawn(self._announce_frame(page, frame))
+
+    def _listen_to(self, cdp: CDPSession, prefix: str) -> None:
+        cdp.on("Network.requestWillBeSent", lambda event: self._on_will_send(event, prefix))
+        cdp.on("Network.loadingFailed", lambda event: self._on_loading_failed(event, prefix))
+
+    async def _announce_frame(self, page: Page, frame: Frame) -> None:
+        """Announce the requests of ``frame`` when it runs out of process (a target not yet
+        announcing; its earlier target, after a cross-site navigation, is let go)."""
+        if frame.parent_frame is None or frame.is_detached():
+            return
+        try:
+            cdp = await self._context.new_cdp_session(frame)
+        except PlaywrightError:
+            return  # in its parent's process: the tab's session announces its requests
+        try:
+            target = str((await cdp.send("Target.getTargetInfo"))["targetInfo"]["targetId"])
+            if target in self._frame_targets or page.is_closed() or frame.is_detached():
+                await cdp.detach()
+                return
+            self._let_go(lambda _p, f: f is frame)
+            self._frame_targets[target] = (page, frame, cdp)
+            self._listen_to(cdp, target + ":")
+            await cdp.send("Network.enable", {"maxPostDataSize": 0, "maxResourceBufferSize": 0})
+        except PlaywrightError:  # the frame went away meanwhile
+            return
+
+    def _let_go(self, which: Callable[[Page, Frame], bool]) -> None:
+        """Stop announcing the out-of-process frames ``which`` picks (by tab and frame)."""
+        for target, (page, frame, cdp) in list(self._frame_targets.items()):
+            if which(page, frame):
+                del self._frame_targets[target]
+                self._spawn(_detach(cdp))
 
     def _on_requested(self, page: Page, event: dict[str, Any]) -> None:
         if event.get("frameId") == self._main_frames.get(page) and event.get("disposition") == "currentTab":
             self._navigation_requested.get(page, lambda: None)()
 
-    def _on_will_send(self, event: dict[str, Any]) -> None:
+    def _on_will_send(self, event: dict[str, Any], prefix: str) -> None:
         if self.listener is None or "redirectResponse" in event or event.get("type") in _UNANNOUNCED:
             return
         request = event.get("request") or {}
         method = str(request.get("method", "GET")).upper()
         if method not in SAFE_METHODS:
-            self.listener.request_announced(str(event["requestId"]), method, str(request.get("url", "")))
+            self.listener.request_announced(prefix + str(event["requestId"]), method, str(request.get("url", "")))
 
-    def _on_loading_failed(self, event: dict[str, Any]) -> None:
+    def _on_loading_failed(self, event: dict[str, Any], prefix: str) -> None:
         if self.listener is not None:
-            self.listener.announced_dropped(str(event["requestId"]))
+            self.listener.announced_dropped(prefix + str(event["requestId"]))
 
     def _forget(self, page: Page) -> None:
         self._gated.pop(page, None)
         self._gating.pop(page, None)
         self._main_frames.pop(page, None)
         self._navigation_requested.pop(page, None)
+        self._let_go(lambda owner, _f: owner is page)
 
     async def _paused(self, page: Page, cdp: CDPSession, event: dict[str, Any]) -> None:
         request_id = event["requestId"]
@@ -374,6 +416,11 @@ class NetworkGate:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+async def _detach(cdp: CDPSession) -> None:
+    with contextlib.suppress(PlaywrightError):  # its target is gone already
+        await cdp.detach()
 
 
 def _page_of(request: Request) -> Page | None:
