@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import secrets
 import statistics
 import threading
 from collections.abc import Iterator, Sequence
@@ -11,6 +10,8 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from handrail.authz._sqlite_principals import new_token
 
 
 def bench_principals(data_dir: Path) -> dict[str, str]:
@@ -20,7 +21,7 @@ def bench_principals(data_dir: Path) -> dict[str, str]:
     """
     from handrail.authz import Store
 
-    tokens = {k: secrets.token_urlsafe(16) for k in ("agent", "ops", "exec")}
+    tokens = {k: new_token() for k in ("agent", "ops", "exec")}
     with Store(data_dir / "authz.sqlite") as store:
         store.add_principal("bench-agent", "agent", tokens["agent"])
         store.add_principal("bench-ops", "operator", tokens["ops"])

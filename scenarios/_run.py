@@ -9,7 +9,6 @@ does not behave as stated. ``_replay`` runs it and turns the outcome into a repo
 from __future__ import annotations
 
 import contextlib
-import secrets
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -22,6 +21,7 @@ import grpc
 
 from handrail._vocabulary import Outcome, Verdict
 from handrail.authz import AuthzClient, AuthzError, Store
+from handrail.authz._sqlite_principals import new_token
 from handrail.executor import ActionKind, DesktopTarget, ExecutorClient
 from handrail.recorder import Ledger, ResultBody
 
@@ -122,7 +122,7 @@ class Run:
         names += [(ADMIN, "admin"), (EXECUTOR, "executor")]
         with Store(self.data_dir / "authz.sqlite") as store:
             for name, role in names:
-                self.tokens[name] = secrets.token_urlsafe(24)
+                self.tokens[name] = new_token()
                 store.add_principal(name, role, self.tokens[name])
         with ExitStack() as stack:
             self._stack = stack

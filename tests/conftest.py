@@ -7,7 +7,6 @@ each test gets its own agent principal, target and fixture app so tests stay ind
 from __future__ import annotations
 
 import itertools
-import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from handrail.authz import AuthzClient, Store
+from handrail.authz._sqlite_principals import new_token
 from handrail.executor import ExecutorClient
 from handrail.scenarios import ServerProcess, SubscriptionApp, start_authz, start_executor
 from handrail.scenarios._postgres import PostgresUnavailable, PrivatePostgres, fresh_schema, test_database
@@ -40,7 +40,7 @@ class Stack:
 
     def add_principal(self, role: str, prefix: str = "") -> Principal:
         name = f"{prefix or role}-{next(_counter)}"
-        token = secrets.token_urlsafe(24)
+        token = new_token()
         with Store(self.data_dir / "authz.sqlite") as store:
             store.add_principal(name, role, token)
         return Principal(name, token)
@@ -51,8 +51,8 @@ class Stack:
 
 def new_stack(data_dir: Path) -> Iterator[Stack]:
     data_dir.mkdir(parents=True, exist_ok=True)
-    operator = Principal("operator-0", secrets.token_urlsafe(24))
-    executor = Principal("executor-0", secrets.token_urlsafe(24))
+    operator = Principal("operator-0", new_token())
+    executor = Principal("executor-0", new_token())
     with Store(data_dir / "authz.sqlite") as store:
         store.add_principal(operator.name, "operator", operator.token)
         store.add_principal(executor.name, "executor", executor.token)

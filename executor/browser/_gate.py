@@ -27,6 +27,9 @@ back, every request its handlers made has been announced: the running action wai
 them, and a request is the action's that was running when it was announced, not when
 routing got to it. A cross-site iframe runs in a renderer of its own, which the tab's
 session does not hear: each such frame's target gets a session that announces its requests.
+A dedicated worker too, through the tab's session in the protocol's non-flat mode; as it
+runs in no order with the page, an input waits for each of the tab's workers to run one
+task of its own (``flush_workers``) before its dispatch returns.
 
 With no listener yet, every document load is refused (fail closed).
 """
@@ -37,6 +40,7 @@ import asyncio
 import contextlib
 import html
 import itertools
+import json
 import logging
 from collections import deque
 from collections.abc import Callable
@@ -55,6 +59,7 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # Announced by their routing only: documents (a form post is a navigation, which the
 # input's own wait follows) and CORS preflights (answered by the driver, never sent).
 _UNANNOUNCED = frozenset({"Document", "Preflight"})
+WORKER_FLUSH_S = 0.5  # how long an input waits for the tab's workers to run what it handed them
 _NO_LISTENER = LoadVerdict(False, "AUTHZ_UNAVAILABLE", "the session's gate has no listener yet")
 
 
@@ -113,6 +118,7 @@ class NetworkGate:
         # Per out-of-process child frame's target (a cross-site iframe: a payment widget):
         # the CDP session that announces its requests, with the tab it is in.
         self._frame_targets: dict[str, tuple[Page, Frame, CDPSession]] = {}
+        self._workers: dict[str, _Worker] = {}  # dedicated workers, by their session
 
     async def install(self) -> None:
         await self._context.route("**/*", self._route)
@@ -177,6 +183,20 @@ class NetworkGate:
         page.on("framedetached", lambda frame: self._let_go(lambda _p, f: f is frame))
         for frame in page.frames[1:]:
             self._spawn(self._announce_frame(page, frame))
+        # A dedicated worker (a page that hands its order to a Worker) is a target of its
+        # own too. Playwright's API gives no session for one, so the tab's session attaches
+        # to each in the protocol's non-flat mode, where the worker's messages come as
+        # events of this session; each worker starts paused until it announces.
+        world.on("Target.attachedToTarget", lambda event: self._spawn(self._announce_worker(page, world, event)))
+        world.on("Target.receivedMessageFromTarget", self._from_worker)
+        world.on("Target.detachedFromTarget", lambda event: self._worker_gone(str(event.get("sessionId", ""))))
+        auto = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": False, "filter": [{"type": "worker"}]}
+        try:
+            await world.send("Target.setAutoAttach", auto)
+        except PlaywrightError as exc:
+            if page.is_closed():
+                raise
+            log.warning("the requests of this tab's workers will not be announced: %s", exc)
 
     def _listen_to(self, cdp: CDPSession, prefix: str) -> None:
         cdp.on("Network.requestWillBeSent", lambda event: self._on_will_send(event, prefix))
@@ -202,6 +222,53 @@ class NetworkGate:
             await cdp.send("Network.enable", {"maxPostDataSize": 0, "maxResourceBufferSize": 0})
         except PlaywrightError:  # the frame went away meanwhile
             return
+
+    async def _announce_worker(self, page: Page, world: CDPSession, event: dict[str, Any]) -> None:
+        """Announce the requests of the worker ``event`` attached, then let it run."""
+        worker = _Worker(page, world, str(event.get("sessionId", "")))
+        self._workers[worker.session] = worker
+        with contextlib.suppress(PlaywrightError):  # the worker (or its tab) is gone
+            await worker.send("Network.enable", {"maxPostDataSize": 0, "maxResourceBufferSize": 0})
+            if event.get("waitingForDebugger"):
+                await worker.send("Runtime.runIfWaitingForDebugger", {})
+
+    def _from_worker(self, event: dict[str, Any]) -> None:
+        worker = self._workers.get(str(event.get("sessionId", "")))
+        try:
+            message = json.loads(event["message"])
+        except (KeyError, TypeError, ValueError):
+            return
+        if worker is None or not isinstance(message, dict):
+            return
+        if "id" in message:
+            worker.answered(message)
+            return
+        method, params = message.get("method"), message.get("params")
+        if not isinstance(params, dict):
+            return
+        if method == "Network.requestWillBeSent":
+            self._on_will_send(params, worker.session + ":")
+        elif method == "Network.loadingFailed":
+            self._on_loading_failed(params, worker.session + ":")
+
+    def _worker_gone(self, session: str) -> None:
+        worker = self._workers.pop(session, None)
+        if worker is not None:
+            worker.gone()
+
+    async def flush_workers(self, page: Page, timeout_s: float = WORKER_FLUSH_S) -> None:
+        """Return once each of the tab's workers has run the tasks it had when called (up to
+        ``timeout_s``): the requests an input handed to a worker are announced by then.
+
+        A worker's messages come on its own thread, in no order with the page's: an input's
+        report says nothing of what the page's ``postMessage`` will make a worker do. A
+        script sent to the worker that answers after one task of its own answers after the
+        tasks queued before it, and the worker's events come before its answer.
+        """
+        workers = [w for w in self._workers.values() if w.page is page]
+        if workers:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*(w.next_task() for w in workers)), timeout_s)
 
     def _let_go(self, which: Callable[[Page, Frame], bool]) -> None:
         """Stop announcing the out-of-process frames ``which`` picks (by tab and frame)."""
@@ -232,6 +299,8 @@ class NetworkGate:
         self._main_frames.pop(page, None)
         self._navigation_requested.pop(page, None)
         self._let_go(lambda owner, _f: owner is page)
+        for worker in [w for w in self._workers.values() if w.page is page]:
+            self._worker_gone(worker.session)
 
     async def _paused(self, page: Page, cdp: CDPSession, event: dict[str, Any]) -> None:
         request_id = event["requestId"]
@@ -416,6 +485,52 @@ class NetworkGate:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+_NEXT_TASK = "new Promise(function (resolve) { setTimeout(resolve, 0); })"
+
+
+class _Worker:
+    """A dedicated worker the tab's session attached to in non-flat mode: commands go as
+    ``Target.sendMessageToTarget``, answers come back as events of the tab's session."""
+
+    def __init__(self, page: Page, world: CDPSession, session: str) -> None:
+        self.page, self.session = page, session
+        self._world = world
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, asyncio.Future[None]] = {}
+
+    async def send(self, method: str, params: dict[str, Any]) -> int:
+        number = next(self._ids)
+        message = json.dumps({"id": number, "method": method, "params": params})
+        await self._world.send("Target.sendMessageToTarget", {"sessionId": self.session, "message": message})
+        return number
+
+    async def next_task(self) -> None:
+        """Once the worker has run one task of its own."""
+        answer: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        number = next(self._ids)
+        self._waiting[number] = answer
+        params = {"expression": _NEXT_TASK, "awaitPromise": True, "silent": True}
+        message = json.dumps({"id": number, "method": "Runtime.evaluate", "params": params})
+        try:
+            await self._world.send("Target.sendMessageToTarget", {"sessionId": self.session, "message": message})
+            await answer
+        except PlaywrightError:
+            return  # the worker is gone: it makes no more requests
+        finally:
+            self._waiting.pop(number, None)
+
+    def answered(self, message: dict[str, Any]) -> None:
+        answer = self._waiting.pop(message.get("id", -1), None)
+        if answer is not None and not answer.done():
+            answer.set_result(None)
+
+    def gone(self) -> None:
+        for answer in self._waiting.values():
+            if not answer.done():
+                answer.set_result(None)
+        self._waiting.clear()
 
 
 async def _detach(cdp: CDPSession) -> None:

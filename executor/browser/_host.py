@@ -13,6 +13,7 @@ from handrail.executor._errors import BackendError
 from handrail.executor.browser._gate import OPEN_LISTENER
 from handrail.executor.browser._pagescript import (
     INIT_SCRIPT,
+    NO_SHARED_WORKERS,
     PICK_ENGINE,
     PICK_SELECTOR,
     SNAP_ENGINE,
@@ -96,9 +97,10 @@ class BrowserHost:
         if self._browser is None:
             raise BackendError("the browser host is not started")
         # Service workers are blocked: one could answer a navigation without a request the
-        # gate sees.
+        # gate sees. Shared workers are taken away (NO_SHARED_WORKERS): their requests
+        # bypass the context's routing, so none would be reported or tracked.
         context = await self._browser.new_context(viewport=VIEWPORT, service_workers="block")  # type: ignore[arg-type]
-        await context.add_init_script(INIT_SCRIPT)
+        await context.add_init_script(NO_SHARED_WORKERS + INIT_SCRIPT)
         surface = BrowserSurface(context, self.upload_dir, pointer_clicks=not self._playwright_clicks)
         try:
             await surface.gate.install()

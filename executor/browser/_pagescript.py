@@ -121,6 +121,12 @@ SNAP_ENGINE = (
     .replace("SNAP_EVENT", SNAP_EVENT)
 )
 
+# Before any script of a page or frame: no SharedWorker (pages feature-test it and fall
+# back to their own requests). A shared worker's requests bypass Playwright's routing, so
+# none of them would be reported to its action or carry its Idempotency-Key; service
+# workers are blocked for the same kind of reason (``BrowserHost.open_page``).
+NO_SHARED_WORKERS = "delete self.SharedWorker;\n"
+
 INIT_SCRIPT = (
     (
         r"""

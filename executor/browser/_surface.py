@@ -429,6 +429,8 @@ class BrowserSurface(LiveView):
                 # Let a navigation or a form post the action started commit or fail.
                 with contextlib.suppress(PlaywrightError):
                     await page.wait_for_load_state("domcontentloaded", timeout=min(timeout_ms, _SETTLE_MS))
+            if spec.kind not in _NO_REQUESTS:
+                await self.gate.flush_workers(page)  # what the input handed to a worker
         except InvalidArgumentError as exc:  # judged in check_fresh; changed since: not sent
             return DispatchResult(DispatchStatus.NOT_STARTED, str(exc))
         except NotStartedError as exc:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import secrets
 from pathlib import Path
 from typing import TextIO
 
 from handrail.authz import Store
+from handrail.authz._sqlite_principals import new_token
 from handrail.recorder import Ledger, timeline
 
 __all__ = ["AGENT", "EXECUTOR", "OPERATOR", "Steps", "make_principals"]
@@ -19,7 +19,7 @@ EXECUTOR = "executor-1"
 def make_principals(data_dir: Path) -> dict[str, str]:
     """Create the demo's agent, operator and executor principals; return their tokens."""
     data_dir.mkdir(parents=True, exist_ok=True)
-    tokens = {name: secrets.token_urlsafe(24) for name in (AGENT, OPERATOR, EXECUTOR)}
+    tokens = {name: new_token() for name in (AGENT, OPERATOR, EXECUTOR)}
     with Store(data_dir / "authz.sqlite") as store:
         store.add_principal(AGENT, "agent", tokens[AGENT])
         store.add_principal(OPERATOR, "operator", tokens[OPERATOR])

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from handrail.authz import Store
+from handrail.authz._sqlite_principals import new_token
 from handrail.console import ConsoleConfig, RunningConsole, start_console
 from handrail.scenarios import ServerProcess, start_authz, start_executor
 from tests.conftest import Principal
@@ -31,7 +32,7 @@ class ConsoleStack:
 
     def add(self, role: str, prefix: str = "") -> Principal:
         name = f"{prefix or role}-{secrets.token_hex(3)}"
-        token = secrets.token_urlsafe(24)
+        token = new_token()
         with Store(self.data_dir / "authz.sqlite") as store:
             store.add_principal(name, role, token)
         return Principal(name, token)
@@ -46,8 +47,8 @@ def free_port() -> int:
 @pytest.fixture(scope="session")
 def console_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleStack]:
     data_dir = tmp_path_factory.mktemp("console")
-    operator = Principal("ops-alice", secrets.token_urlsafe(24))
-    executor = Principal("executor-c", secrets.token_urlsafe(24))
+    operator = Principal("ops-alice", new_token())
+    executor = Principal("executor-c", new_token())
     with Store(data_dir / "authz.sqlite") as store:
         store.add_principal(operator.name, "operator", operator.token)
         store.add_principal(executor.name, "executor", executor.token)

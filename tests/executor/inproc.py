@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import secrets
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from handrail.authz import AsyncAuthzClient, AuthzServer, Store, serve
+from handrail.authz._sqlite_principals import new_token
 from handrail.executor import ActionKind, ActionSpec, ActResponse, Observation
 from handrail.executor._faults import FaultPoint
 from handrail.executor._guard import GuardedExecutor, OpenSpec
@@ -62,7 +62,7 @@ class Sidecar:
         return f"127.0.0.1:{self.port}"
 
     def add_agent(self) -> tuple[str, str]:
-        name, token = f"agent-{next(_names)}", secrets.token_urlsafe(16)
+        name, token = f"agent-{next(_names)}", new_token()
         with Store(self.data_dir / "authz.sqlite") as store:
             store.add_principal(name, "agent", token)
         return name, token
@@ -73,7 +73,7 @@ class Sidecar:
 
 def start_sidecar(data_dir: Path) -> Sidecar:
     data_dir.mkdir(parents=True, exist_ok=True)
-    operator, executor = secrets.token_urlsafe(16), secrets.token_urlsafe(16)
+    operator, executor = new_token(), new_token()
     with Store(data_dir / "authz.sqlite") as store:
         store.add_principal("operator-0", "operator", operator)
         store.add_principal("executor-0", "executor", executor)

@@ -55,9 +55,37 @@ WIDGET = (
 )
 
 
+# A page that hands the order to its dedicated Worker (a target of its own, like the widget).
+_WORKER = "fetch(location.origin + '/submit', {method: 'POST', body: 'page=worker'}).then(function () { postMessage('ok'); });"
+WORKERS = (
+    "<!doctype html><title>Workers</title><main><h1>Workers</h1><p id=status>idle</p>"
+    f"<script type=text/worker id=running>onmessage = function () {{ {_WORKER} }};</script>"
+    "<script>function worker(id) { var w = new Worker(URL.createObjectURL(new Blob(["
+    "document.getElementById(id).textContent]))); w.onmessage = function () {"
+    " document.getElementById('status').textContent = 'paid'; }; return w; }"
+    "var running = worker('running');</script>"
+    "<button onclick=\"running.postMessage('pay')\">Pay by the worker</button></main>"
+)
+# A page that hands the order to a SharedWorker when it has one, and sends it itself if not.
+_SHARED = (
+    "onconnect = function (e) { var port = e.ports[0]; port.onmessage = function () { "
+    + _WORKER.replace("postMessage", "port.postMessage")
+    + " }; };"
+)
+SHARED = (
+    "<!doctype html><title>Shared</title><main><h1>Shared</h1><p id=status>idle</p>"
+    f"<script type=text/worker id=shared>{_SHARED}</script>"
+    "<script>var shared = window.SharedWorker && new SharedWorker(URL.createObjectURL(new Blob(["
+    "document.getElementById('shared').textContent])));"
+    "function pay() { if (shared) { shared.port.postMessage('pay'); return; }"
+    " fetch('/submit', {method: 'POST', body: 'page=worker'}); }</script>"
+    '<button onclick="pay()">Pay</button></main>'
+)
+
+
 @pytest.fixture
 def site() -> Iterator[Site]:
-    pages = {"/pay": PAY, "/widget": WIDGET}
+    pages = {"/pay": PAY, "/widget": WIDGET, "/workers": WORKERS, "/shared": SHARED}
     with serve(pages) as s:
         port = s.url.rsplit(":", 1)[1]
         for host in ("localhost", "127.0.0.1"):
@@ -110,12 +138,18 @@ class Rig:
         self.ledger.close()
         await self.host.close()
 
-    async def click(self, name: str, key: str) -> tuple[Outcome, str, float]:
+    async def click(self, name: str, key: str, *, skip_reobserve: bool = False) -> tuple[Outcome, str, float]:
         """Click the button ``name``: its outcome, its message, and how long it took."""
         await self.surfaces[0].active.page.wait_for_load_state("load")  # an iframe's too
         obs = await self.core.observe(self.session)
         ref = next(e.ref for e in obs.elements if e.role == "button" and e.name == name)
-        spec = ActionSpec(kind=ActionKind.CLICK, ref=ref, observation_id=obs.observation_id, idempotency_key=key)
+        spec = ActionSpec(
+            kind=ActionKind.CLICK,
+            ref=ref,
+            observation_id=obs.observation_id,
+            idempotency_key=key,
+            skip_reobserve=skip_reobserve,
+        )
         started = time.monotonic()
         result = (await self.core.act(self.session, spec)).result
         return result.outcome, result.message, time.monotonic() - started
@@ -202,5 +236,79 @@ def test_a_cross_site_iframes_request_that_loses_its_response_makes_its_click_un
             assert outcome is Outcome.UNKNOWN, message
             assert "POST" in message and "/submit" in message
             assert len(site.posts) == 1
+
+    asyncio.run(body())
+
+
+def test_a_click_waits_for_the_request_a_worker_makes_for_it(sidecar: Sidecar, site: Site, tmp_path: Path) -> None:
+    """The page hands the order to its dedicated Worker: the click is ``DONE`` once the
+    worker's order is at the server, and the order carries the click's ``Idempotency-Key``
+    (before, the click was ``DONE`` in 30 ms and the order went out as nobody's, with no key)."""
+
+    async def body() -> None:
+        rig = Rig(sidecar, site, tmp_path / "ledger.sqlite", start="/workers", idempotency_header=True)
+        async with rig:
+            outcome, message, took = await rig.click("Pay by the worker", "worker-1")
+            assert outcome is Outcome.DONE, message
+            assert [p["page"] for p in site.posts] == [["worker"]], "DONE before the order reached the server"
+            assert took >= HELD_S
+            (key,) = site.keys
+            assert key.startswith("a_") and key.endswith(".1")
+
+    asyncio.run(body())
+
+
+def test_a_request_a_worker_makes_for_a_click_with_no_reobservation_is_the_clicks(
+    sidecar: Sidecar, site: Site, tmp_path: Path
+) -> None:
+    """With ``skip_reobserve`` the click does not wait for its requests (a lost one amends
+    its result later), but the worker's order is still the click's: it carries its key."""
+
+    async def body() -> None:
+        rig = Rig(sidecar, site, tmp_path / "ledger.sqlite", start="/workers", idempotency_header=True)
+        async with rig:
+            outcome, message, _ = await rig.click("Pay by the worker", "worker-1", skip_reobserve=True)
+            assert outcome is Outcome.DONE, message
+            for _ in range(50):
+                if site.keys:
+                    break
+                await asyncio.sleep(0.1)
+            (key,) = site.keys
+            assert key.startswith("a_") and key.endswith(".1"), "the worker's order was nobody's"
+
+    asyncio.run(body())
+
+
+def test_a_workers_request_that_loses_its_response_makes_its_click_unknown(
+    sidecar: Sidecar, site: Site, tmp_path: Path
+) -> None:
+    """The worker's order is taken and its connection dropped: the click is ``UNKNOWN``."""
+
+    async def body() -> None:
+        async with Rig(sidecar, site, tmp_path / "ledger.sqlite", start="/workers") as rig:
+            site.drop_next_post()
+            outcome, message, _ = await rig.click("Pay by the worker", "worker-1")
+            assert outcome is Outcome.UNKNOWN, message
+            assert "POST" in message and "/submit" in message
+            assert len(site.posts) == 1
+
+    asyncio.run(body())
+
+
+def test_a_page_has_no_shared_worker_to_hand_its_order_to(sidecar: Sidecar, site: Site, tmp_path: Path) -> None:
+    """A SharedWorker's requests bypass the context's routing: none is reported, none gets
+    a key, no click waits for one (before, this click was ``DONE`` at once and its order went
+    out untracked). Pages have none, and send the order themselves: tracked as any other."""
+
+    async def body() -> None:
+        rig = Rig(sidecar, site, tmp_path / "ledger.sqlite", start="/shared", idempotency_header=True)
+        async with rig:
+            outcome, message, took = await rig.click("Pay", "shared-1")
+            assert outcome is Outcome.DONE, message
+            assert [p["page"] for p in site.posts] == [["worker"]], "DONE before the order reached the server"
+            assert took >= HELD_S
+            (key,) = site.keys
+            assert key.startswith("a_") and key.endswith(".1")
+            assert await rig.surfaces[0].active.page.evaluate("typeof SharedWorker") == "undefined"
 
     asyncio.run(body())

@@ -29,7 +29,6 @@ two.
 from __future__ import annotations
 
 import os
-import secrets
 import signal
 import time
 from collections.abc import Iterator
@@ -41,6 +40,7 @@ import grpc
 import pytest
 
 from handrail.authz import AuthzClient, Store
+from handrail.authz._sqlite_principals import new_token
 from handrail.executor import ExecutorClient, Outcome
 from handrail.recorder import EntryBody, Ledger, ReconcileBody, ResultBody
 from handrail.scenarios import ServerProcess, SubscriptionApp, start_authz, start_executor
@@ -84,7 +84,7 @@ class Env:
 @pytest.fixture(scope="module")
 def chains(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Env]]:
     root = tmp_path_factory.mktemp("crash-matrix")
-    tokens = {name: secrets.token_urlsafe(24) for name in ("operator-0", "executor-0", "crash-agent")}
+    tokens = {name: new_token() for name in ("operator-0", "executor-0", "crash-agent")}
     with Store(root / "authz.sqlite") as store:
         store.add_principal("operator-0", "operator", tokens["operator-0"])
         store.add_principal("executor-0", "executor", tokens["executor-0"])
