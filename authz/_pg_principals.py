@@ -21,7 +21,7 @@ from handrail.authz._core import check_role, check_text
 from handrail.authz._errors import AlreadyExistsError, InvalidArgumentError, NotFoundError
 from handrail.authz._models import Principal, PrincipalInfo, PrincipalState
 from handrail.authz._pg_db import NOW, PgDatabase
-from handrail.authz._sqlite_principals import new_token
+from handrail.authz._sqlite_principals import chosen_token, new_token
 from handrail.authz._sqlite_schema import hash_token
 
 _COLS = "name, role, created_at_ms, expires_at_ms, revoked_at_ms"
@@ -64,9 +64,7 @@ class PgPrincipals:
         """
         check_text("name", name, required=True)
         check_role("role", role)
-        if token is None:
-            token = new_token()
-        check_text("token", token, required=True)
+        token = new_token() if token is None else chosen_token(token)
         if expires_at_ms < 0:
             raise InvalidArgumentError("expires_at_ms", "must not be negative")
         sql = (
@@ -112,8 +110,7 @@ class PgPrincipals:
         check_text("name", name, required=True)
         if expires_at_ms < 0:
             raise InvalidArgumentError("expires_at_ms", "must be in the future, or 0 for never")
-        token = token or new_token()
-        check_text("token", token, required=True)
+        token = chosen_token(token) if token else new_token()
         sql = (
             "WITH c AS (SELECT " + NOW + " AS now)"
             " UPDATE principals SET token_sha256 = %(t)s, expires_at_ms = %(e)s FROM c"

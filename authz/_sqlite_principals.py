@@ -46,6 +46,15 @@ def new_token() -> str:
     return "hr_" + secrets.token_urlsafe(24)
 
 
+def chosen_token(token: str) -> str:
+    """``token``, a caller's choice, if it can be used: not empty, not too long, and not
+    beginning with '-' (``--token -x`` is a flag with no value to every command line)."""
+    check_text("token", token, required=True)
+    if token.startswith("-"):
+        raise InvalidArgumentError("token", "must not begin with '-' (a command line would take it for a flag)")
+    return token
+
+
 class Stamp:
     """A counter in an 8-byte file, shared by every process that opens it (memory-mapped).
 
@@ -104,9 +113,7 @@ class SqlitePrincipals:
         """
         check_text("name", name, required=True)
         check_role("role", role)
-        if token is None:
-            token = new_token()
-        check_text("token", token, required=True)
+        token = new_token() if token is None else chosen_token(token)
         if expires_at_ms < 0:
             raise InvalidArgumentError("expires_at_ms", "must not be negative")
         try:
@@ -152,7 +159,7 @@ class SqlitePrincipals:
         check_text("name", name, required=True)
         if expires_at_ms < 0 or 0 < expires_at_ms <= self._db.now_ms():
             raise InvalidArgumentError("expires_at_ms", "must be in the future, or 0 for never")
-        token = token or new_token()
+        token = chosen_token(token) if token else new_token()
         try:
             with self._changing() as conn:
                 cur = conn.execute(

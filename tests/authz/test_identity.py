@@ -121,6 +121,27 @@ def test_principal_commands(sidecar: Sidecar, capsys: pytest.CaptureFixture[str]
     assert capsys.readouterr().err.count("\n") == 1  # one line, no traceback
 
 
+def test_a_chosen_token_that_begins_with_a_dash_is_refused(
+    sidecar: Sidecar, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--token -x`` is a flag with no value to every command line (``handrail mcp``, the
+    executor, the CLI): a token one could not pass there is refused when chosen, in both
+    stores, and a generated one never begins so (a test token from ``token_urlsafe`` once
+    did, and ``handrail mcp`` exited at start)."""
+    store = sidecar.server.store
+    with pytest.raises(InvalidArgumentError) as err:
+        store.add_principal("dash-agent", "agent", "-starts-like-a-flag")
+    assert err.value.field == "token"
+    store.add_principal("dash-agent", "agent", "fine-token-0123456789")
+    with pytest.raises(InvalidArgumentError):
+        store.rotate_token("dash-agent", "-also-a-flag", 0)
+    assert all(not store.add_principal(f"gen-{i}", "agent").startswith("-") for i in range(64))
+    data = sidecar.store_args
+    assert authz_cli(["authz", "principal", "add", "cli-dash", "--role", "agent", "--token=-x", *data]) == 1
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and "token" in said
+
+
 def _raw(
     sidecar: Sidecar, who: str = "admin", scheme: str = "Bearer"
 ) -> tuple[authz_pb2_grpc.AuthzStub, tuple[tuple[str, str], ...]]:
