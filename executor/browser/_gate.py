@@ -59,6 +59,8 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # Announced by their routing only: documents (a form post is a navigation, which the
 # input's own wait follows) and CORS preflights (answered by the driver, never sent).
 _UNANNOUNCED = frozenset({"Document", "Preflight"})
+# Network.enable for its events only: no request bodies in them, none kept for later.
+_EVENTS_ONLY = {"maxPostDataSize": 0, "maxResourceBufferSize": 0}
 WORKER_FLUSH_S = 0.5  # how long an input waits for the tab's workers to run what it handed them
 _NO_LISTENER = LoadVerdict(False, "AUTHZ_UNAVAILABLE", "the session's gate has no listener yet")
 
@@ -174,8 +176,7 @@ class NetworkGate:
         world = await session_of(page)
         self._listen_to(world, "")
         world.on("Page.frameRequestedNavigation", lambda event: self._on_requested(page, event))
-        # Only the events are wanted: no request bodies in them, no bodies kept for later.
-        await world.send("Network.enable", {"maxPostDataSize": 0, "maxResourceBufferSize": 0})
+        await world.send("Network.enable", _EVENTS_ONLY)
         await world.send("Page.enable")
         # A cross-site iframe runs in a renderer of its own, whose requests the tab's
         # session does not see: each such frame's target gets a session that announces them.
@@ -219,7 +220,7 @@ class NetworkGate:
             self._let_go(lambda _p, f: f is frame)
             self._frame_targets[target] = (page, frame, cdp)
             self._listen_to(cdp, target + ":")
-            await cdp.send("Network.enable", {"maxPostDataSize": 0, "maxResourceBufferSize": 0})
+            await cdp.send("Network.enable", _EVENTS_ONLY)
         except PlaywrightError:  # the frame went away meanwhile
             return
 
@@ -228,17 +229,19 @@ class NetworkGate:
         worker = _Worker(page, world, str(event.get("sessionId", "")))
         self._workers[worker.session] = worker
         with contextlib.suppress(PlaywrightError):  # the worker (or its tab) is gone
-            await worker.send("Network.enable", {"maxPostDataSize": 0, "maxResourceBufferSize": 0})
+            await worker.send("Network.enable", _EVENTS_ONLY)
             if event.get("waitingForDebugger"):
                 await worker.send("Runtime.runIfWaitingForDebugger", {})
 
     def _from_worker(self, event: dict[str, Any]) -> None:
         worker = self._workers.get(str(event.get("sessionId", "")))
+        if worker is None:
+            return
         try:
             message = json.loads(event["message"])
         except (KeyError, TypeError, ValueError):
             return
-        if worker is None or not isinstance(message, dict):
+        if not isinstance(message, dict):
             return
         if "id" in message:
             worker.answered(message)
@@ -500,26 +503,27 @@ class _Worker:
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[None]] = {}
 
-    async def send(self, method: str, params: dict[str, Any]) -> int:
-        number = next(self._ids)
-        message = json.dumps({"id": number, "method": method, "params": params})
-        await self._world.send("Target.sendMessageToTarget", {"sessionId": self.session, "message": message})
-        return number
+    async def send(self, method: str, params: dict[str, Any]) -> None:
+        await self._post(next(self._ids), method, params)
 
     async def next_task(self) -> None:
         """Once the worker has run one task of its own."""
-        answer: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        # Waited for before it is sent: its answer may come before the send's own reply.
         number = next(self._ids)
-        self._waiting[number] = answer
-        params = {"expression": _NEXT_TASK, "awaitPromise": True, "silent": True}
-        message = json.dumps({"id": number, "method": "Runtime.evaluate", "params": params})
+        answer = self._waiting[number] = asyncio.get_running_loop().create_future()
         try:
-            await self._world.send("Target.sendMessageToTarget", {"sessionId": self.session, "message": message})
+            await self._post(
+                number, "Runtime.evaluate", {"expression": _NEXT_TASK, "awaitPromise": True, "silent": True}
+            )
             await answer
         except PlaywrightError:
             return  # the worker is gone: it makes no more requests
         finally:
             self._waiting.pop(number, None)
+
+    async def _post(self, number: int, method: str, params: dict[str, Any]) -> None:
+        message = json.dumps({"id": number, "method": method, "params": params})
+        await self._world.send("Target.sendMessageToTarget", {"sessionId": self.session, "message": message})
 
     def answered(self, message: dict[str, Any]) -> None:
         answer = self._waiting.pop(message.get("id", -1), None)
