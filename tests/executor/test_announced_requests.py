@@ -155,34 +155,65 @@ class Rig:
         return result.outcome, result.message, time.monotonic() - started
 
 
+# Where a page makes its order: (start page, button, what the order's body says).
+_PAGE = pytest.param("/pay", "Pay", "pay", id="page")
+_CROSS_SITE = pytest.param("/shop-localhost", "Pay in widget", "widget", id="cross-site-iframe")
+_WORKER_CASE = pytest.param("/workers", "Pay by the worker", "worker", id="worker")
+
+
+@pytest.mark.parametrize(
+    ("start", "button", "posted"),
+    [
+        _PAGE,
+        pytest.param("/shop-127.0.0.1", "Pay in widget", "widget", id="same-site-iframe"),
+        _CROSS_SITE,
+        _WORKER_CASE,
+        pytest.param("/shared", "Pay", "worker", id="no-shared-worker"),
+    ],
+)
 def test_a_click_waits_for_the_request_it_made_however_late_it_is_reported(
-    sidecar: Sidecar, site: Site, tmp_path: Path
+    sidecar: Sidecar, site: Site, tmp_path: Path, start: str, button: str, posted: str
 ) -> None:
-    """The click's ``fetch`` reaches the executor's routing 1.5 s after the click: the
-    click is ``DONE`` only once the order is at the server and answered."""
+    """The click's order reaches the executor's routing 1.5 s after the click: the click is
+    ``DONE`` only once the order is at the server and answered, and the order carries the
+    click's ``Idempotency-Key`` — wherever the page made it:
+
+    - the page itself, or a same-site iframe (the page's renderer);
+    - a payment widget in a cross-site iframe, a renderer of its own (before: ``DONE`` in
+      0.13 s with the order still held);
+    - its dedicated Worker, handed the order by ``postMessage`` (before: ``DONE`` in 30 ms,
+      the order nobody's, with no key);
+    - a page that would hand it to a SharedWorker, whose requests bypass the context's
+      routing (before: ``DONE`` at once, the order untracked). Session pages have none and
+      send the order themselves.
+    """
 
     async def body() -> None:
-        async with Rig(sidecar, site, tmp_path / "ledger.sqlite") as rig:
-            outcome, message, took = await rig.click("Pay", "pay-1")
+        async with Rig(sidecar, site, tmp_path / "ledger.sqlite", start=start, idempotency_header=True) as rig:
+            outcome, message, took = await rig.click(button, "pay-1")
             assert outcome is Outcome.DONE, message
-            assert [p["page"] for p in site.posts] == [["pay"]], "DONE before the order reached the server"
+            assert [p["page"] for p in site.posts] == [[posted]], "DONE before the order reached the server"
             assert took >= HELD_S
+            (key,) = site.keys
+            assert key.startswith("a_") and key.endswith(".1")
+            assert await rig.surfaces[0].active.page.evaluate("typeof SharedWorker") == "undefined"
 
     asyncio.run(body())
 
 
+@pytest.mark.parametrize(("start", "button", "posted"), [_PAGE, _CROSS_SITE, _WORKER_CASE])
 def test_a_late_reported_request_that_loses_its_response_makes_its_click_unknown(
-    sidecar: Sidecar, site: Site, tmp_path: Path
+    sidecar: Sidecar, site: Site, tmp_path: Path, start: str, button: str, posted: str
 ) -> None:
     """The same, and the server takes the order and drops the connection: ``UNKNOWN``."""
 
     async def body() -> None:
-        async with Rig(sidecar, site, tmp_path / "ledger.sqlite") as rig:
+        async with Rig(sidecar, site, tmp_path / "ledger.sqlite", start=start) as rig:
             site.drop_next_post()
-            outcome, message, _ = await rig.click("Pay", "pay-1")
+            outcome, message, _ = await rig.click(button, "pay-1")
             assert outcome is Outcome.UNKNOWN, message
             assert "POST" in message and "/submit" in message
-            assert len(site.posts) == 1
+            assert [p["page"] for p in site.posts] == [[posted]]
 
     asyncio.run(body())
 
@@ -207,57 +238,6 @@ def test_a_request_made_between_actions_is_not_the_next_actions(sidecar: Sidecar
     asyncio.run(body())
 
 
-@pytest.mark.parametrize("host", ["localhost", "127.0.0.1"], ids=["cross-site", "same-site"])
-def test_a_click_in_an_iframe_waits_for_its_request(sidecar: Sidecar, site: Site, tmp_path: Path, host: str) -> None:
-    """A payment widget in an iframe: the click on its button is ``DONE`` only once the
-    widget's order is at the server, whether the iframe shares the page's renderer (same
-    site) or runs in one of its own (another site: before, that click was ``DONE`` in
-    0.13 s with the order still held)."""
-
-    async def body() -> None:
-        async with Rig(sidecar, site, tmp_path / "ledger.sqlite", start=f"/shop-{host}") as rig:
-            outcome, message, took = await rig.click("Pay in widget", "widget-1")
-            assert outcome is Outcome.DONE, message
-            assert [p["page"] for p in site.posts] == [["widget"]], "DONE before the order reached the server"
-            assert took >= HELD_S
-
-    asyncio.run(body())
-
-
-def test_a_cross_site_iframes_request_that_loses_its_response_makes_its_click_unknown(
-    sidecar: Sidecar, site: Site, tmp_path: Path
-) -> None:
-    """The widget's order is taken and its connection dropped: the click is ``UNKNOWN``."""
-
-    async def body() -> None:
-        async with Rig(sidecar, site, tmp_path / "ledger.sqlite", start="/shop-localhost") as rig:
-            site.drop_next_post()
-            outcome, message, _ = await rig.click("Pay in widget", "widget-1")
-            assert outcome is Outcome.UNKNOWN, message
-            assert "POST" in message and "/submit" in message
-            assert len(site.posts) == 1
-
-    asyncio.run(body())
-
-
-def test_a_click_waits_for_the_request_a_worker_makes_for_it(sidecar: Sidecar, site: Site, tmp_path: Path) -> None:
-    """The page hands the order to its dedicated Worker: the click is ``DONE`` once the
-    worker's order is at the server, and the order carries the click's ``Idempotency-Key``
-    (before, the click was ``DONE`` in 30 ms and the order went out as nobody's, with no key)."""
-
-    async def body() -> None:
-        rig = Rig(sidecar, site, tmp_path / "ledger.sqlite", start="/workers", idempotency_header=True)
-        async with rig:
-            outcome, message, took = await rig.click("Pay by the worker", "worker-1")
-            assert outcome is Outcome.DONE, message
-            assert [p["page"] for p in site.posts] == [["worker"]], "DONE before the order reached the server"
-            assert took >= HELD_S
-            (key,) = site.keys
-            assert key.startswith("a_") and key.endswith(".1")
-
-    asyncio.run(body())
-
-
 def test_a_request_a_worker_makes_for_a_click_with_no_reobservation_is_the_clicks(
     sidecar: Sidecar, site: Site, tmp_path: Path
 ) -> None:
@@ -275,40 +255,5 @@ def test_a_request_a_worker_makes_for_a_click_with_no_reobservation_is_the_click
                 await asyncio.sleep(0.1)
             (key,) = site.keys
             assert key.startswith("a_") and key.endswith(".1"), "the worker's order was nobody's"
-
-    asyncio.run(body())
-
-
-def test_a_workers_request_that_loses_its_response_makes_its_click_unknown(
-    sidecar: Sidecar, site: Site, tmp_path: Path
-) -> None:
-    """The worker's order is taken and its connection dropped: the click is ``UNKNOWN``."""
-
-    async def body() -> None:
-        async with Rig(sidecar, site, tmp_path / "ledger.sqlite", start="/workers") as rig:
-            site.drop_next_post()
-            outcome, message, _ = await rig.click("Pay by the worker", "worker-1")
-            assert outcome is Outcome.UNKNOWN, message
-            assert "POST" in message and "/submit" in message
-            assert len(site.posts) == 1
-
-    asyncio.run(body())
-
-
-def test_a_page_has_no_shared_worker_to_hand_its_order_to(sidecar: Sidecar, site: Site, tmp_path: Path) -> None:
-    """A SharedWorker's requests bypass the context's routing: none is reported, none gets
-    a key, no click waits for one (before, this click was ``DONE`` at once and its order went
-    out untracked). Pages have none, and send the order themselves: tracked as any other."""
-
-    async def body() -> None:
-        rig = Rig(sidecar, site, tmp_path / "ledger.sqlite", start="/shared", idempotency_header=True)
-        async with rig:
-            outcome, message, took = await rig.click("Pay", "shared-1")
-            assert outcome is Outcome.DONE, message
-            assert [p["page"] for p in site.posts] == [["worker"]], "DONE before the order reached the server"
-            assert took >= HELD_S
-            (key,) = site.keys
-            assert key.startswith("a_") and key.endswith(".1")
-            assert await rig.surfaces[0].active.page.evaluate("typeof SharedWorker") == "undefined"
 
     asyncio.run(body())
