@@ -91,6 +91,18 @@ class AgentSetup:
     client: ExecutorClient
 
 
+def grant_needing_approval(stack: Stack, agent: AgentSetup, origin: str) -> None:
+    """Grant the agent navigate, input and submit on ``origin``, every submit approved first."""
+    with stack.operator_client() as ops:
+        ops.grant(
+            agent.principal.name,
+            agent.target,
+            ["navigate", "input", "submit"],
+            [origin],
+            require_approval_verbs=["submit"],
+        )
+
+
 @pytest.fixture
 def agent(stack: Stack) -> Iterator[AgentSetup]:
     """A new agent principal with its own target and an executor client."""

@@ -21,7 +21,7 @@ from handrail.executor import (
 )
 from handrail.recorder import Ledger
 from handrail.scenarios import start_executor
-from tests.conftest import AgentSetup, Stack
+from tests.conftest import AgentSetup, Stack, grant_needing_approval
 from tests.executor.site import Site, serve
 
 pytestmark = pytest.mark.browser
@@ -297,14 +297,7 @@ def test_wait_for_is_bounded(stack: Stack, agent: AgentSetup, site: Site) -> Non
 
 
 def test_approval_is_bound_to_the_exact_action(stack: Stack, agent: AgentSetup, site: Site) -> None:
-    with stack.operator_client() as ops:
-        ops.grant(
-            agent.principal.name,
-            agent.target,
-            ["submit", "input", "navigate"],
-            [site.url],
-            require_approval_verbs=["submit"],
-        )
+    grant_needing_approval(stack, agent, site.url)
     session = agent.client.open_session(target=agent.target, start_url=site.url + "/form")
     obs = session.observe()
     order = session.find("button", "Place order")

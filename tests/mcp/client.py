@@ -15,8 +15,6 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 
-from tests.conftest import AgentSetup, Stack
-
 REF = re.compile(r'- (\w+) "([^"]*)" \[ref=(\w+)\]')
 
 
@@ -35,18 +33,6 @@ def mcp_args(executor: str, token: str, target: str, start_url: str, *extra: str
         start_url,
         *extra,
     ]
-
-
-def grant_needing_approval(stack: Stack, agent: AgentSetup, origin: str) -> None:
-    """Grant the agent navigate, input and submit on ``origin``, every submit approved first."""
-    with stack.operator_client() as ops:
-        ops.grant(
-            agent.principal.name,
-            agent.target,
-            ["navigate", "input", "submit"],
-            [origin],
-            require_approval_verbs=["submit"],
-        )
 
 
 @contextlib.asynccontextmanager

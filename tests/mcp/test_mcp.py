@@ -11,9 +11,8 @@ import pytest
 from mcp.types import ElicitResult
 
 from handrail.scenarios import POSING_REF, PlansApp, SubscriptionApp
-from tests.conftest import AgentSetup, Stack
+from tests.conftest import AgentSetup, Stack, grant_needing_approval
 from tests.mcp.client import (
-    grant_needing_approval,
     http_server,
     http_session,
     mcp_args,

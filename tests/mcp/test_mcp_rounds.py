@@ -15,9 +15,9 @@ from mcp.client.client import Client
 from mcp.types import ElicitResult
 
 from handrail.scenarios import SubscriptionApp
-from tests.conftest import AgentSetup, Stack
+from tests.conftest import AgentSetup, Stack, grant_needing_approval
 from tests.executor.site import Site, serve
-from tests.mcp.client import grant_needing_approval, http_server, mcp_args, ref_of, text
+from tests.mcp.client import http_server, mcp_args, ref_of, text
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
