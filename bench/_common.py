@@ -11,8 +11,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from handrail.authz._sqlite_principals import new_token
-
 
 def bench_principals(data_dir: Path) -> dict[str, str]:
     """Create the benchmark's agent, operator and executor in ``data_dir``; their tokens.
@@ -21,12 +19,12 @@ def bench_principals(data_dir: Path) -> dict[str, str]:
     """
     from handrail.authz import Store
 
-    tokens = {k: new_token() for k in ("agent", "ops", "exec")}
     with Store(data_dir / "authz.sqlite") as store:
-        store.add_principal("bench-agent", "agent", tokens["agent"])
-        store.add_principal("bench-ops", "operator", tokens["ops"])
-        store.add_principal("bench-exec", "executor", tokens["exec"])
-    return tokens
+        return {
+            "agent": store.add_principal("bench-agent", "agent"),
+            "ops": store.add_principal("bench-ops", "operator"),
+            "exec": store.add_principal("bench-exec", "executor"),
+        }
 
 
 def pct(samples: Sequence[float], q: float) -> float:

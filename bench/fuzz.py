@@ -29,7 +29,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from handrail.authz import Store  # noqa: E402
-from handrail.authz._sqlite_principals import new_token  # noqa: E402
 from handrail.scenarios import SubscriptionApp, start_authz, start_executor  # noqa: E402
 from tests.fuzz.harness import Fuzzer, prepare_world, rss_kb  # noqa: E402
 
@@ -37,9 +36,8 @@ from tests.fuzz.harness import Fuzzer, prepare_world, rss_kb  # noqa: E402
 def run(requests: int, data_dir: Path, *, quiet: bool = False) -> dict[str, object]:
     """Fuzz a fresh stack in ``data_dir`` with ``requests`` calls; the figures."""
     data_dir.mkdir(parents=True, exist_ok=True)
-    executor_token = new_token()
     with Store(data_dir / "authz.sqlite") as store:
-        store.add_principal("fz-executor-process", "executor", executor_token)
+        executor_token = store.add_principal("fz-executor-process", "executor")
     authz = start_authz(data_dir)
     executor = None
     app = SubscriptionApp()  # a real page for the fuzz's sessions: refs to act on

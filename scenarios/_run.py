@@ -21,7 +21,6 @@ import grpc
 
 from handrail._vocabulary import Outcome, Verdict
 from handrail.authz import AuthzClient, AuthzError, Store
-from handrail.authz._sqlite_principals import new_token
 from handrail.executor import ActionKind, DesktopTarget, ExecutorClient
 from handrail.recorder import Ledger, ResultBody
 
@@ -122,8 +121,7 @@ class Run:
         names += [(ADMIN, "admin"), (EXECUTOR, "executor")]
         with Store(self.data_dir / "authz.sqlite") as store:
             for name, role in names:
-                self.tokens[name] = new_token()
-                store.add_principal(name, role, self.tokens[name])
+                self.tokens[name] = store.add_principal(name, role)
         with ExitStack() as stack:
             self._stack = stack
             if s.desktop:

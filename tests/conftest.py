@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from handrail.authz import AuthzClient, Store
-from handrail.authz._sqlite_principals import new_token
 from handrail.executor import ExecutorClient
 from handrail.scenarios import ServerProcess, SubscriptionApp, start_authz, start_executor
 from handrail.scenarios._postgres import PostgresUnavailable, PrivatePostgres, fresh_schema, test_database
@@ -40,10 +39,8 @@ class Stack:
 
     def add_principal(self, role: str, prefix: str = "") -> Principal:
         name = f"{prefix or role}-{next(_counter)}"
-        token = new_token()
         with Store(self.data_dir / "authz.sqlite") as store:
-            store.add_principal(name, role, token)
-        return Principal(name, token)
+            return Principal(name, store.add_principal(name, role))
 
     def operator_client(self) -> AuthzClient:
         return AuthzClient(self.authz.address, self.operator.token)
@@ -51,11 +48,9 @@ class Stack:
 
 def new_stack(data_dir: Path) -> Iterator[Stack]:
     data_dir.mkdir(parents=True, exist_ok=True)
-    operator = Principal("operator-0", new_token())
-    executor = Principal("executor-0", new_token())
     with Store(data_dir / "authz.sqlite") as store:
-        store.add_principal(operator.name, "operator", operator.token)
-        store.add_principal(executor.name, "executor", executor.token)
+        operator = Principal("operator-0", store.add_principal("operator-0", "operator"))
+        executor = Principal("executor-0", store.add_principal("executor-0", "executor"))
     authz = start_authz(data_dir)
     try:
         exe = start_executor(data_dir, authz.address, executor.token)

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import TextIO
 
 from handrail.authz import Store
-from handrail.authz._sqlite_principals import new_token
 from handrail.recorder import Ledger, timeline
 
 __all__ = ["AGENT", "EXECUTOR", "OPERATOR", "Steps", "make_principals"]
@@ -19,11 +18,12 @@ EXECUTOR = "executor-1"
 def make_principals(data_dir: Path) -> dict[str, str]:
     """Create the demo's agent, operator and executor principals; return their tokens."""
     data_dir.mkdir(parents=True, exist_ok=True)
-    tokens = {name: new_token() for name in (AGENT, OPERATOR, EXECUTOR)}
     with Store(data_dir / "authz.sqlite") as store:
-        store.add_principal(AGENT, "agent", tokens[AGENT])
-        store.add_principal(OPERATOR, "operator", tokens[OPERATOR])
-        store.add_principal(EXECUTOR, "executor", tokens[EXECUTOR])
+        tokens = {
+            AGENT: store.add_principal(AGENT, "agent"),
+            OPERATOR: store.add_principal(OPERATOR, "operator"),
+            EXECUTOR: store.add_principal(EXECUTOR, "executor"),
+        }
     return tokens
 
 

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from handrail.authz import Store
-from handrail.authz._sqlite_principals import new_token
 from handrail.console import ConsoleConfig, RunningConsole, start_console
 from handrail.scenarios import ServerProcess, start_authz, start_executor
 from tests.conftest import Principal
@@ -32,10 +31,8 @@ class ConsoleStack:
 
     def add(self, role: str, prefix: str = "") -> Principal:
         name = f"{prefix or role}-{secrets.token_hex(3)}"
-        token = new_token()
         with Store(self.data_dir / "authz.sqlite") as store:
-            store.add_principal(name, role, token)
-        return Principal(name, token)
+            return Principal(name, store.add_principal(name, role))
 
 
 def free_port() -> int:
@@ -47,11 +44,9 @@ def free_port() -> int:
 @pytest.fixture(scope="session")
 def console_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleStack]:
     data_dir = tmp_path_factory.mktemp("console")
-    operator = Principal("ops-alice", new_token())
-    executor = Principal("executor-c", new_token())
     with Store(data_dir / "authz.sqlite") as store:
-        store.add_principal(operator.name, "operator", operator.token)
-        store.add_principal(executor.name, "executor", executor.token)
+        operator = Principal("ops-alice", store.add_principal("ops-alice", "operator"))
+        executor = Principal("executor-c", store.add_principal("executor-c", "executor"))
     port = free_port()
     authz = start_authz(data_dir, extra=["--console-origin", f"http://127.0.0.1:{port}"])
     try:

@@ -16,7 +16,6 @@ from collections.abc import Iterator
 import pytest
 
 from handrail.authz import Store
-from handrail.authz._sqlite_principals import new_token
 from handrail.executor import ActionKind, ConsoleClient, ExecutorRpcError, HumanInput, Outcome, PersonStatus
 from handrail.recorder import Ledger
 from handrail.scenarios import SecondFactorApp
@@ -236,9 +235,9 @@ def test_a_revoked_operator_is_refused_on_the_next_call(stack: Stack, agent: Age
     """The executor asks the sidecar who the caller is on every console call: nothing
     remembers an operator's token past its revocation."""
     session = _open(stack, agent, fa)
-    name, token = f"ops-{secrets.token_hex(3)}", new_token()
+    name = f"ops-{secrets.token_hex(3)}"
     with Store(stack.data_dir / "authz.sqlite") as store:
-        store.add_principal(name, "operator", token)
+        token = store.add_principal(name, "operator")
 
     async def go() -> tuple[int, str, str]:
         client = ConsoleClient(stack.executor.address)

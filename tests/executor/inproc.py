@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from handrail.authz import AsyncAuthzClient, AuthzServer, Store, serve
-from handrail.authz._sqlite_principals import new_token
 from handrail.executor import ActionKind, ActionSpec, ActResponse, Observation
 from handrail.executor._faults import FaultPoint
 from handrail.executor._guard import GuardedExecutor, OpenSpec
@@ -62,10 +61,9 @@ class Sidecar:
         return f"127.0.0.1:{self.port}"
 
     def add_agent(self) -> tuple[str, str]:
-        name, token = f"agent-{next(_names)}", new_token()
+        name = f"agent-{next(_names)}"
         with Store(self.data_dir / "authz.sqlite") as store:
-            store.add_principal(name, "agent", token)
-        return name, token
+            return name, store.add_principal(name, "agent")
 
     def stop(self) -> None:
         self.server.stop(None)
@@ -73,10 +71,9 @@ class Sidecar:
 
 def start_sidecar(data_dir: Path) -> Sidecar:
     data_dir.mkdir(parents=True, exist_ok=True)
-    operator, executor = new_token(), new_token()
     with Store(data_dir / "authz.sqlite") as store:
-        store.add_principal("operator-0", "operator", operator)
-        store.add_principal("executor-0", "executor", executor)
+        operator = store.add_principal("operator-0", "operator")
+        executor = store.add_principal("executor-0", "executor")
     clock = Clock()
     server, port = serve(data_dir, "127.0.0.1:0", clock=clock)
     return Sidecar(data_dir, server, port, clock, operator, executor)

@@ -40,7 +40,6 @@ import grpc
 import pytest
 
 from handrail.authz import AuthzClient, Store
-from handrail.authz._sqlite_principals import new_token
 from handrail.executor import ExecutorClient, Outcome
 from handrail.recorder import EntryBody, Ledger, ReconcileBody, ResultBody
 from handrail.scenarios import ServerProcess, SubscriptionApp, start_authz, start_executor
@@ -84,11 +83,11 @@ class Env:
 @pytest.fixture(scope="module")
 def chains(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Env]]:
     root = tmp_path_factory.mktemp("crash-matrix")
-    tokens = {name: new_token() for name in ("operator-0", "executor-0", "crash-agent")}
     with Store(root / "authz.sqlite") as store:
-        store.add_principal("operator-0", "operator", tokens["operator-0"])
-        store.add_principal("executor-0", "executor", tokens["executor-0"])
-        store.add_principal("crash-agent", "agent", tokens["crash-agent"])
+        tokens = {
+            name: store.add_principal(name, role)
+            for name, role in (("operator-0", "operator"), ("executor-0", "executor"), ("crash-agent", "agent"))
+        }
     apps = [SubscriptionApp() for _ in range(CHAINS)]
     authz = start_authz(root)
     try:
