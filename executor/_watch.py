@@ -29,6 +29,9 @@
   response that arrives after the result is recorded (``request``). A request another
   action started is never held against the action that happens to be running when it
   fails.
+- **A dedicated worker started while an action runs is that action's** (its input made
+  it, and the worker starts in no order with the input's report): what the worker sends
+  while no action runs is still that action's, keyed as its own, and a loss amends it.
 - For a grant that asks for it, the action's side-effecting requests carry an
   ``Idempotency-Key`` header derived from the action id (``<action_id>.<n>``).
 """
@@ -204,6 +207,12 @@ class SessionWatch:
         # Starts reported before their announcement: (method, URL, when), oldest first.
         self._unannounced: list[tuple[str, str, float]] = []
         self._actions: dict[str, ActionNetwork] = {}
+        # Dedicated workers started while an action ran, by their requests' key prefix: a
+        # worker an action's input made works for it, also once the action has ended. With
+        # its tab and when it started: a worker's first requests may go out before the gate
+        # listens to it (the browser lets it run once any client does), and are then reported
+        # by routing alone, which tells a worker's request from its page's by nothing.
+        self._workers: dict[str, tuple[ActionNetwork, str, float]] = {}
         # A person at the wheel who sent input. Until the agent acts again, a document load
         # is theirs, decided by CheckHumanInput with their token.
         self.person: PersonInput | None = None
@@ -365,6 +374,8 @@ class SessionWatch:
                 del self._unannounced[i]
                 return
         net = self.current
+        if net is None and ":" in key:  # no action runs: a worker's is the action that made it
+            net = self._workers.get(key.partition(":")[0] + ":", (None, "", 0.0))[0]
         announced = _Announced(method, url, net)
         self._announced[key] = announced
         if net is not None:
@@ -372,6 +383,12 @@ class SessionWatch:
         while len(self._announced) > _KEEP_ANNOUNCED:
             oldest = next(iter(self._announced))
             self._dropped(self._announced.pop(oldest), oldest)
+
+    def worker_started(self, prefix: str, tab_id: str) -> None:
+        if self.current is not None and self.current.action_id:
+            self._workers[prefix] = (self.current, tab_id, time.monotonic())
+            while len(self._workers) > _KEEP_FINISHED:
+                del self._workers[next(iter(self._workers))]
 
     def announced_dropped(self, key: str) -> None:
         announced = self._announced.get(key)
@@ -401,6 +418,8 @@ class SessionWatch:
         known, net = self._announcer(request)
         if not known:
             net = self.current
+            if net is None and request.resource_type != "document":
+                net = self._new_workers_action(request.tab_id)
             if request.resource_type != "document":  # documents are never announced
                 self._unannounced.append((request.method, _unfragmented(request.url), time.monotonic()))
                 del self._unannounced[:-_KEEP_ANNOUNCED]
@@ -412,6 +431,14 @@ class SessionWatch:
         if net.idempotency_header:
             return {"Idempotency-Key": f"{net.action_id}.{len(net.requests)}"}
         return {}
+
+    def _new_workers_action(self, tab_id: str) -> ActionNetwork | None:
+        """The action whose input made the tab's newest worker, when that started lately: an
+        unannounced request of the tab while no action runs may be that worker's first."""
+        for net, tab, started in reversed(self._workers.values()):
+            if tab == tab_id:
+                return net if time.monotonic() - started <= _ANNOUNCEMENT_LAG_S else None
+        return None
 
     def request_ended(self, request_id: str, status: int, failure: str) -> None:
         tracked = self._requests.get(request_id)

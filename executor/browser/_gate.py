@@ -84,6 +84,9 @@ class OpenListener:
     def announced_dropped(self, key: str) -> None:
         return None
 
+    def worker_started(self, prefix: str, tab_id: str) -> None:
+        return None
+
 
 #: The listener of a surface opened without the loop (see ``BrowserHost.open_page``).
 OPEN_LISTENER = OpenListener()
@@ -121,6 +124,8 @@ class NetworkGate:
         # the CDP session that announces its requests, with the tab it is in.
         self._frame_targets: dict[str, tuple[Page, Frame, CDPSession]] = {}
         self._workers: dict[str, _Worker] = {}  # dedicated workers, by their session
+        self._attached: dict[Page, int] = {}  # per tab: how many workers have attached
+        self._attaching: dict[Page, asyncio.Event] = {}  # per tab: set at each attach
 
     async def install(self) -> None:
         await self._context.route("**/*", self._route)
@@ -188,7 +193,7 @@ class NetworkGate:
         # own too. Playwright's API gives no session for one, so the tab's session attaches
         # to each in the protocol's non-flat mode, where the worker's messages come as
         # events of this session; each worker starts paused until it announces.
-        world.on("Target.attachedToTarget", lambda event: self._spawn(self._announce_worker(page, world, event)))
+        world.on("Target.attachedToTarget", lambda event: self._worker_attached(page, world, event))
         world.on("Target.receivedMessageFromTarget", self._from_worker)
         world.on("Target.detachedFromTarget", lambda event: self._worker_gone(str(event.get("sessionId", ""))))
         auto = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": False, "filter": [{"type": "worker"}]}
@@ -224,14 +229,28 @@ class NetworkGate:
         except PlaywrightError:  # the frame went away meanwhile
             return
 
-    async def _announce_worker(self, page: Page, world: CDPSession, event: dict[str, Any]) -> None:
-        """Announce the requests of the worker ``event`` attached, then let it run."""
+    def _worker_attached(self, page: Page, world: CDPSession, event: dict[str, Any]) -> None:
         worker = _Worker(page, world, str(event.get("sessionId", "")))
         self._workers[worker.session] = worker
-        with contextlib.suppress(PlaywrightError):  # the worker (or its tab) is gone
-            await worker.send("Network.enable", _EVENTS_ONLY)
-            if event.get("waitingForDebugger"):
-                await worker.send("Runtime.runIfWaitingForDebugger", {})
+        self._attached[page] = self._attached.get(page, 0) + 1
+        self._attaching.pop(page, asyncio.Event()).set()
+        if self.listener is not None:
+            self.listener.worker_started(worker.session + ":", self._tab_of(page))
+        self._spawn(self._announce_worker(worker, bool(event.get("waitingForDebugger"))))
+
+    async def _announce_worker(self, worker: _Worker, paused: bool) -> None:
+        """Announce the requests of a worker that attached, then let it run."""
+        try:
+            with contextlib.suppress(PlaywrightError):  # the worker (or its tab) is gone
+                await worker.send("Network.enable", _EVENTS_ONLY)
+                if paused:
+                    await worker.send("Runtime.runIfWaitingForDebugger", {})
+        finally:
+            worker.running.set()
+
+    def workers_attached(self, page: Page) -> int:
+        """How many dedicated workers of ``page`` have attached so far."""
+        return self._attached.get(page, 0)
 
     def _from_worker(self, event: dict[str, Any]) -> None:
         worker = self._workers.get(str(event.get("sessionId", "")))
@@ -259,7 +278,9 @@ class NetworkGate:
         if worker is not None:
             worker.gone()
 
-    async def flush_workers(self, page: Page, timeout_s: float = WORKER_FLUSH_S) -> None:
+    async def flush_workers(
+        self, page: Page, *, made: int = 0, attached: int = 0, timeout_s: float = WORKER_FLUSH_S
+    ) -> None:
         """Return once each of the tab's workers has run the tasks it had when called (up to
         ``timeout_s``): the requests an input handed to a worker are announced by then.
 
@@ -267,11 +288,26 @@ class NetworkGate:
         report says nothing of what the page's ``postMessage`` will make a worker do. A
         script sent to the worker that answers after one task of its own answers after the
         tasks queued before it, and the worker's events come before its answer.
+
+        ``made``: workers the input made (its report says), which attach a moment after it,
+        each beyond the ``attached`` count taken before the input; they are waited for first.
+        A new worker starts paused until it announces, then runs its script and the messages
+        it was handed before any task sent after.
         """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while made and self._attached.get(page, 0) - attached < made and not page.is_closed():
+            event = self._attaching.setdefault(page, asyncio.Event())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), max(0.0, deadline - loop.time()))
+            if loop.time() >= deadline:
+                log.debug("%d worker(s) the input made did not attach in %g s", made, timeout_s)
+                return
         workers = [w for w in self._workers.values() if w.page is page]
         if workers:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.gather(*(w.next_task() for w in workers)), timeout_s)
+                flushed = asyncio.gather(*(w.next_task() for w in workers))
+                await asyncio.wait_for(flushed, max(0.0, deadline - loop.time()))
 
     def _let_go(self, which: Callable[[Page, Frame], bool]) -> None:
         """Stop announcing the out-of-process frames ``which`` picks (by tab and frame)."""
@@ -301,6 +337,8 @@ class NetworkGate:
         self._gating.pop(page, None)
         self._main_frames.pop(page, None)
         self._navigation_requested.pop(page, None)
+        self._attached.pop(page, None)
+        self._attaching.pop(page, asyncio.Event()).set()
         self._let_go(lambda owner, _f: owner is page)
         for worker in [w for w in self._workers.values() if w.page is page]:
             self._worker_gone(worker.session)
@@ -502,12 +540,14 @@ class _Worker:
         self._world = world
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[None]] = {}
+        self.running = asyncio.Event()  # set once it announces and was let run
 
     async def send(self, method: str, params: dict[str, Any]) -> None:
         await self._post(next(self._ids), method, params)
 
     async def next_task(self) -> None:
         """Once the worker has run one task of its own."""
+        await self.running.wait()  # sent to a paused worker, it would run before its script
         # Waited for before it is sent: its answer may come before the send's own reply.
         number = next(self._ids)
         answer = self._waiting[number] = asyncio.get_running_loop().create_future()
@@ -531,6 +571,7 @@ class _Worker:
             answer.set_result(None)
 
     def gone(self) -> None:
+        self.running.set()
         for answer in self._waiting.values():
             if not answer.done():
                 answer.set_result(None)

@@ -29,7 +29,8 @@ its centre.
 instead), ``changed`` (what changed, before → after), ``at`` (the event it was seen at),
 ``passed`` (the press events that reached the page before), ``keys`` and ``chars`` (the
 keys and characters let through), ``navigating`` (the input started a navigation of this
-document, or a form submission that will).
+document, or a form submission that will), ``workers`` (the dedicated workers made since
+it was armed).
 """
 
 from __future__ import annotations
@@ -259,7 +260,7 @@ GUARD = r"""
     // Armed for a bounded time: an input that never came must not guard the next action.
     st.arm = { token, el, kb, press: mode === "point-keys", drag: mode === "drag",
                id: identity(el, kb), blocked: "", changed: "", at: "", passed: [],
-               keys: 0, chars: 0, navigate: null, submit: null, until: now() + ms };
+               keys: 0, chars: 0, navigate: null, submit: null, until: now() + ms, workers: st.workers };
     return answer;
   };
   const armed = () => (st.arm && now() < st.arm.until ? st.arm : null);
@@ -340,6 +341,6 @@ GUARD = r"""
       navigating = method !== "dialog" && (target === "" || target === "_self");
     }
     return { blocked: a.blocked, changed: a.changed, at: a.at, passed: a.passed, keys: a.keys, chars: a.chars,
-             navigating, gone: false };
+             navigating, workers: st.workers - a.workers, gone: false };
   };
 """

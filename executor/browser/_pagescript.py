@@ -134,7 +134,7 @@ INIT_SCRIPT = (
   if (window.__handrail) return;
   const now = () => performance.timeOrigin + performance.now();
   const attr = new WeakMap(), subtree = new WeakMap(), moved = new WeakMap();
-  const st = { mutations: 0, pick: null, arm: null, snaps: new Map() };
+  const st = { mutations: 0, pick: null, arm: null, snaps: new Map(), workers: 0 };
   const markUp = (node, t) => {
     for (let n = node; n; n = n.parentNode || n.host) subtree.set(n, t);
   };
@@ -183,9 +183,28 @@ INIT_SCRIPT = (
     finally { window.removeEventListener("BOXES_ANSWER", listen, true); }
     return answer;
   };
+  // A dedicated worker the page makes is a target the gate attaches to a moment later,
+  // in no order with the input's report: the report says how many were made since the arm
+  // (here or in a same-origin child frame), and the dispatch waits for them to attach.
+  const workerMade = () => { st.workers += 1; };
+  if (typeof self.Worker === "function") {
+    const made = () => {
+      try { if (window.top !== window && window.top.__handrail) { window.top.__handrail.workerMade(); return; } }
+      catch (e) { /* a cross-origin parent: counted here, which no report reads */ }
+      workerMade();
+    };
+    const worker = new Proxy(self.Worker, {
+      construct(target, args, newTarget) {
+        const w = Reflect.construct(target, args, newTarget);
+        made();
+        return w;
+      },
+    });
+    Object.defineProperty(self, "Worker", { value: worker, writable: true, configurable: true });
+  }
   Object.defineProperty(window, "__handrail", {
     value: Object.freeze({
-      take, check, arm, disarm, boxes,
+      take, check, arm, disarm, boxes, workerMade,
       snap: (token) => st.snaps.get(token) || null,
       clock: () => [st.mutations, now()],
     }),

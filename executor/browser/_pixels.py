@@ -197,7 +197,7 @@ async def at_point(
     navigation = InputNavigation(tab)
     try:
         await _send(page, spec, point)
-        report = await disarmed(page, token)
+        report = await disarmed(page, tab, token)
         what = "typing" if kind is ActionKind.TYPE else kind.value.replace("_", " ")
         typed = int(report.get("chars") or 0)
         if kind is ActionKind.TYPE and report.get("changed") and (typed or report.get("keys")):

@@ -105,6 +105,7 @@ class NavigationWatch(Protocol):
 
     navigations: int
     requested: int  # the main frame's navigations asked for, as the renderer announces them
+    workers_made: int  # dedicated workers the page made under guarded inputs, as their reports say
 
     def navigation_ends(self) -> asyncio.Future[None]:
         """A future resolved by the main frame's next commit or failed navigation."""
@@ -161,9 +162,9 @@ class InputNavigation:
             self._ends.cancel()
 
 
-async def disarmed(page: Page, token: str) -> dict[str, Any]:
+async def disarmed(page: Page, tab: NavigationWatch, token: str) -> dict[str, Any]:
     """The guard's report on the input armed with ``token`` (the page gone: a navigation)."""
-    return await _report(lambda: run(page, DISARM, token))
+    return await _report(lambda: run(page, DISARM, token), tab)
 
 
 def stopped(report: dict[str, Any], what: str) -> str:
@@ -223,7 +224,7 @@ async def guarded_click(
             await page.mouse.dblclick(armed["x"], armed["y"], button=button)
         else:
             await page.mouse.click(armed["x"], armed["y"], button=button, click_count=spec.click_count or 1)
-        report = await disarmed(page, token)
+        report = await disarmed(page, tab, token)
         if report.get("changed"):
             raise NotStartedError(Reason.STALE_REF, stopped(report, "click"))
         if report["blocked"]:
@@ -238,7 +239,7 @@ async def guarded_click(
 
 @asynccontextmanager
 async def armed(
-    page: Page, ref: str, since: float, mode: str, timeout_ms: int, *, by_handle: bool = False
+    page: Page, tab: NavigationWatch, ref: str, since: float, mode: str, timeout_ms: int, *, by_handle: bool = False
 ) -> AsyncIterator[None]:
     """Arm the input guard on the element of ``ref`` around Playwright's input to it.
 
@@ -285,7 +286,7 @@ async def armed(
     try:
         yield
     except PlaywrightError as exc:
-        report = await _report(disarm)
+        report = await _report(disarm, tab)
         if report.get("gone") or report.get("passed") or report.get("keys") or report.get("chars"):
             raise  # some input reached the page (or it went away): the caller judges
         if report.get("changed") or report.get("blocked"):
@@ -293,7 +294,7 @@ async def armed(
         # The guard saw no input at all reach the page: Playwright gave up before any.
         first = exc.message.splitlines()[0] if exc.message else type(exc).__name__
         raise NotStartedError(None, f"{first}; no input reached the page") from exc
-    report = await _report(disarm)
+    report = await _report(disarm, tab)
     if report.get("gone"):
         return
     typed = int(report.get("chars") or 0)
@@ -307,9 +308,14 @@ async def armed(
         raise NotStartedError(Reason.STALE_REF, stopped(report, what))
 
 
-async def _report(disarm: Callable[[], Awaitable[Any]]) -> dict[str, Any]:
+async def _report(disarm: Callable[[], Awaitable[Any]], tab: NavigationWatch) -> dict[str, Any]:
     try:
         report = await disarm()
     except PlaywrightError:
         return dict(_GONE)
-    return report if isinstance(report, dict) else dict(_GONE)
+    if not isinstance(report, dict):
+        return dict(_GONE)
+    made = report.get("workers")
+    if type(made) is int and 0 < made < 1_000:  # from the page's world: only a sane count
+        tab.workers_made += made
+    return report

@@ -419,7 +419,7 @@ class BrowserSurface(LiveView):
         self._note = ""  # what the action did besides its input, for the result's message
         tab = self.active
         page = tab.page
-        navigations = tab.navigations
+        navigations, made, attached = tab.navigations, tab.workers_made, self.gate.workers_attached(page)
         try:
             via = await self._dispatch(spec, timeout_ms)
             # The guarded inputs ("pointer", "point") waited for a navigation they started;
@@ -430,7 +430,7 @@ class BrowserSurface(LiveView):
                 with contextlib.suppress(PlaywrightError):
                     await page.wait_for_load_state("domcontentloaded", timeout=min(timeout_ms, _SETTLE_MS))
             if spec.kind not in _NO_REQUESTS:
-                await self.gate.flush_workers(page)  # what the input handed to a worker
+                await self.gate.flush_workers(page, made=tab.workers_made - made, attached=attached)  # its workers
         except InvalidArgumentError as exc:  # judged in check_fresh; changed since: not sent
             return DispatchResult(DispatchStatus.NOT_STARTED, str(exc))
         except NotStartedError as exc:
@@ -534,7 +534,7 @@ class BrowserSurface(LiveView):
                 return "pointer"
             mode = ARMED_KINDS.get(kind)
             if mode is not None:
-                async with armed(page, spec.ref, self._seen_clock, mode, timeout_ms, by_handle=not main):
+                async with armed(page, tab, spec.ref, self._seen_clock, mode, timeout_ms, by_handle=not main):
                     await self._by_playwright(locator, spec, timeout_ms)
             else:
                 await self._by_playwright(locator, spec, timeout_ms)

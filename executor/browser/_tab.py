@@ -21,6 +21,9 @@ class Tab:
         # ``form.submit()``, a script), counted as the renderer announces them: an input
         # that changed it started one, even before any navigation event of the page's.
         self.requested = 0
+        # Dedicated workers the page made under guarded inputs (their reports say): the
+        # dispatch waits for each to attach before it lets the workers run what they were handed.
+        self.workers_made = 0
         self.dialogs: list[Dialog] = []
         self.dialogs_opened = 0
         # Requests of the page's that failed (a form post whose connection dropped): one

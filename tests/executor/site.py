@@ -92,6 +92,9 @@ class Site:
                 if page is None:
                     self._send(404, b"not found")
                     return
+                if path.endswith(".js"):  # a script (a worker's): no channel in it
+                    self._send(200, page.encode(), "text/javascript")
+                    return
                 # The page hears every command run after it was served, even one sent
                 # before its event stream connected.
                 with site._cond:

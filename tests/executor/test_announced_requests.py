@@ -21,12 +21,12 @@ import pytest
 from playwright.async_api import Route
 
 from handrail.authz import AsyncAuthzClient
-from handrail.executor import ActionKind, ActionSpec, Outcome
+from handrail.executor import ActionKind, ActionSpec, Outcome, Reason
 from handrail.executor._backend import Backend
 from handrail.executor._guard import GuardedExecutor, OpenSpec
 from handrail.executor._models import BackendKind
 from handrail.executor.browser import BrowserHost, BrowserSurface
-from handrail.recorder import Ledger
+from handrail.recorder import Ledger, ResultBody
 from tests.executor.inproc import Sidecar
 from tests.executor.site import Site, serve
 
@@ -64,7 +64,10 @@ WORKERS = (
     "document.getElementById(id).textContent]))); w.onmessage = function () {"
     " document.getElementById('status').textContent = 'paid'; }; return w; }"
     "var running = worker('running');</script>"
-    "<button onclick=\"running.postMessage('pay')\">Pay by the worker</button></main>"
+    "<button onclick=\"running.postMessage('pay')\">Pay by the worker</button>"
+    "<button onclick=\"worker('running').postMessage('pay')\">Pay by a new worker</button>"
+    "<button onclick=\"var w = new Worker('/pay-worker.js'); w.postMessage('pay')\">Pay by a fetched worker</button>"
+    "</main>"
 )
 # A page that hands the order to a SharedWorker when it has one, and sends it itself if not.
 _SHARED = (
@@ -86,6 +89,7 @@ SHARED = (
 @pytest.fixture
 def site() -> Iterator[Site]:
     pages = {"/pay": PAY, "/widget": WIDGET, "/workers": WORKERS, "/shared": SHARED}
+    pages["/pay-worker.js"] = f"onmessage = function () {{ {_WORKER} }};"
     with serve(pages) as s:
         port = s.url.rsplit(":", 1)[1]
         for host in ("localhost", "127.0.0.1"):
@@ -255,5 +259,49 @@ def test_a_request_a_worker_makes_for_a_click_with_no_reobservation_is_the_click
                 await asyncio.sleep(0.1)
             (key,) = site.keys
             assert key.startswith("a_") and key.endswith(".1"), "the worker's order was nobody's"
+
+    asyncio.run(body())
+
+
+@pytest.mark.parametrize("button", ["Pay by a new worker", "Pay by a fetched worker"])
+@pytest.mark.parametrize("lost", [False, True], ids=["answered", "lost"])
+def test_a_worker_the_click_makes_works_for_the_click(
+    sidecar: Sidecar, site: Site, tmp_path: Path, button: str, lost: bool
+) -> None:
+    """The click's handler makes a new Worker (from a blob, or a script it fetches) and
+    hands it the order. The worker attaches to the gate a moment after the click's report
+    (the report says the page made one: the dispatch waits for it to attach) and runs its
+    script, then the message, in no order with anything the executor can wait on: the click
+    may end first (here it does not re-observe). The order is still the click's: it carries its key, and when its
+    connection drops the click's result is amended to ``UNKNOWN`` and the target waits for
+    a reconcile (before: the order was nobody's, with no key, and the retry went through).
+    """
+
+    async def body() -> None:
+        async with Rig(sidecar, site, tmp_path / "ledger.sqlite", start="/workers", idempotency_header=True) as rig:
+            if lost:
+                site.drop_next_post()
+            # With no re-observation the click ends as soon as its dispatch returns.
+            outcome, message, _ = await rig.click(button, "pay-1", skip_reobserve=True)
+            assert outcome is Outcome.DONE, message
+            action_id = rig.ledger.entries(kind="result")[-1].action_id
+            for _ in range(100):
+                results = [e.body_as(ResultBody) for e in rig.ledger.entries(action_id=action_id, kind="result")]
+                if site.keys and (not lost or len(results) == 2):
+                    break
+                await asyncio.sleep(0.05)
+            assert [p["page"] for p in site.posts] == [["worker"]]
+            assert site.keys == [f"{action_id}.1"], "the worker's order was nobody's"
+            if not lost:
+                assert [r.outcome for r in results] == ["DONE"]
+                return
+            assert [r.outcome for r in results] == ["DONE", "UNKNOWN"], results
+            obs = await rig.core.observe(rig.session)
+            ref = next(e.ref for e in obs.elements if e.role == "button" and e.name == "Pay by the worker")
+            spec = ActionSpec(
+                kind=ActionKind.CLICK, ref=ref, observation_id=obs.observation_id, idempotency_key="pay-2"
+            )
+            retry = (await rig.core.act(rig.session, spec)).result
+            assert (retry.outcome, retry.reason) == (Outcome.REFUSED, Reason.RECONCILE_REQUIRED)
 
     asyncio.run(body())
