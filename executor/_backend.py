@@ -183,10 +183,9 @@ class SurfaceListener(Protocol):
         """An announced request failed before its start was reported: it never went out."""
         ...
 
-    def worker_started(self, prefix: str, tab_id: str) -> None:
-        """A dedicated worker of the tab started; its requests' keys begin with ``prefix``.
-        One started while an action runs is that action's: what it sends while no action
-        runs is still that action's."""
+    def worker_made(self, prefix: str, tab_id: str) -> None:
+        """The running action's input made a dedicated worker of the tab, whose requests'
+        keys begin with ``prefix``: what it sends while no action runs is that action's."""
         ...
 
 

@@ -29,9 +29,9 @@
   response that arrives after the result is recorded (``request``). A request another
   action started is never held against the action that happens to be running when it
   fails.
-- **A dedicated worker started while an action runs is that action's** (its input made
-  it, and the worker starts in no order with the input's report): what the worker sends
-  while no action runs is still that action's, keyed as its own, and a loss amends it.
+- **A dedicated worker an action's input made is that action's** (the worker starts in
+  no order with the input's report): what it sends while no action runs, for a minute, is
+  still that action's, keyed as its own, and a loss amends it.
 - For a grant that asks for it, the action's side-effecting requests carry an
   ``Idempotency-Key`` header derived from the action id (``<action_id>.<n>``).
 """
@@ -61,6 +61,7 @@ _KEEP_ANNOUNCED = 1024  # announced requests whose start is not reported yet
 # channel and may deliver after it (none comes for a request an iframe makes before its
 # out-of-process renderer is listened to: its first ones).
 _ANNOUNCEMENT_LAG_S = 5.0
+_WORKER_LINEAGE_S = 60.0  # how long what a worker an action made sends is still the action's
 PERSON_LOAD_S = 2.0  # how long after a person's input a load on its page's origin is its own
 
 
@@ -207,9 +208,9 @@ class SessionWatch:
         # Starts reported before their announcement: (method, URL, when), oldest first.
         self._unannounced: list[tuple[str, str, float]] = []
         self._actions: dict[str, ActionNetwork] = {}
-        # Dedicated workers started while an action ran, by their requests' key prefix: a
-        # worker an action's input made works for it, also once the action has ended. With
-        # its tab and when it started: a worker's first requests may go out before the gate
+        # Dedicated workers an action's input made, by their requests' key prefix: such a
+        # worker works for the action, also once it has ended (for _WORKER_LINEAGE_S). With
+        # its tab and when it was made: a worker's first requests may go out before the gate
         # listens to it (the browser lets it run once any client does), and are then reported
         # by routing alone, which tells a worker's request from its page's by nothing.
         self._workers: dict[str, tuple[ActionNetwork, str, float]] = {}
@@ -375,7 +376,8 @@ class SessionWatch:
                 return
         net = self.current
         if net is None and ":" in key:  # no action runs: a worker's is the action that made it
-            net = self._workers.get(key.partition(":")[0] + ":", (None, "", 0.0))[0]
+            made, _, at = self._workers.get(key.partition(":")[0] + ":", (None, "", 0.0))
+            net = made if time.monotonic() - at <= _WORKER_LINEAGE_S else None
         announced = _Announced(method, url, net)
         self._announced[key] = announced
         if net is not None:
@@ -384,7 +386,7 @@ class SessionWatch:
             oldest = next(iter(self._announced))
             self._dropped(self._announced.pop(oldest), oldest)
 
-    def worker_started(self, prefix: str, tab_id: str) -> None:
+    def worker_made(self, prefix: str, tab_id: str) -> None:
         if self.current is not None and self.current.action_id:
             self._workers[prefix] = (self.current, tab_id, time.monotonic())
             while len(self._workers) > _KEEP_FINISHED:

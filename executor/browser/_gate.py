@@ -84,7 +84,7 @@ class OpenListener:
     def announced_dropped(self, key: str) -> None:
         return None
 
-    def worker_started(self, prefix: str, tab_id: str) -> None:
+    def worker_made(self, prefix: str, tab_id: str) -> None:
         return None
 
 
@@ -233,9 +233,8 @@ class NetworkGate:
         worker = _Worker(page, world, str(event.get("sessionId", "")))
         self._workers[worker.session] = worker
         self._attached[page] = self._attached.get(page, 0) + 1
+        worker.ordinal = self._attached[page]
         self._attaching.pop(page, asyncio.Event()).set()
-        if self.listener is not None:
-            self.listener.worker_started(worker.session + ":", self._tab_of(page))
         self._spawn(self._announce_worker(worker, bool(event.get("waitingForDebugger"))))
 
     async def _announce_worker(self, worker: _Worker, paused: bool) -> None:
@@ -290,9 +289,8 @@ class NetworkGate:
         tasks queued before it, and the worker's events come before its answer.
 
         ``made``: workers the input made (its report says), which attach a moment after it,
-        each beyond the ``attached`` count taken before the input; they are waited for first.
-        A new worker starts paused until it announces, then runs its script and the messages
-        it was handed before any task sent after.
+        each beyond the ``attached`` count taken before the input; they are waited for first,
+        and told to the listener as the running action's (``worker_made``).
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
@@ -304,6 +302,10 @@ class NetworkGate:
                 log.debug("%d worker(s) the input made did not attach in %g s", made, timeout_s)
                 return
         workers = [w for w in self._workers.values() if w.page is page]
+        if made and self.listener is not None:
+            for worker in workers:
+                if worker.ordinal > attached:  # made by this input: the running action's
+                    self.listener.worker_made(worker.session + ":", self._tab_of(page))
         if workers:
             with contextlib.suppress(TimeoutError):
                 flushed = asyncio.gather(*(w.next_task() for w in workers))
@@ -541,6 +543,7 @@ class _Worker:
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[None]] = {}
         self.running = asyncio.Event()  # set once it announces and was let run
+        self.ordinal = 0  # how many of its tab's workers had attached, it included
 
     async def send(self, method: str, params: dict[str, Any]) -> None:
         await self._post(next(self._ids), method, params)

@@ -305,3 +305,32 @@ def test_a_worker_the_click_makes_works_for_the_click(
             assert (retry.outcome, retry.reason) == (Outcome.REFUSED, Reason.RECONCILE_REQUIRED)
 
     asyncio.run(body())
+
+
+def test_a_worker_the_page_makes_between_actions_is_nobodys(sidecar: Sidecar, site: Site, tmp_path: Path) -> None:
+    """The other side of the rule above: a worker the page makes on its own while no action
+    runs, and a page that claims a worker it did not make, give no action a request. The
+    worker's order goes out with no key; the click after the false claim still ends (the
+    wait for a worker that never attaches is bounded) and its own order is its first."""
+
+    async def body() -> None:
+        async with Rig(sidecar, site, tmp_path / "ledger.sqlite", start="/workers", idempotency_header=True) as rig:
+            outcome, message, _ = await rig.click("Pay by the worker", "pay-1")
+            assert outcome is Outcome.DONE, message
+            page = rig.surfaces[0].active.page
+            await page.evaluate("() => { worker('running').postMessage('own'); }")
+            for _ in range(100):
+                if len(site.keys) == 2:
+                    break
+                await asyncio.sleep(0.05)
+            first, own = site.keys
+            assert first.endswith(".1") and own == ""
+            await page.evaluate(
+                "() => document.querySelector('button').addEventListener('click', () => __handrail.workerMade())"
+            )
+            outcome, message, took = await rig.click("Pay by the worker", "pay-2")
+            assert outcome is Outcome.DONE, message
+            assert took < HELD_S + 2.0
+            assert len(site.keys) == 3 and site.keys[2].endswith(".1") and site.keys[2] != first
+
+    asyncio.run(body())
