@@ -27,9 +27,9 @@ back, every request its handlers made has been announced: the running action wai
 them, and a request is the action's that was running when it was announced, not when
 routing got to it. A cross-site iframe runs in a renderer of its own, which the tab's
 session does not hear: each such frame's target gets a session that announces its requests.
-A dedicated worker too, through the tab's session in the protocol's non-flat mode; as it
-runs in no order with the page, an input waits for each of the tab's workers to run one
-task of its own (``flush_workers``) before its dispatch returns.
+A dedicated worker too (the tab's or such a frame's), through its parent's session in the
+protocol's non-flat mode; as it runs in no order with the page, an input waits for each of
+the tab's workers to run one task of its own (``flush_workers``) before it returns.
 
 With no listener yet, every document load is refused (fail closed).
 """
@@ -189,20 +189,23 @@ class NetworkGate:
         page.on("framedetached", lambda frame: self._let_go(lambda _p, f: f is frame))
         for frame in page.frames[1:]:
             self._spawn(self._announce_frame(page, frame))
-        # A dedicated worker (a page that hands its order to a Worker) is a target of its
-        # own too. Playwright's API gives no session for one, so the tab's session attaches
-        # to each in the protocol's non-flat mode, where the worker's messages come as
-        # events of this session; each worker starts paused until it announces.
-        world.on("Target.attachedToTarget", lambda event: self._worker_attached(page, world, event))
-        world.on("Target.receivedMessageFromTarget", self._from_worker)
-        world.on("Target.detachedFromTarget", lambda event: self._worker_gone(str(event.get("sessionId", ""))))
-        auto = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": False, "filter": [{"type": "worker"}]}
         try:
-            await world.send("Target.setAutoAttach", auto)
+            await self._attach_workers(page, world)
         except PlaywrightError as exc:
             if page.is_closed():
                 raise
             log.warning("the requests of this tab's workers will not be announced: %s", exc)
+
+    async def _attach_workers(self, page: Page, cdp: CDPSession) -> None:
+        """Announce the requests of the dedicated workers of ``cdp``'s target (the tab, or
+        a cross-site frame of it). A worker (a page that hands its order to a Worker) is a
+        target of its own; Playwright's API gives no session for one, so ``cdp`` attaches to
+        each in the protocol's non-flat mode, where the worker's messages come as its events."""
+        cdp.on("Target.attachedToTarget", lambda event: self._worker_attached(page, cdp, event))
+        cdp.on("Target.receivedMessageFromTarget", self._from_worker)
+        cdp.on("Target.detachedFromTarget", lambda event: self._worker_gone(str(event.get("sessionId", ""))))
+        auto = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": False, "filter": [{"type": "worker"}]}
+        await cdp.send("Target.setAutoAttach", auto)
 
     def _listen_to(self, cdp: CDPSession, prefix: str) -> None:
         cdp.on("Network.requestWillBeSent", lambda event: self._on_will_send(event, prefix))
@@ -226,6 +229,7 @@ class NetworkGate:
             self._frame_targets[target] = (page, frame, cdp)
             self._listen_to(cdp, target + ":")
             await cdp.send("Network.enable", _EVENTS_ONLY)
+            await self._attach_workers(page, cdp)  # the widget's own workers
         except PlaywrightError:  # the frame went away meanwhile
             return
 
@@ -316,6 +320,8 @@ class NetworkGate:
         for target, (page, frame, cdp) in list(self._frame_targets.items()):
             if which(page, frame):
                 del self._frame_targets[target]
+                for worker in [w for w in self._workers.values() if w.via is cdp]:
+                    self._worker_gone(worker.session)
                 self._spawn(_detach(cdp))
 
     def _on_requested(self, page: Page, event: dict[str, Any]) -> None:
@@ -534,12 +540,12 @@ _NEXT_TASK = "new Promise(function (resolve) { setTimeout(resolve, 0); })"
 
 
 class _Worker:
-    """A dedicated worker the tab's session attached to in non-flat mode: commands go as
-    ``Target.sendMessageToTarget``, answers come back as events of the tab's session."""
+    """A dedicated worker a session (``via``: its tab's, or its frame's) attached to in
+    non-flat mode: commands go as ``Target.sendMessageToTarget``, answers come back as
+    events of ``via``."""
 
-    def __init__(self, page: Page, world: CDPSession, session: str) -> None:
-        self.page, self.session = page, session
-        self._world = world
+    def __init__(self, page: Page, via: CDPSession, session: str) -> None:
+        self.page, self.session, self.via = page, session, via
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[None]] = {}
         self.running = asyncio.Event()  # set once it announces and was let run
@@ -566,7 +572,7 @@ class _Worker:
 
     async def _post(self, number: int, method: str, params: dict[str, Any]) -> None:
         message = json.dumps({"id": number, "method": method, "params": params})
-        await self._world.send("Target.sendMessageToTarget", {"sessionId": self.session, "message": message})
+        await self.via.send("Target.sendMessageToTarget", {"sessionId": self.session, "message": message})
 
     def answered(self, message: dict[str, Any]) -> None:
         answer = self._waiting.pop(message.get("id", -1), None)

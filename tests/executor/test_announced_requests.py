@@ -69,6 +69,15 @@ WORKERS = (
     "<button onclick=\"var w = new Worker('/pay-worker.js'); w.postMessage('pay')\">Pay by a fetched worker</button>"
     "</main>"
 )
+# A payment widget (on another site, in an iframe of /shop-worker-localhost) that hands the
+# order to a dedicated worker of its own: a target of the widget's renderer, not the tab's.
+WIDGET_WORKER = (
+    "<!doctype html><title>Widget</title><p id=status>idle</p>"
+    f"<script type=text/worker id=running>onmessage = function () {{ {_WORKER} }};</script>"
+    "<script>var running = new Worker(URL.createObjectURL(new Blob(["
+    "document.getElementById('running').textContent])));</script>"
+    "<button onclick=\"running.postMessage('pay')\">Pay by the widget's worker</button>"
+)
 # A page that hands the order to a SharedWorker when it has one, and sends it itself if not.
 _SHARED = (
     "onconnect = function (e) { var port = e.ports[0]; port.onmessage = function () { "
@@ -88,15 +97,16 @@ SHARED = (
 
 @pytest.fixture
 def site() -> Iterator[Site]:
-    pages = {"/pay": PAY, "/widget": WIDGET, "/workers": WORKERS, "/shared": SHARED}
+    pages = {"/pay": PAY, "/widget": WIDGET, "/widget-worker": WIDGET_WORKER, "/workers": WORKERS, "/shared": SHARED}
     pages["/pay-worker.js"] = f"onmessage = function () {{ {_WORKER} }};"
     with serve(pages) as s:
         port = s.url.rsplit(":", 1)[1]
         for host in ("localhost", "127.0.0.1"):
-            pages[f"/shop-{host}"] = (
-                "<!doctype html><title>Shop</title><main><h1>Shop</h1>"
-                f"<iframe title=Payment src='http://{host}:{port}/widget'></iframe></main>"
-            )
+            for prefix, widget in (("", "widget"), ("worker-", "widget-worker")):
+                pages[f"/shop-{prefix}{host}"] = (
+                    "<!doctype html><title>Shop</title><main><h1>Shop</h1>"
+                    f"<iframe title=Payment src='http://{host}:{port}/{widget}'></iframe></main>"
+                )
         yield s
 
 
@@ -163,6 +173,9 @@ class Rig:
 _PAGE = pytest.param("/pay", "Pay", "pay", id="page")
 _CROSS_SITE = pytest.param("/shop-localhost", "Pay in widget", "widget", id="cross-site-iframe")
 _WORKER_CASE = pytest.param("/workers", "Pay by the worker", "worker", id="worker")
+_WIDGET_WORKER = pytest.param(
+    "/shop-worker-localhost", "Pay by the widget's worker", "worker", id="cross-site-iframes-worker"
+)
 
 
 @pytest.mark.parametrize(
@@ -172,6 +185,7 @@ _WORKER_CASE = pytest.param("/workers", "Pay by the worker", "worker", id="worke
         pytest.param("/shop-127.0.0.1", "Pay in widget", "widget", id="same-site-iframe"),
         _CROSS_SITE,
         _WORKER_CASE,
+        _WIDGET_WORKER,
         pytest.param("/shared", "Pay", "worker", id="no-shared-worker"),
     ],
 )
@@ -186,7 +200,8 @@ def test_a_click_waits_for_the_request_it_made_however_late_it_is_reported(
     - a payment widget in a cross-site iframe, a renderer of its own (before: ``DONE`` in
       0.13 s with the order still held);
     - its dedicated Worker, handed the order by ``postMessage`` (before: ``DONE`` in 30 ms,
-      the order nobody's, with no key);
+      the order nobody's, with no key), or the cross-site widget's own worker (before: the
+      same, as the widget's session did not attach to its workers);
     - a page that would hand it to a SharedWorker, whose requests bypass the context's
       routing (before: ``DONE`` at once, the order untracked). Session pages have none and
       send the order themselves.
@@ -205,7 +220,7 @@ def test_a_click_waits_for_the_request_it_made_however_late_it_is_reported(
     asyncio.run(body())
 
 
-@pytest.mark.parametrize(("start", "button", "posted"), [_PAGE, _CROSS_SITE, _WORKER_CASE])
+@pytest.mark.parametrize(("start", "button", "posted"), [_PAGE, _CROSS_SITE, _WORKER_CASE, _WIDGET_WORKER])
 def test_a_late_reported_request_that_loses_its_response_makes_its_click_unknown(
     sidecar: Sidecar, site: Site, tmp_path: Path, start: str, button: str, posted: str
 ) -> None:
