@@ -174,9 +174,10 @@ class SurfaceListener(Protocol):
         """It ended: with a response (``status``) or without one (``failure``)."""
         ...
 
-    def request_announced(self, key: str, method: str, url: str) -> None:
-        """The page made a side-effecting request (``key``: the browser's id of it); its
-        start is reported later, with the same method and URL."""
+    def request_announced(self, key: str, method: str, url: str, made_at: float = 0.0) -> None:
+        """The page made a side-effecting request (``key``: the browser's id of it) at
+        ``made_at`` (the wall clock, seconds; 0: not said); its start is reported later,
+        with the same method and URL."""
         ...
 
     def announced_dropped(self, key: str) -> None:

@@ -205,8 +205,9 @@ class SessionWatch:
         self.current: ActionNetwork | None = None
         self._requests: dict[str, _Request] = {}
         self._announced: dict[str, _Announced] = {}  # by the browser's request id
-        # Starts reported before their announcement: (method, URL, when), oldest first.
-        self._unannounced: list[tuple[str, str, float]] = []
+        # Starts reported before their announcement: (method, URL, when by the monotonic
+        # clock, when by the wall clock), oldest first.
+        self._unannounced: list[tuple[str, str, float, float]] = []
         self._actions: dict[str, ActionNetwork] = {}
         # Dedicated workers an action's input made, by their requests' key prefix: such a
         # worker works for the action, also once it has ended (for _WORKER_LINEAGE_S). With
@@ -366,12 +367,15 @@ class SessionWatch:
         )
         return LoadVerdict(allow, str(reason), message)
 
-    def request_announced(self, key: str, method: str, url: str) -> None:
+    def request_announced(self, key: str, method: str, url: str, made_at: float = 0.0) -> None:
         url = _unfragmented(url)
         now = time.monotonic()
         self._unannounced = [s for s in self._unannounced if now - s[2] <= _ANNOUNCEMENT_LAG_S]
-        for i, (m, u, _) in enumerate(self._unannounced):
-            if (m, u) == (method, url):  # its start was reported first: it is tracked already
+        for i, (m, u, _, reported) in enumerate(self._unannounced):
+            # Its start was reported first: it is tracked already. Not a request made after
+            # that report: one whose announcement never comes (a worker's first, made before
+            # the gate listened to it) must not hide the next one to the same URL.
+            if (m, u) == (method, url) and (not made_at or made_at <= reported):
                 del self._unannounced[i]
                 return
         net = self.current
@@ -423,7 +427,8 @@ class SessionWatch:
             if net is None and request.resource_type != "document":
                 net = self._new_workers_action(request.tab_id)
             if request.resource_type != "document":  # documents are never announced
-                self._unannounced.append((request.method, _unfragmented(request.url), time.monotonic()))
+                reported = (request.method, _unfragmented(request.url), time.monotonic(), time.time())
+                self._unannounced.append(reported)
                 del self._unannounced[:-_KEEP_ANNOUNCED]
         tracked = _Request(request, net.action_id if net is not None else "")
         self._requests[request.request_id] = tracked

@@ -78,7 +78,7 @@ class OpenListener:
     def request_ended(self, request_id: str, status: int, failure: str) -> None:
         return None
 
-    def request_announced(self, key: str, method: str, url: str) -> None:
+    def request_announced(self, key: str, method: str, url: str, made_at: float = 0.0) -> None:
         return None
 
     def announced_dropped(self, key: str) -> None:
@@ -302,9 +302,10 @@ class NetworkGate:
             event = self._attaching.setdefault(page, asyncio.Event())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), max(0.0, deadline - loop.time()))
-            if loop.time() >= deadline:
+            if loop.time() >= deadline:  # the workers there are still run what they were handed
                 log.debug("%d worker(s) the input made did not attach in %g s", made, timeout_s)
-                return
+                deadline = loop.time() + timeout_s
+                break
         workers = [w for w in self._workers.values() if w.page is page]
         if made and self.listener is not None:
             for worker in workers:
@@ -334,7 +335,9 @@ class NetworkGate:
         request = event.get("request") or {}
         method = str(request.get("method", "GET")).upper()
         if method not in SAFE_METHODS:
-            self.listener.request_announced(prefix + str(event["requestId"]), method, str(request.get("url", "")))
+            made_at = event.get("wallTime")
+            made = float(made_at) if isinstance(made_at, (int, float)) else 0.0
+            self.listener.request_announced(prefix + str(event["requestId"]), method, str(request.get("url", "")), made)
 
     def _on_loading_failed(self, event: dict[str, Any], prefix: str) -> None:
         if self.listener is not None:

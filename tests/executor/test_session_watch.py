@@ -7,6 +7,7 @@ listener the loop gave it, at chosen moments of an action's life (``on_dispatch`
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
@@ -144,8 +145,9 @@ def test_a_request_is_matched_to_its_announcement_in_either_order(sidecar: Sidec
             listener = backend.listener
             assert listener is not None
             if order == "started-first":
+                made = time.time()  # the page made it, then routing reported it, then it was announced
                 listener.request_started(_post(1))
-                listener.request_announced("b1", "POST", ORIGIN + "/api/pay#step")
+                listener.request_announced("b1", "POST", ORIGIN + "/api/pay#step", made)
                 listener.request_ended("r1", 200, "")
                 return
             listener.request_announced("b1", "POST", ORIGIN + "/api/pay")
@@ -249,5 +251,44 @@ def test_the_start_page_is_judged(sidecar: Sidecar, tmp_path: Path) -> None:
                 await rig.core.open_session(token=rig.token, agent="", target=rig.target, spec=spec)
             assert info.value.decision_reason == Reason.OUT_OF_SCOPE
             assert backend.started == []
+
+    run(body)
+
+
+def test_a_start_whose_announcement_never_came_does_not_hide_the_next_request(sidecar: Sidecar, tmp_path: Path) -> None:
+    """A request the browser never announces (a new worker's first, made before the gate
+    listened to it) is reported by routing alone, between actions. The agent's click then
+    makes a request to the same URL, announced as it is made: it is the click's, and the
+    click waits for it (a lost one: UNKNOWN). Before, the earlier start was taken for this
+    one's (announced late), and the click ended DONE with its order nobody's."""
+
+    async def body() -> None:
+        backend = FakeBackend()
+        later: list[asyncio.Future[None]] = []
+
+        async def post(spec: object) -> None:
+            listener = backend.listener
+            assert listener is not None
+            listener.request_announced("b2", "POST", ORIGIN + "/api/pay", time.time())
+
+            async def reported_late() -> None:
+                await asyncio.sleep(0.3)
+                listener.request_started(_post(2))
+                await asyncio.sleep(0.1)
+                listener.request_ended("r2", 0, "net::ERR_CONNECTION_RESET")
+
+            later.append(asyncio.ensure_future(reported_late()))
+
+        backend.on_dispatch = post
+        async with running(sidecar, tmp_path / "ledger.sqlite", backend=backend) as rig:
+            assert backend.listener is not None
+            backend.listener.request_started(_post(1))  # never announced
+            backend.listener.request_ended("r1", 200, "")
+            await asyncio.sleep(0.01)
+            await rig.observe()
+            r = await rig.act(timeout_ms=2_000)
+            assert r.result.outcome is Outcome.UNKNOWN, r.result
+            assert "ERR_CONNECTION_RESET" in r.result.message
+            await later[0]
 
     run(body)
