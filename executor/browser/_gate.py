@@ -233,8 +233,8 @@ class NetworkGate:
         except PlaywrightError:  # the frame went away meanwhile
             return
 
-    def _worker_attached(self, page: Page, world: CDPSession, event: dict[str, Any]) -> None:
-        worker = _Worker(page, world, str(event.get("sessionId", "")))
+    def _worker_attached(self, page: Page, via: CDPSession, event: dict[str, Any]) -> None:
+        worker = _Worker(page, via, str(event.get("sessionId", "")))
         self._workers[worker.session] = worker
         self._attached[page] = self._attached.get(page, 0) + 1
         worker.ordinal = self._attached[page]
@@ -302,7 +302,7 @@ class NetworkGate:
             event = self._attaching.setdefault(page, asyncio.Event())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), max(0.0, deadline - loop.time()))
-            if loop.time() >= deadline:  # the workers there are still run what they were handed
+            if loop.time() >= deadline:  # those that did attach still run what they were handed
                 log.debug("%d worker(s) the input made did not attach in %g s", made, timeout_s)
                 deadline = loop.time() + timeout_s
                 break
