@@ -51,6 +51,7 @@ from playwright.async_api import BrowserContext, CDPSession, Frame, Page, Reques
 from playwright.async_api import Error as PlaywrightError
 
 from handrail.executor._backend import DocumentLoad, LoadVerdict, SideRequest, SurfaceListener
+from handrail.executor.browser._workers import Worker
 from handrail.executor.browser._world import session_of
 
 log = logging.getLogger(__name__)
@@ -123,7 +124,7 @@ class NetworkGate:
         # Per out-of-process child frame's target (a cross-site iframe: a payment widget):
         # the CDP session that announces its requests, with the tab it is in.
         self._frame_targets: dict[str, tuple[Page, Frame, CDPSession]] = {}
-        self._workers: dict[str, _Worker] = {}  # dedicated workers, by their session
+        self._workers: dict[str, Worker] = {}  # dedicated workers, by their session
         self._attached: dict[Page, int] = {}  # per tab: how many workers have attached
         self._attaching: dict[Page, asyncio.Event] = {}  # per tab: set at each attach
 
@@ -234,14 +235,14 @@ class NetworkGate:
             return
 
     def _worker_attached(self, page: Page, via: CDPSession, event: dict[str, Any]) -> None:
-        worker = _Worker(page, via, str(event.get("sessionId", "")))
+        worker = Worker(page, via, str(event.get("sessionId", "")))
         self._workers[worker.session] = worker
         self._attached[page] = self._attached.get(page, 0) + 1
         worker.ordinal = self._attached[page]
         self._attaching.pop(page, asyncio.Event()).set()
         self._spawn(self._announce_worker(worker, bool(event.get("waitingForDebugger"))))
 
-    async def _announce_worker(self, worker: _Worker, paused: bool) -> None:
+    async def _announce_worker(self, worker: Worker, paused: bool) -> None:
         """Announce the requests of a worker that attached, then let it run."""
         try:
             with contextlib.suppress(PlaywrightError):  # the worker (or its tab) is gone
@@ -537,57 +538,6 @@ class NetworkGate:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-
-
-_NEXT_TASK = "new Promise(function (resolve) { setTimeout(resolve, 0); })"
-
-
-class _Worker:
-    """A dedicated worker a session (``via``: its tab's, or its frame's) attached to in
-    non-flat mode: commands go as ``Target.sendMessageToTarget``, answers come back as
-    events of ``via``."""
-
-    def __init__(self, page: Page, via: CDPSession, session: str) -> None:
-        self.page, self.session, self.via = page, session, via
-        self._ids = itertools.count(1)
-        self._waiting: dict[int, asyncio.Future[None]] = {}
-        self.running = asyncio.Event()  # set once it announces and was let run
-        self.ordinal = 0  # how many of its tab's workers had attached, it included
-
-    async def send(self, method: str, params: dict[str, Any]) -> None:
-        await self._post(next(self._ids), method, params)
-
-    async def next_task(self) -> None:
-        """Once the worker has run one task of its own."""
-        await self.running.wait()  # sent to a paused worker, it would run before its script
-        # Waited for before it is sent: its answer may come before the send's own reply.
-        number = next(self._ids)
-        answer = self._waiting[number] = asyncio.get_running_loop().create_future()
-        try:
-            await self._post(
-                number, "Runtime.evaluate", {"expression": _NEXT_TASK, "awaitPromise": True, "silent": True}
-            )
-            await answer
-        except PlaywrightError:
-            return  # the worker is gone: it makes no more requests
-        finally:
-            self._waiting.pop(number, None)
-
-    async def _post(self, number: int, method: str, params: dict[str, Any]) -> None:
-        message = json.dumps({"id": number, "method": method, "params": params})
-        await self.via.send("Target.sendMessageToTarget", {"sessionId": self.session, "message": message})
-
-    def answered(self, message: dict[str, Any]) -> None:
-        answer = self._waiting.pop(message.get("id", -1), None)
-        if answer is not None and not answer.done():
-            answer.set_result(None)
-
-    def gone(self) -> None:
-        self.running.set()
-        for answer in self._waiting.values():
-            if not answer.done():
-                answer.set_result(None)
-        self._waiting.clear()
 
 
 async def _detach(cdp: CDPSession) -> None:
