@@ -424,9 +424,8 @@ class SessionWatch:
         known, net = self._announcer(request)
         if not known:
             net = self.current
-            if net is None and request.resource_type != "document":
-                net = self._new_workers_action(request.tab_id)
             if request.resource_type != "document":  # documents are never announced
+                net = net or self._new_workers_action(request.tab_id)
                 reported = (request.method, _unfragmented(request.url), time.monotonic(), time.time())
                 self._unannounced.append(reported)
                 del self._unannounced[:-_KEEP_ANNOUNCED]
