@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from handrail import ActionKind, Outcome, Reason, Verdict
-from handrail.executor._backend import DocumentLoad, SideRequest
+from handrail.executor._backend import DocumentLoad, SideRequest, SurfaceListener
 from handrail.executor.testing import FakeBackend
 from handrail.recorder import NavigationBody, RequestBody, ResultBody
 from tests.executor.inproc import ORIGIN, Sidecar, running
@@ -27,6 +27,20 @@ def run(body: object) -> None:
 
 def _post(n: int) -> SideRequest:
     return SideRequest(f"r{n}", "POST", ORIGIN + "/api/pay", "t1", "fetch")
+
+
+def _lost_after_announcing(listener: SurfaceListener, n: int, made_at: float = 0.0) -> asyncio.Future[None]:
+    """The page makes request ``n`` (announced now); routing reports its start 0.3 s later,
+    and it loses its connection 0.1 s after that."""
+    listener.request_announced(f"b{n}", "POST", ORIGIN + "/api/pay", made_at)
+
+    async def reported_late() -> None:
+        await asyncio.sleep(0.3)
+        listener.request_started(_post(n))
+        await asyncio.sleep(0.1)
+        listener.request_ended(f"r{n}", 0, "net::ERR_CONNECTION_RESET")
+
+    return asyncio.ensure_future(reported_late())
 
 
 def test_a_page_load_without_an_action_is_judged_and_logged(sidecar: Sidecar, tmp_path: Path) -> None:
@@ -150,15 +164,7 @@ def test_a_request_is_matched_to_its_announcement_in_either_order(sidecar: Sidec
                 listener.request_announced("b1", "POST", ORIGIN + "/api/pay#step", made)
                 listener.request_ended("r1", 200, "")
                 return
-            listener.request_announced("b1", "POST", ORIGIN + "/api/pay")
-
-            async def reported_late() -> None:
-                await asyncio.sleep(0.3)
-                listener.request_started(_post(1))
-                await asyncio.sleep(0.1)
-                listener.request_ended("r1", 0, "net::ERR_CONNECTION_RESET")
-
-            later.append(asyncio.ensure_future(reported_late()))
+            later.append(_lost_after_announcing(listener, 1))
 
         backend.on_dispatch = post
         async with running(sidecar, tmp_path / "ledger.sqlite", backend=backend) as rig:
@@ -269,15 +275,7 @@ def test_a_start_whose_announcement_never_came_does_not_hide_the_next_request(si
         async def post(spec: object) -> None:
             listener = backend.listener
             assert listener is not None
-            listener.request_announced("b2", "POST", ORIGIN + "/api/pay", time.time())
-
-            async def reported_late() -> None:
-                await asyncio.sleep(0.3)
-                listener.request_started(_post(2))
-                await asyncio.sleep(0.1)
-                listener.request_ended("r2", 0, "net::ERR_CONNECTION_RESET")
-
-            later.append(asyncio.ensure_future(reported_late()))
+            later.append(_lost_after_announcing(listener, 2, time.time()))
 
         backend.on_dispatch = post
         async with running(sidecar, tmp_path / "ledger.sqlite", backend=backend) as rig:
