@@ -21,7 +21,7 @@ import pytest
 from playwright.async_api import Route
 
 from handrail.authz import AsyncAuthzClient
-from handrail.executor import ActionKind, ActionSpec, Outcome, Reason
+from handrail.executor import ActionKind, ActionResult, ActionSpec, Outcome, Reason
 from handrail.executor._backend import Backend
 from handrail.executor._guard import GuardedExecutor, OpenSpec
 from handrail.executor._models import BackendKind
@@ -154,6 +154,11 @@ class Rig:
 
     async def click(self, name: str, key: str, *, skip_reobserve: bool = False) -> tuple[Outcome, str, float]:
         """Click the button ``name``: its outcome, its message, and how long it took."""
+        result, took = await self.clicked(name, key, skip_reobserve=skip_reobserve)
+        return result.outcome, result.message, took
+
+    async def clicked(self, name: str, key: str, *, skip_reobserve: bool = False) -> tuple[ActionResult, float]:
+        """Observe, then click the button ``name``: its result and how long the click took."""
         await self.surfaces[0].active.page.wait_for_load_state("load")  # an iframe's too
         obs = await self.core.observe(self.session)
         ref = next(e.ref for e in obs.elements if e.role == "button" and e.name == name)
@@ -166,7 +171,7 @@ class Rig:
         )
         started = time.monotonic()
         result = (await self.core.act(self.session, spec)).result
-        return result.outcome, result.message, time.monotonic() - started
+        return result, time.monotonic() - started
 
 
 # Where a page makes its order: (start page, button, what the order's body says).
@@ -311,12 +316,7 @@ def test_a_worker_the_click_makes_works_for_the_click(
                 assert [r.outcome for r in results] == ["DONE"]
                 return
             assert [r.outcome for r in results] == ["DONE", "UNKNOWN"], results
-            obs = await rig.core.observe(rig.session)
-            ref = next(e.ref for e in obs.elements if e.role == "button" and e.name == "Pay by the worker")
-            spec = ActionSpec(
-                kind=ActionKind.CLICK, ref=ref, observation_id=obs.observation_id, idempotency_key="pay-2"
-            )
-            retry = (await rig.core.act(rig.session, spec)).result
+            retry, _ = await rig.clicked("Pay by the worker", "pay-2")
             assert (retry.outcome, retry.reason) == (Outcome.REFUSED, Reason.RECONCILE_REQUIRED)
 
     asyncio.run(body())
