@@ -45,7 +45,7 @@ from handrail.authz._models import (
     WatchEventInfo,
 )
 from handrail.authz._policies import PolicyEngine
-from handrail.authz._store import AuthzStore, CheckSnapshot
+from handrail.authz._store import AuthzStore
 from handrail.authz._watch_part import WatchPart
 
 log = logging.getLogger("handrail.authz")
@@ -158,7 +158,7 @@ class Authorizer(_person_checks.PersonChecks, WatchPart):
         """Decide one action and log the decision (see :mod:`._decide`)."""
         origin = _core.validate_check(request)
         _core.authorize_check(caller, request.principal)
-        return self._check(caller, request, origin, None)
+        return self._check(caller, request, origin)
 
     def check_as(self, token: str, request: CheckInput) -> Decision:
         """:meth:`check` for the caller a bearer token names, read with the check's own
@@ -175,12 +175,16 @@ class Authorizer(_person_checks.PersonChecks, WatchPart):
         except InvalidArgumentError:
             self.authenticate(token)
             raise
-        snapshot = self.store.check_snapshot(request.principal, request.target, token)
-        caller = _identity.caller(snapshot.caller, snapshot.now)
-        _core.authorize_check(caller, request.principal)
-        return self._check(caller, request, origin, snapshot)
+        return self._check(None, request, origin, token)
 
-    def _check(self, caller: Principal, request: CheckInput, origin: str, first: CheckSnapshot | None) -> Decision:
+    def _check(self, caller: Principal | None, request: CheckInput, origin: str, token: str = "") -> Decision:
+        """Decide ``request`` for ``caller``, or for the caller ``token`` names, read in
+        each snapshot the decision is made on.
+
+        The first snapshot may be one the store remembers (``recent``): a decision on it is
+        logged only if it still holds (:meth:`AuthzStore.record_checked`), and anything
+        else (a refusal of the caller or the agent, a state change) is decided again on a
+        fresh read, as a lost race is."""
         engine, shadow = self._engines
         path = url_path(request.url)
         base = engine.base_context(request, origin, path, console=self.console_origins.contains(request.url))
@@ -192,12 +196,26 @@ class Authorizer(_person_checks.PersonChecks, WatchPart):
         def approval() -> ApprovalInfo | None:
             return store.latest_approval(request.principal, request.target, request.fingerprint, request.lease_epoch)
 
+        recent = True
         for _ in range(_MAX_ATTEMPTS):
             decision_id = store.new_decision_id()
-            _, agent, lease, grants, now = first or store.check_snapshot(request.principal, request.target)
-            first = None  # a lost race decides again on fresh state
+            snapshot = store.check_snapshot(request.principal, request.target, token, recent=recent)
+            recent = False  # a lost race (or a remembered snapshot gone stale) decides again on a fresh read
+            agent, lease, grants, now = snapshot.agent, snapshot.lease, snapshot.grants, snapshot.now
+            remembered = snapshot.stamp is not None
+            if token:  # the caller as this very snapshot has it: a revoked token acts on this check
+                try:
+                    caller = _identity.caller(snapshot.caller, now)
+                    _core.authorize_check(caller, request.principal)
+                except AuthzError:
+                    if remembered:
+                        continue
+                    raise
+            assert caller is not None
             problem = caller.name != request.principal and _identity.not_a_live_agent(agent, request.principal, now)
             if problem:  # read in the same snapshot: a revocation acts on this very check
+                if remembered:
+                    continue
                 return self._deny(caller, request, Reason.UNAUTHENTICATED, problem)
             verdict = decide(
                 request,
@@ -232,6 +250,8 @@ class Authorizer(_person_checks.PersonChecks, WatchPart):
                 verdict.considered,
             )
             if verdict.consume or verdict.approval:
+                if remembered:
+                    continue  # a state change rests on a fresh read
                 grant_id = verdict.grant.grant_id if verdict.grant is not None else ""
                 used = decision.approval_id if verdict.approval == APPROVAL_USE else ""
                 if not store.commit_check(
@@ -242,8 +262,8 @@ class Authorizer(_person_checks.PersonChecks, WatchPart):
                 ):
                     continue  # another check won the race: decide again on fresh state
                 self._after_commit(verdict, decision, new_approval)
-            else:
-                store.record_decision(record)
+            elif not store.record_checked(record, snapshot):
+                continue  # what the remembered snapshot read has changed since
             if decision.shadow_policies:
                 log.warning(
                     "authz shadow: would deny %s (%s %s on %s, enforced: %s): %s",

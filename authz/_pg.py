@@ -25,6 +25,16 @@ because one process writes its file. Here several replicas write, so none of it 
   database's clock in one statement (:meth:`PgGrants.snapshot`), so a revocation, a
   consumption, a closed task, a takeover or an expiry committed through any replica acts
   on the very next check through any other;
+* what a replica does remember: the last snapshot it read for each (agent, target,
+  caller), with each row's version (``xmin``). The next check for the same keys is decided
+  on it, and its decision is inserted by one statement whose ``WHERE`` reads those rows
+  again (:data:`~._pg_grants.STILL_CURRENT`): the same row versions, and the database's
+  clock on the same side of every time-stamp among them as the clock the decision was
+  judged at (within 50 ms of it). If anything changed, nothing is inserted and the check
+  is decided again on a fresh read, as a lost race is; a decision that changes state
+  (a single-use grant, an approval) and a refusal of the caller or the agent are always
+  made on a fresh read. So the common check is one round trip, and it still acts on every
+  change committed before its statement;
 * known tokens and principals: dropped. SQLite forgets them when a stamp file beside its
   database moves, which only processes on its host share; here a revocation, a rotation
   or an expiry made through any replica must act on the next call to every other, so
@@ -38,6 +48,8 @@ last sequence number), which the change log makes good after any reconnect.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -46,11 +58,12 @@ import psycopg
 from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, PrincipalInfo
 from handrail.authz._pg_approvals import PgApprovals, PgDecisions
 from handrail.authz._pg_db import PgDatabase, describe
-from handrail.authz._pg_grants import PgGrants
+from handrail.authz._pg_grants import STILL_CURRENT, PgGrants, Reading
 from handrail.authz._pg_leases import PgLeases
 from handrail.authz._pg_principals import PgPrincipals
 from handrail.authz._pg_schema import MIGRATIONS
 from handrail.authz._pg_watch import SharedEventHub
+from handrail.authz._sqlite_schema import hash_token
 from handrail.authz._store import CheckSnapshot
 from handrail.authz._store_parts import StoreParts
 from handrail.authz._watch import EventHub
@@ -105,6 +118,8 @@ class PgStore(StoreParts):
         self._approvals = PgApprovals(self.db)
         self._decisions = PgDecisions(self.db, self._log_db)
         self._hub: SharedEventHub | None = None
+        self._recent: dict[tuple[str, str, str], CheckSnapshot] = {}
+        self._recent_lock = threading.Lock()
 
     @property
     def location(self) -> str:
@@ -161,9 +176,37 @@ class PgStore(StoreParts):
 
     # --- checks and the decision log ----------------------------------------------------------
 
-    def check_snapshot(self, principal: str, target: str, token: str = "") -> CheckSnapshot:
-        """See :meth:`AuthzStore.check_snapshot`: one statement, the database's clock."""
-        return self._grants.snapshot(principal, target, token)
+    def check_snapshot(self, principal: str, target: str, token: str = "", *, recent: bool = False) -> CheckSnapshot:
+        """See :meth:`AuthzStore.check_snapshot`: one statement, the database's clock; with
+        ``recent``, the last one read for the same keys when there is one (no statement;
+        ``now`` is its clock moved on by this host's monotonic clock)."""
+        key = (principal, target, hash_token(token) if token else "")
+        if recent:
+            known = self._recent.get(key)
+            if known is not None:
+                reading = known.stamp
+                assert isinstance(reading, Reading)
+                now = self.db.now()
+                if now is None:
+                    now = known.now + int((time.monotonic() - reading.at) * 1000)
+                return known._replace(now=now)
+        snapshot = self._grants.snapshot(principal, target, token)
+        with self._recent_lock:
+            self._recent.pop(key, None)
+            self._recent[key] = snapshot
+            if len(self._recent) > _RECENT_MAX:
+                del self._recent[next(iter(self._recent))]
+        return snapshot._replace(stamp=None)
+
+    def record_checked(self, record: DecisionRecord, snapshot: CheckSnapshot) -> bool:
+        """See :meth:`AuthzStore.record_checked`: for a remembered snapshot, one statement
+        that inserts the decision only where :data:`~._pg_grants.STILL_CURRENT` holds."""
+        reading = snapshot.stamp
+        if reading is None:
+            self._decisions.record(record)
+            return True
+        assert isinstance(reading, Reading)
+        return self._decisions.record_if(record, STILL_CURRENT, reading.params(snapshot.now))
 
     def commit_check(
         self,
@@ -195,6 +238,10 @@ class PgStore(StoreParts):
             return True
 
         return self.db.run(work)
+
+
+#: How many snapshots a replica remembers (one per principal, target and token checked).
+_RECENT_MAX = 4096
 
 
 class _LostRace(Exception):

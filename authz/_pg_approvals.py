@@ -34,6 +34,13 @@ _INSERT_DECISION = (
     f"INSERT INTO decision_log ({DECISION_COLS}) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (decision_id) DO NOTHING"
 )
 
+_DECISION_PARAMS = tuple(f"d_{c.strip()}" for c in DECISION_COLS.split(","))
+_INSERT_DECISION_IF = (
+    f"INSERT INTO decision_log ({DECISION_COLS}) SELECT {', '.join(f'%({p})s' for p in _DECISION_PARAMS)}"
+    f" FROM (SELECT {NOW} AS now) AS c WHERE {{condition}}"
+    " ON CONFLICT (decision_id) DO UPDATE SET at_ms = EXCLUDED.at_ms RETURNING seq"
+)
+
 
 class PgApprovals:
     """The ``approvals`` table.
@@ -196,6 +203,18 @@ class PgDecisions:
         statement is prepared on each connection (it runs once per check)."""
         row = decision_row(record)[1:]
         self._log_db.run(lambda c: c.execute(_INSERT_DECISION, row, prepare=True), idempotent=True)
+
+    def record_if(self, record: DecisionRecord, condition: str, params: dict[str, Any]) -> bool:
+        """Insert one decision only if ``condition`` holds (SQL over the store's clock as
+        ``c.now``, with ``params``), judged in the same statement; whether it was inserted.
+        Retried after a lost connection, an insert that had gone through counts as done."""
+        values = dict(zip(_DECISION_PARAMS, decision_row(record)[1:], strict=True))
+        values.update(params, now=self._log_db.now())
+        row = self._log_db.run(
+            lambda c: c.execute(_INSERT_DECISION_IF.format(condition=condition), values, prepare=True).fetchone(),
+            idempotent=True,
+        )
+        return row is not None
 
     @staticmethod
     def insert(conn: psycopg.Connection[Any], record: DecisionRecord) -> None:

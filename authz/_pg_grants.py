@@ -19,9 +19,10 @@ from __future__ import annotations
 import dataclasses
 import hmac
 import json
+import time
 import uuid
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 
@@ -48,17 +49,76 @@ _L = ", ".join(f"l.{c.strip()}" for c in LEASE_COLS.split(","))
 
 # One round trip per check: the database's clock, the principal the caller's token names
 # (by its digest; "" matches nobody), the principal acted for, the lease row, and the
-# candidate grants (one row each; none: one row of NULLs), oldest first.
-SNAPSHOT = (
-    f"SELECT c.now, {PRINCIPAL_COLS_T}, t.token_sha256, {PRINCIPAL_COLS_P}, {_L}, {_G}"
-    f" FROM (SELECT {NOW} AS now) AS c"
+# candidate grants (one row each; none: one row of NULLs), oldest first; then the row
+# versions (``xmin``, the transaction that wrote each row) that :data:`STILL_CURRENT` compares.
+_FROM = (
+    " FROM (SELECT {NOW} AS now) AS c"
     " LEFT JOIN principals AS t ON t.token_sha256 = %(digest)s"
     " LEFT JOIN principals AS p ON p.name = %(principal)s"
     " LEFT JOIN leases AS l ON l.target = %(target)s"
-    " LEFT JOIN grants AS g ON g.principal = %(principal)s AND (g.target = %(target)s OR g.is_pattern)"
+)
+_CANDIDATES = (
+    "g.principal = %(principal)s AND (g.target = %(target)s OR g.is_pattern)"
     f" AND ({_ENDED} = 0 OR {_ENDED} > c.now - {ENDED_GRANT_RETENTION_MS})"
+)
+_HEADS = "coalesce(t.xmin::text, '') || '|' || coalesce(p.xmin::text, '') || '|' || coalesce(l.xmin::text, '')"
+SNAPSHOT = (
+    f"SELECT c.now, {PRINCIPAL_COLS_T}, t.token_sha256, {PRINCIPAL_COLS_P}, {_L}, {_G}, {_HEADS}, g.xmin::text"
+    + _FROM.replace("{NOW}", NOW)
+    + f" LEFT JOIN grants AS g ON {_CANDIDATES}"
     " ORDER BY g.created_at_ms, g.grant_id"
 )
+_N_COLS = 18 + len(GRANT_COLS.split(","))  # the columns before the row versions
+
+# The condition under which a snapshot read earlier is still what the database holds, for
+# a statement whose ``FROM`` has the clock as ``c``: its three head rows (caller, agent,
+# lease) and its candidate grants are the same row versions (a change, a deletion, a new
+# or a dropped candidate changes them), and the clock lies in ``[lo, hi)``, where no
+# time-stamp of those rows falls (so every expiry is judged as it was).
+STILL_CURRENT = (
+    f"c.now >= %(lo)s AND c.now < %(hi)s AND (SELECT max({_HEADS}) || '#'"
+    " || coalesce(string_agg(g.grant_id || ':' || g.xmin::text, ',' ORDER BY g.created_at_ms, g.grant_id), '')"
+    + _FROM.replace("{NOW}", "1").replace("AS now) AS c", "AS one) AS o")
+    + f" LEFT JOIN grants AS g ON {_CANDIDATES}) = %(versions)s"
+)
+
+
+class Reading(NamedTuple):
+    """What :meth:`PgGrants.snapshot` read, as :data:`STILL_CURRENT` reads it again.
+
+    Attributes:
+        digest, principal, target: the snapshot's keys.
+        versions: the row versions of the caller's principal, the agent and the lease,
+            then ``grant_id:xmin`` of each candidate grant, in order.
+        stamps: every time-stamp of those rows (creations, expiries, ends).
+        at: ``time.monotonic()`` when the read came back.
+    """
+
+    digest: str
+    principal: str
+    target: str
+    versions: str
+    stamps: tuple[int, ...]
+    at: float
+
+    def params(self, now: int) -> dict[str, Any]:
+        """:data:`STILL_CURRENT`'s parameters for a decision judged at ``now``: the clock
+        must lie between the nearest stamps below and above it, and within
+        :data:`CLOCK_SLACK_MS` of it (so the decision's time is the database's, give or take)."""
+        lo = max([s for s in self.stamps if s <= now], default=0)
+        hi = min([s for s in self.stamps if s > now], default=now + CLOCK_SLACK_MS + 1)
+        return {
+            "digest": self.digest,
+            "principal": self.principal,
+            "target": self.target,
+            "versions": self.versions,
+            "lo": max(lo, now - CLOCK_SLACK_MS),
+            "hi": min(hi, now + CLOCK_SLACK_MS + 1),
+        }
+
+
+#: How far the clock a remembered snapshot is judged at may be from the database's.
+CLOCK_SLACK_MS = 50
 
 CONSUME = (
     "UPDATE grants SET used_at_ms = c.now FROM (SELECT " + NOW + " AS now) AS c"
@@ -81,10 +141,12 @@ class PgGrants:
     def snapshot(self, principal: str, target: str, token: str = "") -> CheckSnapshot:
         """The principal ``token`` names (when given), the principal ``principal`` (None:
         unknown), the lease row, its grants whose target is or covers ``target`` (oldest
-        first) and the database's clock, in one statement (prepared on each connection)."""
+        first) and the database's clock, in one statement (prepared on each connection);
+        its ``stamp`` is the :class:`Reading` that can tell later whether it still holds."""
         digest = hash_token(token) if token else ""
         params = {"digest": digest, "principal": principal, "target": target, "now": self._db.now()}
         rows = self._db.run(lambda c: c.execute(SNAPSHOT, params, prepare=True).fetchall(), idempotent=True)
+        at = time.monotonic()
         first = rows[0]
         caller = None
         if first[1] is not None and hmac.compare_digest(str(first[6]), digest):
@@ -92,11 +154,19 @@ class PgGrants:
         agent = principal_info(first[7:12]) if first[7] is not None else None
         lease = lease_row(first[12:18]) if first[12] is not None else None
         grants = [
-            grant_row(r[18:])
+            grant_row(r[18:_N_COLS])
             for r in rows
             if r[18] is not None and (r[20] == target or target_matches(str(r[20]), target))
         ]
-        return CheckSnapshot(caller, agent, lease, grants, int(first[0]))
+        stamps = [lease.expires_at_ms] if lease is not None else []
+        for who in (caller, agent):
+            if who is not None:
+                stamps += (who.created_at_ms, who.expires_at_ms, who.revoked_at_ms)
+        for g in grants:
+            stamps += (g.created_at_ms, g.expires_at_ms, g.revoked_at_ms, g.used_at_ms, g.closed_at_ms)
+        grant_versions = ",".join(f"{r[18]}:{r[_N_COLS + 1]}" for r in rows if r[18] is not None)
+        reading = Reading(digest, principal, target, f"{first[_N_COLS]}#{grant_versions}", tuple(stamps), at)
+        return CheckSnapshot(caller, agent, lease, grants, int(first[0]), reading)
 
     def add(self, grants: Iterable[GrantInfo], granted_by: str) -> list[GrantInfo]:
         """Validate and store new grants in one transaction (ids are made here, so a retry

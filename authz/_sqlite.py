@@ -170,14 +170,19 @@ class SqliteStore(StoreParts):
 
     # --- checks and the decision log ----------------------------------------------------------
 
-    def check_snapshot(self, principal: str, target: str, token: str = "") -> CheckSnapshot:
+    def check_snapshot(self, principal: str, target: str, token: str = "", *, recent: bool = False) -> CheckSnapshot:
         """See :meth:`AuthzStore.check_snapshot`: read from memory, no SQL (a principal is
-        a dictionary hit while no process changed a principal)."""
+        a dictionary hit while no process changed a principal), so always fresh."""
         caller = self._principals.by_token(token) if token else None
         agent = self._principals.by_name(principal)
         return CheckSnapshot(
             caller, agent, self._leases.row(target), self._grants.covering(principal, target), self._clock()
         )
+
+    def record_checked(self, record: DecisionRecord, snapshot: CheckSnapshot) -> bool:
+        """See :meth:`AuthzStore.record_checked`: this store's snapshots are always fresh."""
+        self._decisions.record(record)
+        return True
 
     def commit_check(
         self,

@@ -57,6 +57,10 @@ class CheckSnapshot(NamedTuple):
         lease: the target's lease row (None: never leased).
         grants: the agent's grants whose target is or covers the check's, oldest first.
         now: the store's clock.
+        stamp: None for a snapshot read just now; for one the store remembered from an
+            earlier read (:meth:`AuthzStore.check_snapshot` with ``recent``), what
+            :meth:`AuthzStore.record_checked` needs to tell whether it is still current
+            (opaque to all but the store that made it).
     """
 
     caller: PrincipalInfo | None
@@ -64,6 +68,7 @@ class CheckSnapshot(NamedTuple):
     lease: LeaseInfo | None
     grants: list[GrantInfo]
     now: int
+    stamp: object = None
 
 
 class AuthzStore(Protocol):
@@ -159,13 +164,25 @@ class AuthzStore(Protocol):
         """Apply a transition atomically (compare-and-set on the epoch); (before, after)."""
 
     # checks and the decision log
-    def check_snapshot(self, principal: str, target: str, token: str = "") -> CheckSnapshot:
+    def check_snapshot(self, principal: str, target: str, token: str = "", *, recent: bool = False) -> CheckSnapshot:
         """The principal ``token`` names (when given), the principal acted for, the lease
         row, the candidate grants and the clock, for one check: one read for a store behind
-        a network, so that authenticating the caller costs no round trip of its own."""
+        a network, so that authenticating the caller costs no round trip of its own.
+
+        ``recent``: the store may answer from a snapshot it read earlier for the same
+        principal, target and token (its ``stamp`` set, ``now`` the clock's value now). A
+        decision made on it is recorded only through :meth:`record_checked`, which appends
+        it only if that snapshot is still what the store holds; a decision that changes
+        state (:meth:`commit_check`) is made on a fresh read."""
 
     def record_decision(self, record: DecisionRecord) -> None:
         """Append one decision to the log."""
+
+    def record_checked(self, record: DecisionRecord, snapshot: CheckSnapshot) -> bool:
+        """Append the decision made on ``snapshot``. For a remembered snapshot (``stamp``
+        set), only if every row it read is unchanged and no expiry, creation or end among
+        them falls between the ``now`` it was judged at and the store's clock (one statement
+        on PostgreSQL); False when not (nothing is appended: decide again on a fresh read)."""
 
     def commit_check(
         self,
