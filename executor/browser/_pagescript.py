@@ -207,6 +207,7 @@ INIT_SCRIPT = (
       take, check, arm, disarm, boxes, workerMade,
       snap: (token) => st.snaps.get(token) || null,
       clock: () => [st.mutations, now()],
+      workers: () => st.workers,
     }),
   });
   observer.observe(document, {
@@ -270,6 +271,10 @@ DISARM = r"""
   return h.disarm(token);
 }
 """
+
+# How many dedicated workers the document (with its same-origin frames) has made; null
+# where the init script is missing.
+READ_WORKERS = "() => { const h = window.__handrail; return h ? h.workers() : null; }"
 
 # After the snapshot of ``token``: the clock and mutation count at its moment, the title,
 # and the boxes of its refs. ``{early}`` when this ran before the snapshot did.

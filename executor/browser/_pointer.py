@@ -35,9 +35,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import Page
+from playwright.async_api import Locator, Page
 
 from handrail._vocabulary import Reason
+from handrail.executor._errors import InvalidArgumentError
 from handrail.executor._models import ActionKind, ActionSpec
 from handrail.executor.browser._pagescript import ARM_INPUT, ARM_POINTER, DISARM, PICK_SELECTOR
 from handrail.executor.browser._world import run
@@ -319,3 +320,36 @@ async def _report(disarm: Callable[[], Awaitable[Any]], tab: NavigationWatch) ->
     if type(made) is int and 0 < made < 1_000:  # from the page's world: only a sane count
         tab.workers_made += made
     return report
+
+
+async def by_playwright(
+    locator: Locator, spec: ActionSpec, timeout_ms: int, upload_paths: Callable[[tuple[str, ...]], list[str]]
+) -> None:
+    """An action on a cited element, sent by Playwright (its actionability checks);
+    ``upload_paths`` resolves an upload's file names."""
+    kind = spec.kind
+    button: Any = spec.button or "left"
+    if kind is ActionKind.CLICK:
+        await locator.click(timeout=timeout_ms, button=button, click_count=spec.click_count or 1)
+    elif kind is ActionKind.DOUBLE_CLICK:
+        await locator.dblclick(timeout=timeout_ms, button=button)
+    elif kind is ActionKind.HOVER:
+        await locator.hover(timeout=timeout_ms)
+    elif kind is ActionKind.FILL:
+        await locator.fill(spec.text, timeout=timeout_ms)
+    elif kind is ActionKind.TYPE:
+        await locator.press_sequentially(spec.text, delay=spec.key_delay_ms, timeout=timeout_ms)
+    elif kind is ActionKind.PRESS:
+        await locator.press(spec.key, timeout=timeout_ms)
+    elif kind is ActionKind.HOTKEY:
+        await locator.press("+".join(spec.keys), timeout=timeout_ms)
+    elif kind is ActionKind.SELECT:
+        await locator.select_option(list(spec.values), timeout=timeout_ms)
+    elif kind is ActionKind.CHECK:
+        await locator.check(timeout=timeout_ms)
+    elif kind is ActionKind.UNCHECK:
+        await locator.uncheck(timeout=timeout_ms)
+    elif kind is ActionKind.UPLOAD:
+        await locator.set_input_files(upload_paths(spec.files), timeout=timeout_ms)
+    else:
+        raise InvalidArgumentError("kind", f"{kind.value} is not a browser action")

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from playwright.async_api import BrowserContext, ElementHandle, Locator, Page
+from playwright.async_api import BrowserContext, ElementHandle, Page
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
@@ -67,11 +67,13 @@ from handrail.executor.browser._pointer import (
     NotStartedError,
     PartlyTypedError,
     armed,
+    by_playwright,
     guarded_click,
     on_picked,
 )
 from handrail.executor.browser._reading import TabReader
 from handrail.executor.browser._tab import Tab
+from handrail.executor.browser._workers import counts_workers, made_between, workers_now
 from handrail.executor.browser._world import run
 
 _SETTLE_MS = 3_000
@@ -420,6 +422,7 @@ class BrowserSurface(LiveView):
         tab = self.active
         page = tab.page
         navigations, made, attached = tab.navigations, tab.workers_made, self.gate.workers_attached(page)
+        counted = await workers_now(page) if counts_workers(spec) else None  # no report will say
         try:
             via = await self._dispatch(spec, timeout_ms)
             # The guarded inputs ("pointer", "point") waited for a navigation they started;
@@ -430,6 +433,8 @@ class BrowserSurface(LiveView):
                 with contextlib.suppress(PlaywrightError):
                     await page.wait_for_load_state("domcontentloaded", timeout=min(timeout_ms, _SETTLE_MS))
             if spec.kind not in _NO_REQUESTS:
+                if counted is not None:
+                    tab.workers_made += made_between(counted, await workers_now(page))
                 await self.gate.flush_workers(page, made=tab.workers_made - made, attached=attached)  # its workers
         except InvalidArgumentError as exc:  # judged in check_fresh; changed since: not sent
             return DispatchResult(DispatchStatus.NOT_STARTED, str(exc))
@@ -535,39 +540,10 @@ class BrowserSurface(LiveView):
             mode = ARMED_KINDS.get(kind)
             if mode is not None:
                 async with armed(page, tab, spec.ref, self._seen_clock, mode, timeout_ms, by_handle=not main):
-                    await self._by_playwright(locator, spec, timeout_ms)
+                    await by_playwright(locator, spec, timeout_ms, self._upload_paths)
             else:
-                await self._by_playwright(locator, spec, timeout_ms)
+                await by_playwright(locator, spec, timeout_ms, self._upload_paths)
         return "playwright" if kind in POINTER_KINDS else ""
-
-    async def _by_playwright(self, locator: Locator, spec: ActionSpec, timeout_ms: int) -> None:
-        """An action on a cited element, sent by Playwright (its actionability checks)."""
-        kind = spec.kind
-        button: Any = spec.button or "left"
-        if kind is ActionKind.CLICK:
-            await locator.click(timeout=timeout_ms, button=button, click_count=spec.click_count or 1)
-        elif kind is ActionKind.DOUBLE_CLICK:
-            await locator.dblclick(timeout=timeout_ms, button=button)
-        elif kind is ActionKind.HOVER:
-            await locator.hover(timeout=timeout_ms)
-        elif kind is ActionKind.FILL:
-            await locator.fill(spec.text, timeout=timeout_ms)
-        elif kind is ActionKind.TYPE:
-            await locator.press_sequentially(spec.text, delay=spec.key_delay_ms, timeout=timeout_ms)
-        elif kind is ActionKind.PRESS:
-            await locator.press(spec.key, timeout=timeout_ms)
-        elif kind is ActionKind.HOTKEY:
-            await locator.press("+".join(spec.keys), timeout=timeout_ms)
-        elif kind is ActionKind.SELECT:
-            await locator.select_option(list(spec.values), timeout=timeout_ms)
-        elif kind is ActionKind.CHECK:
-            await locator.check(timeout=timeout_ms)
-        elif kind is ActionKind.UNCHECK:
-            await locator.uncheck(timeout=timeout_ms)
-        elif kind is ActionKind.UPLOAD:
-            await locator.set_input_files(self._upload_paths(spec.files), timeout=timeout_ms)
-        else:
-            raise InvalidArgumentError("kind", f"{kind.value} is not a browser action")
 
     def _require_tab(self, tab_id: str) -> Tab:
         tab = self._tabs.get(tab_id)

@@ -15,7 +15,41 @@ from typing import Any
 from playwright.async_api import CDPSession, Page
 from playwright.async_api import Error as PlaywrightError
 
+from handrail.executor._models import ActionKind, ActionSpec
+from handrail.executor.browser._pagescript import READ_WORKERS
+from handrail.executor.browser._world import run
+
 _NEXT_TASK = "new Promise(function (resolve) { setTimeout(resolve, 0); })"
+
+# Inputs that run the page's handlers with no guard armed, so no report says how many
+# workers they made: the dispatch counts the page's workers around them instead (a key with
+# no ref goes to the page itself; with one it is armed).
+_UNARMED = frozenset({ActionKind.SELECT, ActionKind.UPLOAD, ActionKind.SCROLL})
+_KEYS = frozenset({ActionKind.PRESS, ActionKind.HOTKEY})
+
+
+def counts_workers(spec: ActionSpec) -> bool:
+    """Whether the dispatch of ``spec`` counts the page's workers before and after it."""
+    return spec.kind in _UNARMED or (spec.kind in _KEYS and not spec.ref)
+
+
+async def workers_now(page: Page) -> int | None:
+    """How many dedicated workers the page's document has made (its init script's count,
+    same-origin frames included); None when it cannot say (no script, a closed page)."""
+    try:
+        count = await run(page, READ_WORKERS)
+    except PlaywrightError:
+        return None
+    return count if type(count) is int and 0 <= count < 2**31 else None
+
+
+def made_between(before: int | None, after: int | None) -> int:
+    """The workers made between two counts; 0 unless both are known and the second is a
+    sane number above the first (the page can add to the count, never take from it)."""
+    if before is None or after is None:
+        return 0
+    made = after - before
+    return made if 0 < made < 1_000 else 0
 
 
 class Worker:

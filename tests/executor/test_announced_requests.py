@@ -16,6 +16,7 @@ import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.async_api import Route
@@ -67,6 +68,10 @@ WORKERS = (
     "<button onclick=\"running.postMessage('pay')\">Pay by the worker</button>"
     "<button onclick=\"worker('running').postMessage('pay')\">Pay by a new worker</button>"
     "<button onclick=\"var w = new Worker('/pay-worker.js'); w.postMessage('pay')\">Pay by a fetched worker</button>"
+    # inputs the guard is not armed for: a choice, and a key pressed on the page itself
+    "<select aria-label=Plan onchange=\"worker('running').postMessage('pay')\"><option>basic</option><option>pro</option></select>"
+    "<script>document.addEventListener('keydown', function (e) {"
+    " if (e.key === 'F9') worker('running').postMessage('pay'); });</script>"
     "</main>"
 )
 # A payment widget (on another site, in an iframe of /shop-worker-localhost) that hands the
@@ -129,7 +134,7 @@ class Rig:
         name, self.token = self.sidecar.add_agent()
         target = f"browser:{name}"
         async with AsyncAuthzClient(self.sidecar.address, self.sidecar.operator_token) as ops:
-            await ops.grant(name, target, ["submit", "navigate"], [self.site.url], **self.scope)
+            await ops.grant(name, target, ["input", "submit", "navigate"], [self.site.url], **self.scope)
         self.authz = AsyncAuthzClient(self.sidecar.address, self.sidecar.executor_token)
         self.ledger = Ledger(self.ledger_path)
 
@@ -159,15 +164,20 @@ class Rig:
 
     async def clicked(self, name: str, key: str, *, skip_reobserve: bool = False) -> tuple[ActionResult, float]:
         """Observe, then click the button ``name``: its result and how long the click took."""
+        return await self.acted(ActionKind.CLICK, key, ("button", name), skip_reobserve=skip_reobserve)
+
+    async def acted(
+        self, kind: ActionKind, idempotency_key: str, element: tuple[str, str] | None, **fields: Any
+    ) -> tuple[ActionResult, float]:
+        """Observe, then act on the element of that (role, name) (None: on the page): the
+        result and how long the action took."""
         await self.surfaces[0].active.page.wait_for_load_state("load")  # an iframe's too
         obs = await self.core.observe(self.session)
-        ref = next(e.ref for e in obs.elements if e.role == "button" and e.name == name)
+        ref = ""
+        if element is not None:
+            ref = next(e.ref for e in obs.elements if (e.role, e.name) == element)
         spec = ActionSpec(
-            kind=ActionKind.CLICK,
-            ref=ref,
-            observation_id=obs.observation_id,
-            idempotency_key=key,
-            skip_reobserve=skip_reobserve,
+            kind=kind, ref=ref, observation_id=obs.observation_id, idempotency_key=idempotency_key, **fields
         )
         started = time.monotonic()
         result = (await self.core.act(self.session, spec)).result
@@ -318,6 +328,47 @@ def test_a_worker_the_click_makes_works_for_the_click(
             assert [r.outcome for r in results] == ["DONE", "UNKNOWN"], results
             retry, _ = await rig.clicked("Pay by the worker", "pay-2")
             assert (retry.outcome, retry.reason) == (Outcome.REFUSED, Reason.RECONCILE_REQUIRED)
+
+    asyncio.run(body())
+
+
+@pytest.mark.parametrize(
+    ("kind", "element", "fields"),
+    [
+        pytest.param(ActionKind.SELECT, ("combobox", "Plan"), {"values": ("pro",)}, id="select"),
+        pytest.param(ActionKind.PRESS, None, {"key": "F9"}, id="key-on-the-page"),
+    ],
+)
+@pytest.mark.parametrize("lost", [False, True], ids=["answered", "lost"])
+def test_a_worker_an_unarmed_input_makes_works_for_it(
+    sidecar: Sidecar,
+    site: Site,
+    tmp_path: Path,
+    kind: ActionKind,
+    element: tuple[str, str] | None,
+    fields: dict[str, Any],
+    lost: bool,
+) -> None:
+    """The test above for inputs the guard is not armed for (no report says what they made):
+    a choice in a select, and a key pressed on the page. The dispatch counts the page's
+    workers before and after the input; the new worker's order carries the action's key
+    and, lost, amends its result to ``UNKNOWN`` (before: no key, and a retry went through)."""
+
+    async def body() -> None:
+        async with Rig(sidecar, site, tmp_path / "ledger.sqlite", start="/workers", idempotency_header=True) as rig:
+            if lost:
+                site.drop_next_post()
+            result, _ = await rig.acted(kind, "pay-1", element, skip_reobserve=True, **fields)
+            assert result.outcome is Outcome.DONE, result.message
+            action_id = rig.ledger.entries(kind="result")[-1].action_id
+            for _ in range(100):
+                results = [e.body_as(ResultBody) for e in rig.ledger.entries(action_id=action_id, kind="result")]
+                if site.keys and (not lost or len(results) == 2):
+                    break
+                await asyncio.sleep(0.05)
+            assert [p["page"] for p in site.posts] == [["worker"]]
+            assert site.keys == [f"{action_id}.1"], "the worker's order was nobody's"
+            assert [r.outcome for r in results] == (["DONE", "UNKNOWN"] if lost else ["DONE"]), results
 
     asyncio.run(body())
 
