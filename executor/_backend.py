@@ -189,6 +189,20 @@ class SurfaceListener(Protocol):
         keys begin with ``prefix``: what it sends while no action runs is that action's."""
         ...
 
+    def frame_sent(self, socket: str, url: str, tab_id: str) -> None:
+        """The page sent a message on the WebSocket ``socket`` (the browser's id of it,
+        with the key prefix of its worker or frame) to ``url``."""
+        ...
+
+    def frame_received(self, socket: str) -> None:
+        """A message came in on ``socket``: what was sent on it before is answered."""
+        ...
+
+    def socket_closed(self, socket: str, failure: str) -> None:
+        """``socket`` closed or failed (``failure`` says how): what was sent on it and not
+        answered may have been taken with no word of it."""
+        ...
+
 
 class DispatchStatus(enum.Enum):
     DONE = "done"

@@ -29,6 +29,11 @@
   response that arrives after the result is recorded (``request``). A request another
   action started is never held against the action that happens to be running when it
   fails.
+- **A message an action sends on a WebSocket is that action's until the socket answers**
+  (any frame received after it): if the socket closes or fails first, the message may have
+  been taken with no word of it, and the action is UNKNOWN as for a lost request (amended,
+  if its result is written). An unanswered message is not waited for (many are never
+  answered), and one older than a minute is no longer held against its action.
 - **A dedicated worker an action's input made is that action's** (the worker starts in
   no order with the input's report): what it sends while no action runs, for a minute, is
   still that action's, keyed as its own, and a loss amends it.
@@ -39,6 +44,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
@@ -62,6 +68,7 @@ _KEEP_ANNOUNCED = 1024  # announced requests whose start is not reported yet
 # out-of-process renderer is listened to: its first ones).
 _ANNOUNCEMENT_LAG_S = 5.0
 _WORKER_LINEAGE_S = 60.0  # how long what a worker an action made sends is still the action's
+_FRAME_ANSWER_S = 60.0  # how long a WebSocket message may wait for its answer and be its action's to lose
 PERSON_LOAD_S = 2.0  # how long after a person's input a load on its page's origin is its own
 
 
@@ -103,6 +110,22 @@ class _Announced:
         return f"{self.method} {self.url} was made by the page and has not gone out yet"
 
 
+@dataclass
+class _Frames:
+    """Messages one action sent on one WebSocket, with no frame received on it since."""
+
+    url: str
+    tab_id: str
+    net: ActionNetwork
+    count: int
+    at: float  # when the first was sent (monotonic)
+    failure: str = ""  # how the socket ended before an answer
+
+    def describe(self) -> str:
+        sent = f"{self.count} WebSocket message(s) to {self.url}"
+        return f"{sent} lost the connection with no answer ({self.failure})" if self.failure else sent
+
+
 def _unfragmented(url: str) -> str:
     return url.split("#", 1)[0]
 
@@ -134,6 +157,7 @@ class ActionNetwork:
     idempotency_header: bool = False
     requests: list[_Request] = field(default_factory=list)
     announced: dict[str, _Announced] = field(default_factory=dict)  # made, start not reported yet
+    frames: list[_Frames] = field(default_factory=list)  # WebSocket messages it sent
     blocked: list[str] = field(default_factory=list)
     result_seq: int = 0
     outcome: Outcome | None = None
@@ -141,8 +165,10 @@ class ActionNetwork:
     _quiet: asyncio.Event = field(default_factory=asyncio.Event)
 
     def lost(self) -> list[str]:
-        """The requests that ended without a response."""
-        return [r.describe() for r in self.requests if r.ended and not r.status]
+        """The requests that ended without a response, and the WebSocket messages whose
+        socket ended before an answer."""
+        lost = [r.describe() for r in self.requests if r.ended and not r.status]
+        return lost + [f.describe() for f in self.frames if f.failure]
 
     def pending(self) -> list[str]:
         """The requests that have not ended: started, or made and not started yet."""
@@ -215,6 +241,9 @@ class SessionWatch:
         # listens to it (the browser lets it run once any client does), and are then reported
         # by routing alone, which tells a worker's request from its page's by nothing.
         self._workers: dict[str, tuple[ActionNetwork, str, float]] = {}
+        # Unanswered WebSocket messages of actions, by socket (the browser's id, with the
+        # key prefix of its worker or frame), oldest first.
+        self._sockets: dict[str, list[_Frames]] = {}
         # A person at the wheel who sent input. Until the agent acts again, a document load
         # is theirs, decided by CheckHumanInput with their token.
         self.person: PersonInput | None = None
@@ -266,6 +295,9 @@ class SessionWatch:
         for request in net.requests:
             if request.ended:
                 self._requests.pop(request.request.request_id, None)
+        if outcome in (Outcome.DONE, Outcome.FAILED):  # a socket that ended while the result was written
+            for frames in [f for f in net.frames if f.failure]:
+                self._frames_late(net, frames)
 
     def abandon(self, net: ActionNetwork) -> None:
         """The action stopped without a result (a crash): it is no longer running."""
@@ -378,10 +410,7 @@ class SessionWatch:
             if (m, u) == (method, url) and (not made_at or made_at <= reported):
                 del self._unannounced[i]
                 return
-        net = self.current
-        if net is None and ":" in key:  # no action runs: a worker's is the action that made it
-            made, _, at = self._workers.get(key.partition(":")[0] + ":", (None, "", 0.0))
-            net = made if time.monotonic() - at <= _WORKER_LINEAGE_S else None
+        net = self._maker(key)
         announced = _Announced(method, url, net)
         self._announced[key] = announced
         if net is not None:
@@ -389,6 +418,46 @@ class SessionWatch:
         while len(self._announced) > _KEEP_ANNOUNCED:
             oldest = next(iter(self._announced))
             self._dropped(self._announced.pop(oldest), oldest)
+
+    def _maker(self, key: str) -> ActionNetwork | None:
+        """The running action; with none, for a key of a worker an action made (lately),
+        that action."""
+        net = self.current
+        if net is None and ":" in key:
+            made, _, at = self._workers.get(key.partition(":")[0] + ":", (None, "", 0.0))
+            net = made if time.monotonic() - at <= _WORKER_LINEAGE_S else None
+        return net
+
+    def frame_sent(self, socket: str, url: str, tab_id: str) -> None:
+        net = self._maker(socket)
+        if net is None or not net.action_id:
+            return  # the page's own message
+        now = time.monotonic()
+        waiting = [f for f in self._sockets.pop(socket, []) if now - f.at <= _FRAME_ANSWER_S]
+        if waiting and waiting[-1].net is net:
+            waiting[-1].count += 1
+        else:
+            waiting.append(_Frames(url, tab_id, net, 1, now))
+            net.frames.append(waiting[-1])
+        self._sockets[socket] = waiting
+        while len(self._sockets) > _KEEP_ANNOUNCED:
+            del self._sockets[next(iter(self._sockets))]
+
+    def frame_received(self, socket: str) -> None:
+        self._sockets.pop(socket, None)  # an answer to what was sent before it
+
+    def socket_closed(self, socket: str, failure: str) -> None:
+        now = time.monotonic()
+        for frames in self._sockets.pop(socket, []):
+            if now - frames.at > _FRAME_ANSWER_S:
+                continue
+            frames.failure = failure
+            if frames.net.result_seq:
+                self._frames_late(frames.net, frames)
+
+    def _frames_late(self, net: ActionNetwork, frames: _Frames) -> None:
+        body = RequestBody("WEBSOCKET", frames.url, frames.tab_id, "websocket", 0, frames.failure, "")
+        self._late(net, body, frames.describe())
 
     def worker_made(self, prefix: str, tab_id: str) -> None:
         if self.current is not None and self.current.action_id:
@@ -460,15 +529,15 @@ class SessionWatch:
         if not net.result_seq:
             return  # the act path reads it when it writes the result
         self._requests.pop(request_id, None)
-        self._late(net, tracked)
-
-    def _late(self, net: ActionNetwork, tracked: _Request) -> None:
-        """A request of an action whose result is written ended: record it, amend if lost."""
         r = tracked.request
-        lost = not tracked.status
-        message = f"after the action's result: {tracked.describe()}" + (
-            "; the action may have had its effect" if lost else ""
-        )
+        body = RequestBody(r.method, r.url, r.tab_id, r.resource_type, tracked.status, tracked.failure, "")
+        self._late(net, body, tracked.describe())
+
+    def _late(self, net: ActionNetwork, body: RequestBody, what: str) -> None:
+        """A request (or WebSocket message) of an action whose result is written ended:
+        record it (``body``, whose message is made here from ``what``), amend if lost."""
+        lost = not body.status
+        message = f"after the action's result: {what}" + ("; the action may have had its effect" if lost else "")
         self._ledger.append(
             RequestBody.KIND,
             session_id=self._session.session_id,
@@ -476,7 +545,7 @@ class SessionWatch:
             idempotency_key=net.idempotency_key,
             principal=self._session.agent,
             epoch=net.epoch,
-            body=RequestBody(r.method, r.url, r.tab_id, r.resource_type, tracked.status, tracked.failure, message),
+            body=dataclasses.replace(body, message=message),
         )
         if lost and not net.read_only and net.outcome in (Outcome.DONE, Outcome.FAILED):
             net.outcome = Outcome.UNKNOWN
@@ -486,6 +555,6 @@ class SessionWatch:
                 net.idempotency_key,
                 net.epoch,
                 net.result_seq,
-                f"{tracked.describe()} after the result was written: the outcome is unknown; observe and reconcile",
+                f"{what} after the result was written: the outcome is unknown; observe and reconcile",
                 net.decision_id,
             )

@@ -437,13 +437,15 @@ class NavigationBody(Body):
 
 @dataclass(frozen=True)
 class RequestBody(Body):
-    """A side-effecting request an action started that ended after the action's result.
+    """A side-effecting request an action started that ended after the action's result
+    (or messages it sent on a WebSocket whose socket ended before an answer).
 
     Attributes:
-        method: ``POST``, ``PUT``, ``DELETE`` ...
-        url: the request's URL.
+        method: ``POST``, ``PUT``, ``DELETE`` ...; ``WEBSOCKET`` for messages on a WebSocket.
+        url: the request's URL (the socket's).
         tab_id: the tab that sent it.
-        resource_type: ``fetch``, ``xhr``, ``document`` (a form post), ``ping`` (a beacon).
+        resource_type: ``fetch``, ``xhr``, ``document`` (a form post), ``ping`` (a beacon),
+            ``websocket``.
         status: the HTTP status of its response; 0 when it got none.
         failure: why it ended without a response (``net::ERR_EMPTY_RESPONSE`` ...), or ``""``.
         message: a readable account.

@@ -63,6 +63,16 @@ _UNANNOUNCED = frozenset({"Document", "Preflight"})
 # Network.enable for its events only: no request bodies in them, none kept for later.
 _EVENTS_ONLY = {"maxPostDataSize": 0, "maxResourceBufferSize": 0}
 WORKER_FLUSH_S = 0.5  # how long an input waits for the tab's workers to run what it handed them
+# A WebSocket's events, from the tab's, a frame's or a worker's session: its URL, each
+# message out and in, and its end.
+_SOCKET_EVENTS = (
+    "Network.webSocketCreated",
+    "Network.webSocketFrameSent",
+    "Network.webSocketFrameReceived",
+    "Network.webSocketClosed",
+    "Network.webSocketFrameError",
+)
+_KEEP_SOCKETS = 1024  # the URLs of the sockets the pages opened, newest kept
 _NO_LISTENER = LoadVerdict(False, "AUTHZ_UNAVAILABLE", "the session's gate has no listener yet")
 
 
@@ -86,6 +96,15 @@ class OpenListener:
         return None
 
     def worker_made(self, prefix: str, tab_id: str) -> None:
+        return None
+
+    def frame_sent(self, socket: str, url: str, tab_id: str) -> None:
+        return None
+
+    def frame_received(self, socket: str) -> None:
+        return None
+
+    def socket_closed(self, socket: str, failure: str) -> None:
         return None
 
 
@@ -125,6 +144,7 @@ class NetworkGate:
         # the CDP session that announces its requests, with the tab it is in.
         self._frame_targets: dict[str, tuple[Page, Frame, CDPSession]] = {}
         self._workers: dict[str, Worker] = {}  # dedicated workers, by their session
+        self._sockets: dict[str, str] = {}  # the URL of each WebSocket, by its key
         self._attached: dict[Page, int] = {}  # per tab: how many workers have attached
         self._attaching: dict[Page, asyncio.Event] = {}  # per tab: set at each attach
 
@@ -180,7 +200,7 @@ class NetworkGate:
         """Announce the tab's side-effecting requests and requested navigations as the page
         makes them."""
         world = await session_of(page)
-        self._listen_to(world, "")
+        self._listen_to(world, "", page)
         world.on("Page.frameRequestedNavigation", lambda event: self._on_requested(page, event))
         await world.send("Network.enable", _EVENTS_ONLY)
         await world.send("Page.enable")
@@ -208,9 +228,11 @@ class NetworkGate:
         auto = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": False, "filter": [{"type": "worker"}]}
         await cdp.send("Target.setAutoAttach", auto)
 
-    def _listen_to(self, cdp: CDPSession, prefix: str) -> None:
+    def _listen_to(self, cdp: CDPSession, prefix: str, page: Page) -> None:
         cdp.on("Network.requestWillBeSent", lambda event: self._on_will_send(event, prefix))
         cdp.on("Network.loadingFailed", lambda event: self._on_loading_failed(event, prefix))
+        for method in _SOCKET_EVENTS:
+            cdp.on(method, lambda event, m=method: self._on_socket(m, event, prefix, page))
 
     async def _announce_frame(self, page: Page, frame: Frame) -> None:
         """Announce the requests of ``frame`` when it runs out of process (a target not yet
@@ -228,7 +250,7 @@ class NetworkGate:
                 return
             self._let_go(lambda _p, f: f is frame)
             self._frame_targets[target] = (page, frame, cdp)
-            self._listen_to(cdp, target + ":")
+            self._listen_to(cdp, target + ":", page)
             await cdp.send("Network.enable", _EVENTS_ONLY)
             await self._attach_workers(page, cdp)  # the widget's own workers
         except PlaywrightError:  # the frame went away meanwhile
@@ -276,6 +298,8 @@ class NetworkGate:
             self._on_will_send(params, worker.session + ":")
         elif method == "Network.loadingFailed":
             self._on_loading_failed(params, worker.session + ":")
+        elif method in _SOCKET_EVENTS:
+            self._on_socket(method, params, worker.session + ":", worker.page)
 
     def _worker_gone(self, session: str) -> None:
         worker = self._workers.pop(session, None)
@@ -339,6 +363,24 @@ class NetworkGate:
             made_at = event.get("wallTime")
             made = float(made_at) if isinstance(made_at, (int, float)) else 0.0
             self.listener.request_announced(prefix + str(event["requestId"]), method, str(request.get("url", "")), made)
+
+    def _on_socket(self, method: str, event: dict[str, Any], prefix: str, page: Page) -> None:
+        """A WebSocket's event: made (its URL kept), a message sent or received, its end."""
+        if self.listener is None or "requestId" not in event:
+            return
+        socket = prefix + str(event["requestId"])
+        if method == "Network.webSocketCreated":
+            self._sockets[socket] = str(event.get("url", ""))
+            while len(self._sockets) > _KEEP_SOCKETS:
+                del self._sockets[next(iter(self._sockets))]
+        elif method == "Network.webSocketFrameSent":
+            self.listener.frame_sent(socket, self._sockets.get(socket, ""), self._tab_of(page))
+        elif method == "Network.webSocketFrameReceived":
+            self.listener.frame_received(socket)
+        else:  # closed, or a frame error (the browser then closes it)
+            self._sockets.pop(socket, None)
+            failure = str(event.get("errorMessage") or "the connection closed")
+            self.listener.socket_closed(socket, failure)
 
     def _on_loading_failed(self, event: dict[str, Any], prefix: str) -> None:
         if self.listener is not None:

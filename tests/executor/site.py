@@ -4,10 +4,17 @@
 waits for the page to acknowledge it, so a test can change the page between an agent's
 observe and act. ``site.drop_next_post()`` makes the next POST /submit be processed and
 counted, then its connection closed with no response.
+
+``/ws`` is a WebSocket (RFC 6455, text frames): each frame it receives is an order, counted
+in ``site.ws_orders`` and answered with ``ok``; ``site.drop_next_frame()`` makes the next
+one be counted and its connection closed with no answer.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -38,6 +45,8 @@ class Site:
         self._commands: list[str] = []
         self._acks: set[int] = set()
         self._drop = 0
+        self.ws_orders: list[str] = []
+        self._drop_frames = 0
         self.post_delay_s = 0.0  # how long each counted POST /submit waits before its answer
         self.page_delays: dict[str, float] = {}  # how long a page's GET waits, by path
         self._outage_until = 0.0
@@ -63,6 +72,10 @@ class Site:
     def drop_next_post(self) -> None:
         self._drop += 1
 
+    def drop_next_frame(self) -> None:
+        """The next frame on ``/ws`` is counted, and its connection closed with no answer."""
+        self._drop_frames += 1
+
     # -- server --------------------------------------------------------------------
 
     def start(self) -> str:
@@ -87,6 +100,9 @@ class Site:
                 if path == "/__events":
                     self._events()
                     return
+                if path == "/ws" and self.headers.get("Upgrade", "").lower() == "websocket":
+                    self._websocket()
+                    return
                 page = site.pages.get(path)
                 time.sleep(site.page_delays.get(path, 0.0))
                 if page is None:
@@ -100,6 +116,35 @@ class Site:
                 with site._cond:
                     since = len(site._commands)
                 self._send(200, (page + CHANNEL.replace("SINCE", str(since))).encode())
+
+            def _websocket(self) -> None:
+                key = self.headers.get("Sec-WebSocket-Key", "") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+                self.send_response(101)
+                self.send_header("Upgrade", "websocket")
+                self.send_header("Connection", "Upgrade")
+                self.send_header("Sec-WebSocket-Accept", base64.b64encode(hashlib.sha1(key.encode()).digest()).decode())
+                self.end_headers()
+                self.wfile.flush()
+                while True:
+                    head = self.rfile.read(2)
+                    if len(head) < 2 or head[0] & 0x0F == 0x8:  # gone, or a close frame
+                        return
+                    size = head[1] & 0x7F
+                    if size == 126:
+                        size = struct.unpack(">H", self.rfile.read(2))[0]
+                    elif size == 127:
+                        size = struct.unpack(">Q", self.rfile.read(8))[0]
+                    mask = self.rfile.read(4)  # a client's frames are masked
+                    data = bytes(b ^ mask[i % 4] for i, b in enumerate(self.rfile.read(size)))
+                    with site._cond:
+                        site.ws_orders.append(data.decode(errors="replace"))
+                        dropping = site._drop_frames > 0
+                        site._drop_frames -= dropping
+                    if dropping:
+                        self.close_connection = True
+                        return  # no answer: the connection closes under the order
+                    self.wfile.write(b"\x81\x02ok")
+                    self.wfile.flush()
 
             def _events(self) -> None:
                 self.send_response(200)
