@@ -293,6 +293,20 @@ def test_a_request_a_worker_makes_for_a_click_with_no_reobservation_is_the_click
     asyncio.run(body())
 
 
+async def _worker_order(rig: Rig, site: Site, lost: bool) -> list[str]:
+    """After the last action, whose new worker sends the order: wait for the order (and,
+    lost, the amendment), check it is the action's (its body, its key); the action's outcomes."""
+    action_id = rig.ledger.entries(kind="result")[-1].action_id
+    for _ in range(100):
+        results = [e.body_as(ResultBody) for e in rig.ledger.entries(action_id=action_id, kind="result")]
+        if site.keys and (not lost or len(results) == 2):
+            break
+        await asyncio.sleep(0.05)
+    assert [p["page"] for p in site.posts] == [["worker"]]
+    assert site.keys == [f"{action_id}.1"], "the worker's order was nobody's"
+    return [r.outcome for r in results]
+
+
 @pytest.mark.parametrize("button", ["Pay by a new worker", "Pay by a fetched worker"])
 @pytest.mark.parametrize("lost", [False, True], ids=["answered", "lost"])
 def test_a_worker_the_click_makes_works_for_the_click(
@@ -314,18 +328,11 @@ def test_a_worker_the_click_makes_works_for_the_click(
             # With no re-observation the click ends as soon as its dispatch returns.
             outcome, message, _ = await rig.click(button, "pay-1", skip_reobserve=True)
             assert outcome is Outcome.DONE, message
-            action_id = rig.ledger.entries(kind="result")[-1].action_id
-            for _ in range(100):
-                results = [e.body_as(ResultBody) for e in rig.ledger.entries(action_id=action_id, kind="result")]
-                if site.keys and (not lost or len(results) == 2):
-                    break
-                await asyncio.sleep(0.05)
-            assert [p["page"] for p in site.posts] == [["worker"]]
-            assert site.keys == [f"{action_id}.1"], "the worker's order was nobody's"
+            outcomes = await _worker_order(rig, site, lost)
             if not lost:
-                assert [r.outcome for r in results] == ["DONE"]
+                assert outcomes == ["DONE"]
                 return
-            assert [r.outcome for r in results] == ["DONE", "UNKNOWN"], results
+            assert outcomes == ["DONE", "UNKNOWN"], outcomes
             retry, _ = await rig.clicked("Pay by the worker", "pay-2")
             assert (retry.outcome, retry.reason) == (Outcome.REFUSED, Reason.RECONCILE_REQUIRED)
 
@@ -360,15 +367,8 @@ def test_a_worker_an_unarmed_input_makes_works_for_it(
                 site.drop_next_post()
             result, _ = await rig.acted(kind, "pay-1", element, skip_reobserve=True, **fields)
             assert result.outcome is Outcome.DONE, result.message
-            action_id = rig.ledger.entries(kind="result")[-1].action_id
-            for _ in range(100):
-                results = [e.body_as(ResultBody) for e in rig.ledger.entries(action_id=action_id, kind="result")]
-                if site.keys and (not lost or len(results) == 2):
-                    break
-                await asyncio.sleep(0.05)
-            assert [p["page"] for p in site.posts] == [["worker"]]
-            assert site.keys == [f"{action_id}.1"], "the worker's order was nobody's"
-            assert [r.outcome for r in results] == (["DONE", "UNKNOWN"] if lost else ["DONE"]), results
+            outcomes = await _worker_order(rig, site, lost)
+            assert outcomes == (["DONE", "UNKNOWN"] if lost else ["DONE"]), outcomes
 
     asyncio.run(body())
 
