@@ -47,6 +47,7 @@ class Site:
         self._drop = 0
         self.ws_orders: list[str] = []
         self._drop_frames = 0
+        self._drop_control = False
         self.post_delay_s = 0.0  # how long each counted POST /submit waits before its answer
         self.page_delays: dict[str, float] = {}  # how long a page's GET waits, by path
         self._outage_until = 0.0
@@ -72,9 +73,12 @@ class Site:
     def drop_next_post(self) -> None:
         self._drop += 1
 
-    def drop_next_frame(self) -> None:
-        """The next frame on ``/ws`` is counted, and its connection closed with no answer."""
+    def drop_next_frame(self, *, control: bool = False) -> None:
+        """The next frame on ``/ws`` is counted, and its connection closed with no answer;
+        with ``control``, only control frames come first (a ping, a pong and a close frame,
+        code 1011), as a server that keeps its connection alive and then fails it sends."""
         self._drop_frames += 1
+        self._drop_control = control
 
     # -- server --------------------------------------------------------------------
 
@@ -141,6 +145,9 @@ class Site:
                         dropping = site._drop_frames > 0
                         site._drop_frames -= dropping
                     if dropping:
+                        if site._drop_control:  # ping, pong, close (1011): none is an answer
+                            self.wfile.write(b"\x89\x02hb\x8a\x02hb\x88\x02" + struct.pack(">H", 1011))
+                            self.wfile.flush()
                         self.close_connection = True
                         return  # no answer: the connection closes under the order
                     self.wfile.write(b"\x81\x02ok")

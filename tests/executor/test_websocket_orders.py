@@ -107,6 +107,32 @@ def test_an_order_whose_socket_drops_before_its_answer_is_unknown(
     asyncio.run(body())
 
 
+def test_control_frames_are_no_answer(sidecar: Sidecar, site: Site, tmp_path: Path) -> None:
+    """A server that keeps its connections alive with pings, and fails them with a close
+    frame: after the order it sends a ping, a pong and a close (1011), and no message.
+    None of these is an answer (the browser does not report control frames as received
+    messages; were they counted, the click would be DONE): the click is UNKNOWN and the
+    retry is refused RECONCILE_REQUIRED."""
+
+    async def body() -> None:
+        async with Rig(sidecar, site, tmp_path / "ledger.sqlite", start="/shop") as rig:
+            await _open(rig)
+            site.drop_next_frame(control=True)
+            result, _ = await rig.clicked("Pay over the socket", "pay-1")
+            page = rig.surfaces[0].active.page
+            await page.wait_for_function("() => ws.readyState === 3")
+            action_id = rig.ledger.entries(kind="result")[-1].action_id
+            outcomes = [
+                r.outcome for r in await _results(rig, action_id, 1 if result.outcome is Outcome.UNKNOWN else 2)
+            ]
+            assert outcomes in (["UNKNOWN"], ["DONE", "UNKNOWN"]), outcomes
+            retry, _ = await rig.clicked("Pay over the socket", "pay-2")
+            assert (retry.outcome, retry.reason) == (Outcome.REFUSED, Reason.RECONCILE_REQUIRED)
+            assert site.ws_orders == ["order"]
+
+    asyncio.run(body())
+
+
 def test_an_answered_order_is_done_and_stays_done(sidecar: Sidecar, site: Site, tmp_path: Path) -> None:
     """The other side: the socket answers, then drops. The click stays DONE (its message was
     answered before the drop), and the next order goes through."""
