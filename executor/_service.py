@@ -23,7 +23,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from handrail._errors import HandrailError
-from handrail._rpc import EXECUTOR_DOMAIN, add_service, cannot_listen, error_status, port_taken
+from handrail._rpc import EXECUTOR_DOMAIN, abort_aio, add_service, cannot_listen, error_status, port_taken
 from handrail._rpc import bearer_token as _bearer
 from handrail.authz import (
     AsyncAuthzClient,
@@ -116,13 +116,13 @@ class ExecutorServicer(ConsoleRpcs, pb_grpc.ExecutorServicer):
         try:
             return await call()
         except HandrailError as exc:
-            await context.abort_with_status(status_of(exc))
+            await abort_aio(context, status_of(exc))
         except (asyncio.CancelledError, grpc.aio.AbortError):
             raise
         except Exception:  # a bug: logged with its traceback, answered without one
             log.exception("executor: a call failed unexpectedly")
-            await context.abort_with_status(
-                error_status(grpc.StatusCode.INTERNAL, "internal error", "INTERNAL", EXECUTOR_DOMAIN)
+            await abort_aio(
+                context, error_status(grpc.StatusCode.INTERNAL, "internal error", "INTERNAL", EXECUTOR_DOMAIN)
             )
         raise AssertionError("unreachable")  # context.abort_with_status raises
 

@@ -30,7 +30,7 @@ import inspect
 import socket
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import grpc
 from google.protobuf import any_pb2
@@ -227,13 +227,21 @@ def _malformed_status(domain: str, rpc: str) -> grpc.Status:
     )
 
 
+async def abort_aio(context: Any, status: grpc.Status) -> NoReturn:
+    """End a ``grpc.aio`` call with ``status`` (``context.abort_with_status``, which raises).
+
+    ``context`` is typed loosely: some versions of the aio stubs lack the method."""
+    await context.abort_with_status(status)
+    raise AssertionError("unreachable")  # abort_with_status raises
+
+
 def _guarded(impl: Callable[..., Any], domain: str, rpc: str, *, aio: bool, streaming: bool) -> Callable[..., Any]:
     """``impl``, answering a request that did not parse with INVALID_ARGUMENT."""
     if aio and streaming:
 
         async def aio_stream(request: Any, context: Any) -> Any:
             if request is MALFORMED:
-                await context.abort_with_status(_malformed_status(domain, rpc))
+                await abort_aio(context, _malformed_status(domain, rpc))
             async for item in impl(request, context):
                 yield item
 
@@ -242,7 +250,7 @@ def _guarded(impl: Callable[..., Any], domain: str, rpc: str, *, aio: bool, stre
 
         async def aio_unary(request: Any, context: Any) -> Any:
             if request is MALFORMED:
-                await context.abort_with_status(_malformed_status(domain, rpc))
+                await abort_aio(context, _malformed_status(domain, rpc))
             return await impl(request, context)
 
         return aio_unary
