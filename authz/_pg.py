@@ -55,7 +55,7 @@ from typing import Any
 
 import psycopg
 
-from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, PrincipalInfo
+from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, PrincipalInfo
 from handrail.authz._pg_approvals import PgApprovals, PgDecisions
 from handrail.authz._pg_db import PgDatabase, describe
 from handrail.authz._pg_grants import STILL_CURRENT, PgGrants, Reading
@@ -197,6 +197,67 @@ class PgStore(StoreParts):
             if len(self._recent) > _RECENT_MAX:
                 del self._recent[next(iter(self._recent))]
         return snapshot._replace(stamp=None)
+
+    # Changes made through this replica drop what it remembers of the rows they touch, so
+    # that the next check reads afresh (two statements) rather than deciding on the old
+    # snapshot, failing its conditional insert and then reading (three): an executor's
+    # lease renewal, every few seconds, is the common one. A change through another replica
+    # is still caught by that insert.
+
+    def change_lease(
+        self, target: str, transition: Callable[[LeaseInfo, int], LeaseInfo]
+    ) -> tuple[LeaseInfo, LeaseInfo]:
+        """See :meth:`AuthzStore.change_lease`; forgets the snapshots of ``target``."""
+        try:
+            return super().change_lease(target, transition)
+        finally:
+            self._forget(lambda key: key[1] == target)
+
+    def add_grants(self, grants: list[GrantInfo], granted_by: str) -> list[GrantInfo]:
+        """See :meth:`StoreParts.add_grants`; forgets the snapshots of their principals."""
+        try:
+            return super().add_grants(grants, granted_by)
+        finally:
+            principals = {g.principal for g in grants}
+            self._forget(lambda key: key[0] in principals)
+
+    def add_grant(self, grant: GrantInfo, granted_by: str) -> GrantInfo:
+        """See :meth:`AuthzStore.add_grant`."""
+        (stored,) = self.add_grants([grant], granted_by)
+        return stored
+
+    def revoke_grant(self, grant_id: str) -> GrantInfo:
+        """See :meth:`AuthzStore.revoke_grant`; forgets the snapshots of its principal."""
+        revoked = super().revoke_grant(grant_id)
+        self._forget(lambda key: key[0] == revoked.principal)
+        return revoked
+
+    def close_task(self, task_id: str) -> list[GrantInfo]:
+        """See :meth:`AuthzStore.close_task`; forgets the snapshots of its principals."""
+        closed = super().close_task(task_id)
+        principals = {g.principal for g in closed}
+        self._forget(lambda key: key[0] in principals)
+        return closed
+
+    def revoke_principal(self, name: str) -> PrincipalInfo:
+        """See :meth:`AuthzStore.revoke_principal`; forgets every snapshot (a caller's
+        snapshot is kept by its token's digest, not its name)."""
+        try:
+            return super().revoke_principal(name)
+        finally:
+            self._forget(lambda _key: True)
+
+    def rotate_token(self, name: str, token: str | None = None, expires_at_ms: int = 0) -> tuple[PrincipalInfo, str]:
+        """See :meth:`AuthzStore.rotate_token`; forgets every snapshot."""
+        try:
+            return super().rotate_token(name, token, expires_at_ms)
+        finally:
+            self._forget(lambda _key: True)
+
+    def _forget(self, drop: Callable[[tuple[str, str, str]], bool]) -> None:
+        with self._recent_lock:
+            for key in [k for k in self._recent if drop(k)]:
+                del self._recent[key]
 
     def record_checked(self, record: DecisionRecord, snapshot: CheckSnapshot) -> bool:
         """See :meth:`AuthzStore.record_checked`: for a remembered snapshot, one statement

@@ -270,15 +270,19 @@ def run_tail(args: argparse.Namespace) -> int:
 
 
 def _follow(chains: Chains, filters: dict[str, Any]) -> None:
-    """Poll every chain for entries after its head until Ctrl-C or SIGTERM."""
+    """Poll every chain for entries after its head until Ctrl-C or SIGTERM.
+
+    Both signals only set the stop flag (seen within one poll): a ``KeyboardInterrupt``
+    raised wherever the main thread happens to be (in a read of the ledger, in a print)
+    could leave the exit hanging."""
     stop = threading.Event()
-    previous = None
+    previous: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():
 
-        def on_term(signum: int, frame: FrameType | None) -> None:
+        def on_stop(signum: int, frame: FrameType | None) -> None:
             stop.set()
 
-        previous = signal.signal(signal.SIGTERM, on_term)
+        previous = {sig: signal.signal(sig, on_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     last = {exe: ledger.head()[0] for exe, ledger in chains}
     try:
         while not stop.is_set():
@@ -293,11 +297,11 @@ def _follow(chains: Chains, filters: dict[str, Any]) -> None:
             if fresh:
                 print(_lines(sorted(fresh, key=lambda p: (p[1].ts_ms, p[0], p[1].seq))), flush=True)
             stop.wait(FOLLOW_POLL_S)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a Ctrl-C before the handler was in place
         pass
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def run_show(args: argparse.Namespace) -> int:

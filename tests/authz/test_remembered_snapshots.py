@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from handrail.authz import AuthzClient, AuthzRpcError, PgStore
+from handrail.authz._lease_changes import Acquire, Renew
 from handrail.authz._models import CheckInput, Decision, DecisionRecord, GrantInfo
 from tests.authz.conftest import ADMIN, FakeClock
 from tests.authz.test_replicas import TARGET, Replicas
@@ -170,3 +171,43 @@ def test_the_store_logs_a_remembered_decision_only_while_its_snapshot_holds(pg_d
         assert not record()  # the grant's row changed through another store
         fresh = a.check_snapshot(AGENT, TARGET, exe)
         assert fresh.stamp is None and fresh.grants[0].revoked
+
+
+def test_a_change_through_the_same_store_is_read_afresh(pg_dsn: Callable[[], str]) -> None:
+    """A lease renewal (an executor's, every few seconds), a new or revoked grant, or a
+    rotated token made through the replica that remembers: it forgets the snapshots of
+    those rows, and the next check reads afresh (two statements) with the change in it,
+    instead of deciding on the old snapshot, failing its insert and reading again (three).
+    Another target's snapshot stays remembered."""
+    dsn = pg_dsn()
+    clock = FakeClock()
+    with PgStore(dsn, clock=clock) as a:
+        exe = a.add_principal("exe", "executor")
+        a.add_principal(AGENT, "agent")
+        grant = a.add_grant(GrantInfo("", AGENT, TARGET, ("submit",)), ADMIN.name)
+        a.add_grant(GrantInfo("", AGENT, "browser:other", ("submit",)), ADMIN.name)
+        _, lease = a.change_lease(TARGET, Acquire(AGENT, HOUR))
+
+        def read(target: str = TARGET) -> tuple[bool, int, list[bool]]:
+            """(whether remembered, the lease's expiry, whether each grant is revoked)."""
+            snap = a.check_snapshot(AGENT, target, exe, recent=True)
+            expiry = snap.lease.expires_at_ms if snap.lease is not None else 0
+            return snap.stamp is not None, expiry, [g.revoked for g in snap.grants]
+
+        a.check_snapshot(AGENT, TARGET, exe)
+        a.check_snapshot(AGENT, "browser:other", exe)
+        assert read() == (True, lease.expires_at_ms, [False])
+        clock.advance(1_000)
+        _, renewed = a.change_lease(TARGET, Renew(AGENT, lease.epoch, HOUR))
+        assert renewed.expires_at_ms == lease.expires_at_ms + 1_000
+        assert read() == (False, renewed.expires_at_ms, [False])  # before: (True, the old expiry, ...)
+        assert read("browser:other")[0]  # another target's lease did not change
+        assert read()[0]
+        a.revoke_grant(grant.grant_id)
+        assert read() == (False, renewed.expires_at_ms, [True])
+        assert read()[0]
+        a.add_grant(GrantInfo("", AGENT, TARGET, ("input",)), ADMIN.name)
+        assert read() == (False, renewed.expires_at_ms, [True, False])
+        assert read()[0]
+        a.rotate_token("exe")
+        assert not a.check_snapshot(AGENT, "browser:other", exe, recent=True).stamp
