@@ -221,11 +221,6 @@ class PgStore(StoreParts):
             principals = {g.principal for g in grants}
             self._forget(lambda key: key[0] in principals)
 
-    def add_grant(self, grant: GrantInfo, granted_by: str) -> GrantInfo:
-        """See :meth:`AuthzStore.add_grant`."""
-        (stored,) = self.add_grants([grant], granted_by)
-        return stored
-
     def revoke_grant(self, grant_id: str) -> GrantInfo:
         """See :meth:`AuthzStore.revoke_grant`; forgets the snapshots of its principal."""
         revoked = super().revoke_grant(grant_id)

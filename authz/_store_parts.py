@@ -111,8 +111,8 @@ class StoreParts:
     # --- grants -------------------------------------------------------------------------------
 
     def add_grant(self, grant: GrantInfo, granted_by: str) -> GrantInfo:
-        """See :meth:`AuthzStore.add_grant`."""
-        (stored,) = self._grants.add((grant,), granted_by)
+        """See :meth:`AuthzStore.add_grant` (through :meth:`add_grants`, which a store may extend)."""
+        (stored,) = self.add_grants([grant], granted_by)
         return stored
 
     def add_grants(self, grants: list[GrantInfo], granted_by: str) -> list[GrantInfo]:

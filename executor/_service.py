@@ -124,7 +124,6 @@ class ExecutorServicer(ConsoleRpcs, pb_grpc.ExecutorServicer):
             await abort_aio(
                 context, error_status(grpc.StatusCode.INTERNAL, "internal error", "INTERNAL", EXECUTOR_DOMAIN)
             )
-        raise AssertionError("unreachable")  # context.abort_with_status raises
 
     async def _session(self, session_id: str, context: Context) -> Session:
         """The caller's session, its token checked with the sidecar first."""
