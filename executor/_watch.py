@@ -122,7 +122,7 @@ class _Frames:
     failure: str = ""  # how the socket ended before an answer
 
     def describe(self) -> str:
-        sent = f"{self.count} WebSocket message(s) to {self.url}"
+        sent = f"{self.count} WebSocket message(s) to {self.url or 'a socket whose URL was not heard'}"
         return f"{sent} lost the connection with no answer ({self.failure})" if self.failure else sent
 
 

@@ -51,6 +51,7 @@ from playwright.async_api import BrowserContext, CDPSession, Frame, Page, Reques
 from playwright.async_api import Error as PlaywrightError
 
 from handrail.executor._backend import DocumentLoad, LoadVerdict, SideRequest, SurfaceListener
+from handrail.executor.browser._sockets import SocketUrls
 from handrail.executor.browser._workers import Worker
 from handrail.executor.browser._world import session_of
 
@@ -72,7 +73,6 @@ _SOCKET_EVENTS = (
     "Network.webSocketClosed",
     "Network.webSocketFrameError",
 )
-_KEEP_SOCKETS = 1024  # the URLs of the sockets the pages opened, newest kept
 _NO_LISTENER = LoadVerdict(False, "AUTHZ_UNAVAILABLE", "the session's gate has no listener yet")
 
 
@@ -144,7 +144,7 @@ class NetworkGate:
         # the CDP session that announces its requests, with the tab it is in.
         self._frame_targets: dict[str, tuple[Page, Frame, CDPSession]] = {}
         self._workers: dict[str, Worker] = {}  # dedicated workers, by their session
-        self._sockets: dict[str, str] = {}  # the URL of each WebSocket, by its key
+        self._sockets = SocketUrls()  # the URL of each WebSocket, by its key
         self._attached: dict[Page, int] = {}  # per tab: how many workers have attached
         self._attaching: dict[Page, asyncio.Event] = {}  # per tab: set at each attach
 
@@ -200,6 +200,7 @@ class NetworkGate:
         """Announce the tab's side-effecting requests and requested navigations as the page
         makes them."""
         world = await session_of(page)
+        self._sockets.watch(page)
         self._listen_to(world, "", page)
         world.on("Page.frameRequestedNavigation", lambda event: self._on_requested(page, event))
         await world.send("Network.enable", _EVENTS_ONLY)
@@ -370,15 +371,13 @@ class NetworkGate:
             return
         socket = prefix + str(event["requestId"])
         if method == "Network.webSocketCreated":
-            self._sockets[socket] = str(event.get("url", ""))
-            while len(self._sockets) > _KEEP_SOCKETS:
-                del self._sockets[next(iter(self._sockets))]
+            self._sockets.made(socket, page, str(event.get("url", "")))
         elif method == "Network.webSocketFrameSent":
-            self.listener.frame_sent(socket, self._sockets.get(socket, ""), self._tab_of(page))
+            self.listener.frame_sent(socket, self._sockets.url(socket, page), self._tab_of(page))
         elif method == "Network.webSocketFrameReceived":
             self.listener.frame_received(socket)
         else:  # closed, or a frame error (the browser then closes it)
-            self._sockets.pop(socket, None)
+            self._sockets.closed(socket)
             failure = str(event.get("errorMessage") or "the connection closed")
             self.listener.socket_closed(socket, failure)
 
@@ -393,6 +392,7 @@ class NetworkGate:
         self._navigation_requested.pop(page, None)
         self._attached.pop(page, None)
         self._attaching.pop(page, asyncio.Event()).set()
+        self._sockets.forget(page)
         self._let_go(lambda owner, _f: owner is page)
         for worker in [w for w in self._workers.values() if w.page is page]:
             self._worker_gone(worker.session)

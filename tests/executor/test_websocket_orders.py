@@ -154,3 +154,39 @@ def test_an_answered_order_is_done_and_stays_done(sidecar: Sidecar, site: Site, 
             assert site.ws_orders == ["order", "own"]
 
     asyncio.run(body())
+
+
+def test_a_worker_socket_opened_before_it_was_heard_keeps_its_url(
+    sidecar: Sidecar, site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker that opens its socket as it starts can do so before the gate hears its
+    network (Playwright lets it run at once; a slow machine lost the URL so in CI, and the
+    ledger said "messages to " nothing). Here the gate hears the worker 0.3 s late, always:
+    the order's loss still names the socket's URL, from the tab's sockets no heard one
+    accounts for."""
+    from handrail.executor.browser._gate import NetworkGate
+
+    announce = NetworkGate._announce_worker
+
+    async def late(self: NetworkGate, worker: object, paused: bool) -> None:
+        await asyncio.sleep(0.3)
+        await announce(self, worker, paused)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(NetworkGate, "_announce_worker", late)
+
+    async def body() -> None:
+        async with Rig(sidecar, site, tmp_path / "ledger.sqlite", start="/worker-shop") as rig:
+            await _open(rig)
+            await asyncio.sleep(0.5)  # the worker's network is heard by now; its socket's making was not
+            site.drop_next_frame()
+            result, _ = await rig.clicked("Pay over the socket", "pay-1", skip_reobserve=True)
+            action_id = rig.ledger.entries(kind="result")[-1].action_id
+            results = await _results(rig, action_id, 1 if result.outcome is Outcome.UNKNOWN else 2)
+            assert [r.outcome for r in results] in (["UNKNOWN"], ["DONE", "UNKNOWN"])
+            said = " ".join(r.message for r in results) + " ".join(
+                e.body_as(RequestBody).url for e in rig.ledger.entries(action_id=action_id, kind="request")
+            )
+            assert f"{site.url.replace('http', 'ws')}/ws" in said, said
+            assert site.ws_orders == ["order"]
+
+    asyncio.run(body())
