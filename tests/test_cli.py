@@ -1,0 +1,67 @@
+"""The ``handrail`` command line: each command loads only the package that owns it."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+
+import pytest
+
+from handrail.cli import COMMANDS, build_parser
+
+_HEAVY = ("mcp", "playwright", "starlette", "uvicorn", "jinja2", "psycopg", "PIL", "Xlib")
+
+_PROBE = """
+import runpy, sys
+sys.argv = ["handrail", *sys.argv[1:]]
+try:
+    runpy.run_module("handrail", run_name="__main__")
+except SystemExit:
+    pass
+print(sorted({m.split(".")[0] for m in sys.modules} & set(%r)))
+"""
+
+
+def _choices(parser: object) -> list[str]:
+    sub = next(a for a in parser._actions if a.dest == "command")  # type: ignore[attr-defined]
+    return list(sub.choices)
+
+
+def test_the_command_table_is_what_the_packages_register() -> None:
+    """Each module registers exactly the commands the table gives it, and the whole parser
+    lists every command in the table's order (``handrail --help`` is unchanged)."""
+    for module, names in COMMANDS.items():
+        assert _choices(build_parser(names[0])) == list(names), module
+    assert _choices(build_parser()) == [name for names in COMMANDS.values() for name in names]
+
+
+@pytest.mark.parametrize(
+    ("argv", "allowed"),
+    [
+        (["ledger", "--help"], {"psycopg"}),  # ledgers on PostgreSQL
+        (["authz", "--help"], {"psycopg"}),  # the sidecar's PostgreSQL store
+        (["executor", "--help"], set()),
+        (["replay", "--help"], {"playwright", "psycopg", "PIL"}),  # it runs a whole stack
+    ],
+)
+def test_a_command_loads_only_what_it_needs(argv: list[str], allowed: set[str]) -> None:
+    """``handrail ledger ...`` used to import every package's commands, the MCP SDK and the
+    console's web stack among them: two seconds before anything ran, on every executor and
+    sidecar start too."""
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE % (_HEAVY,), *argv], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    loaded = set(ast.literal_eval(out.strip().splitlines()[-1]))
+    assert loaded <= allowed, f"handrail {' '.join(argv)} imported {sorted(loaded - allowed)}"
+
+
+def test_help_and_an_unknown_command_still_list_every_command() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "handrail", "no-such-command"], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 2
+    assert "invalid choice: 'no-such-command'" in out.stderr
+    for names in COMMANDS.values():
+        for name in names:
+            assert f"'{name}'" in out.stderr
