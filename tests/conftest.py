@@ -11,10 +11,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import grpc
 import pytest
 
 from handrail.authz import AuthzClient, Store
 from handrail.executor import ExecutorClient
+from handrail.proto.executor.v1 import executor_pb2 as pb
 from handrail.scenarios import ServerProcess, SubscriptionApp, start_authz, start_executor
 from handrail.scenarios._postgres import PostgresUnavailable, PrivatePostgres, fresh_schema, test_database
 
@@ -44,6 +46,38 @@ class Stack:
 
     def operator_client(self) -> AuthzClient:
         return AuthzClient(self.authz.address, self.operator.token)
+
+    def close_sessions_of(self, agent: Principal) -> int:
+        """Close the sessions ``agent`` left open on the shared executor; return how many.
+
+        A test's session would otherwise live out its TTL (10 minutes), and a page with
+        timers (a fixture app's clock, rows re-painted every 16 ms) keeps its renderer
+        busy meanwhile: left open, they took more than one of CI's two cores for the rest
+        of the suite. Sessions the test closed, or the executor already did, are not listed.
+        """
+        with grpc.insecure_channel(self.executor.address) as channel:
+            listed = channel.unary_unary(
+                "/handrail.executor.v1.Executor/ListSessions",
+                request_serializer=pb.ListSessionsRequest.SerializeToString,
+                response_deserializer=pb.ListSessionsResponse.FromString,
+            )(pb.ListSessionsRequest(), metadata=(("authorization", f"Bearer {self.operator.token}"),), timeout=10)
+            close = channel.unary_unary(
+                "/handrail.executor.v1.Executor/CloseSession",
+                request_serializer=pb.CloseSessionRequest.SerializeToString,
+                response_deserializer=pb.CloseSessionResponse.FromString,
+            )
+            mine = [s.session_id for s in listed.sessions if s.agent == agent.name]
+            for session_id in mine:
+                try:
+                    close(
+                        pb.CloseSessionRequest(session_id=session_id),
+                        metadata=(("authorization", f"Bearer {agent.token}"),),
+                        timeout=10,
+                    )
+                except grpc.RpcError as exc:  # closed meanwhile, or the test revoked the agent
+                    if exc.code() not in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.UNAUTHENTICATED):
+                        raise
+        return len(mine)
 
 
 def new_stack(data_dir: Path) -> Iterator[Stack]:
@@ -107,6 +141,7 @@ def agent(stack: Stack) -> Iterator[AgentSetup]:
         yield AgentSetup(principal, f"browser:{principal.name}", client)
     finally:
         client.close()
+        stack.close_sessions_of(principal)
 
 
 # --- PostgreSQL: one private server per test session, a fresh schema per user -----------------
