@@ -6,6 +6,7 @@ each test gets its own agent principal, target and fixture app so tests stay ind
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -15,8 +16,9 @@ import grpc
 import pytest
 
 from handrail.authz import AuthzClient, Store
-from handrail.executor import ExecutorClient
+from handrail.executor import ConsoleClient, ExecutorClient
 from handrail.proto.executor.v1 import executor_pb2 as pb
+from handrail.proto.executor.v1 import executor_pb2_grpc as pb_grpc
 from handrail.scenarios import ServerProcess, SubscriptionApp, start_authz, start_executor
 from handrail.scenarios._postgres import PostgresUnavailable, PrivatePostgres, fresh_schema, test_database
 
@@ -55,21 +57,20 @@ class Stack:
         busy meanwhile: left open, they took more than one of CI's two cores for the rest
         of the suite. Sessions the test closed, or the executor already did, are not listed.
         """
+
+        async def listed() -> list[str]:
+            console = ConsoleClient(self.executor.address)
+            try:
+                return [s.session_id for s in await console.list_sessions(self.operator.token) if s.agent == agent.name]
+            finally:
+                await console.close()
+
+        mine = asyncio.run(listed())
         with grpc.insecure_channel(self.executor.address) as channel:
-            listed = channel.unary_unary(
-                "/handrail.executor.v1.Executor/ListSessions",
-                request_serializer=pb.ListSessionsRequest.SerializeToString,
-                response_deserializer=pb.ListSessionsResponse.FromString,
-            )(pb.ListSessionsRequest(), metadata=(("authorization", f"Bearer {self.operator.token}"),), timeout=10)
-            close = channel.unary_unary(
-                "/handrail.executor.v1.Executor/CloseSession",
-                request_serializer=pb.CloseSessionRequest.SerializeToString,
-                response_deserializer=pb.CloseSessionResponse.FromString,
-            )
-            mine = [s.session_id for s in listed.sessions if s.agent == agent.name]
+            stub = pb_grpc.ExecutorStub(channel)  # type: ignore[no-untyped-call]
             for session_id in mine:
                 try:
-                    close(
+                    stub.CloseSession(
                         pb.CloseSessionRequest(session_id=session_id),
                         metadata=(("authorization", f"Bearer {agent.token}"),),
                         timeout=10,

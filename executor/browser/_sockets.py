@@ -18,7 +18,7 @@ from collections import Counter
 
 from playwright.async_api import Page, WebSocket
 
-KEEP = 1024  # the sockets whose URL is kept, newest first
+KEEP = 1024  # how many sockets' URLs are kept (the newest)
 
 
 class SocketUrls:
