@@ -190,3 +190,50 @@ def test_a_worker_socket_opened_before_it_was_heard_keeps_its_url(
             assert site.ws_orders == ["order"]
 
     asyncio.run(body())
+
+
+def test_decoy_sockets_make_the_url_a_list_of_candidates_never_a_wrong_one(
+    tmp_path: Path, sidecar: Sidecar, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page plays with the fallback: its worker opens a decoy socket beside the order's
+    before the gate hears it, and the page opens one of its own (heard). The loss names
+    both of the worker's candidates (the order's among them), and not the page's own
+    socket, which a heard one accounts for. The order is still UNKNOWN and not repeated."""
+    from handrail.executor.browser._gate import NetworkGate
+
+    announce = NetworkGate._announce_worker
+
+    async def late(self: NetworkGate, worker: object, paused: bool) -> None:
+        await asyncio.sleep(0.3)
+        await announce(self, worker, paused)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(NetworkGate, "_announce_worker", late)
+    decoys = WORKER_SHOP.replace(
+        "var ws = new WebSocket(location.origin",
+        "var decoy = new WebSocket(location.origin.replace('http', 'ws') + '/ws?decoy');"
+        " var ws = new WebSocket(location.origin",
+        1,
+    ).replace(
+        "<script>var worker", "<script>var own = new WebSocket('ws://' + location.host + '/ws?page');var worker", 1
+    )
+    assert decoys.count("/ws?decoy") == 1 and decoys.count("/ws?page") == 1
+
+    async def body(site: Site) -> None:
+        async with Rig(sidecar, site, tmp_path / "ledger.sqlite", start="/decoys") as rig:
+            await _open(rig)
+            await asyncio.sleep(0.5)
+            site.drop_next_frame()
+            result, _ = await rig.clicked("Pay over the socket", "pay-1", skip_reobserve=True)
+            action_id = rig.ledger.entries(kind="result")[-1].action_id
+            results = await _results(rig, action_id, 1 if result.outcome is Outcome.UNKNOWN else 2)
+            assert [r.outcome for r in results] in (["UNKNOWN"], ["DONE", "UNKNOWN"])
+            said = " ".join(r.message for r in results) + " ".join(
+                e.body_as(RequestBody).url for e in rig.ledger.entries(action_id=action_id, kind="request")
+            )
+            origin = site.url.replace("http", "ws")
+            assert f"{origin}/ws or {origin}/ws?decoy" in said, said
+            assert "/ws?page" not in said, said
+            assert site.ws_orders == ["order"]
+
+    with serve({"/decoys": decoys}) as site:
+        asyncio.run(body(site))
