@@ -7,7 +7,8 @@
 # System packages (Debian, as root, no input): chromium for the browser backend; xvfb,
 # xdotool and openbox for the desktop backend's tests; postgresql (its server binaries) for
 # the tests of sidecar replicas and ledgers on PostgreSQL. Python packages: this project
-# with its dev extras, installed editable from this checkout.
+# with its dev extras, installed editable from this checkout, each package at the version
+# constraints.txt pins (the set the suite last passed with; see scripts/pin.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,12 +37,13 @@ if ((${#need[@]})); then
 fi
 
 PY=${PYTHON:-python3}
-# Reinstall only when this checkout is not the one installed, or the metadata changed.
+# Reinstall only when this checkout is not the one installed, or the metadata or the pins changed.
 stamp=".bootstrap-stamp"
-want="$(pwd) $(sha256sum pyproject.toml | cut -c1-16)"
+want="$(pwd) $(cat pyproject.toml constraints.txt | sha256sum | cut -c1-16)"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! "$PY" -c "import handrail.cli" 2>/dev/null; then
   echo "bootstrap: installing handrail and its Python dependencies with pip" >&2
-  "$PY" -m pip install -q --disable-pip-version-check --root-user-action=ignore -e ".[dev]"
+  "$PY" -m pip install -q --disable-pip-version-check --root-user-action=ignore \
+    --constraint constraints.txt -e ".[dev]"
   echo "$want" > "$stamp"
 fi
 
