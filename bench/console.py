@@ -132,7 +132,7 @@ async def run(n: int) -> None:
     from playwright.async_api import async_playwright
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Beacons)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     site = f"http://127.0.0.1:{server.server_port}"
     tmp = Path(tempfile.mkdtemp(prefix="bench-console-"))
     tokens = bench_principals(tmp)

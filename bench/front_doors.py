@@ -144,7 +144,7 @@ class Site:
 
         self.server = Server(("127.0.0.1", 0), Handler)
         self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     def rerender(self, timeout: float = 10.0) -> bool:
         """Shift the rows once and wait until the page says it re-rendered."""

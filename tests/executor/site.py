@@ -213,7 +213,8 @@ class Site:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        # Polled every 50 ms (not the default 500): ``stop`` waits for the poll to see it.
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         return self.url
 
