@@ -56,9 +56,10 @@ The modules, bottom up (each imports only modules above it in this list)::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from handrail._vocabulary import VERBS, Reason, Verb
 from handrail.authz._async_client import AsyncAuthzClient
-from handrail.authz._authorizer import Authorizer
 from handrail.authz._client import AuthzClient, WatchStream
 from handrail.authz._errors import (
     AlreadyExistsError,
@@ -88,12 +89,35 @@ from handrail.authz._models import (
     Role,
     WatchEventInfo,
 )
-from handrail.authz._pg import PgStore
-from handrail.authz._policies import PolicyEngine
-from handrail.authz._service import AuthzServer, serve
 from handrail.authz._sqlite import SqliteStore, Store
 from handrail.authz._store import AuthzStore
 from handrail.authz._urls import ParsedUrl, parse_url
+
+if TYPE_CHECKING:
+    from handrail.authz._authorizer import Authorizer
+    from handrail.authz._pg import PgStore
+    from handrail.authz._policies import PolicyEngine
+    from handrail.authz._service import AuthzServer, serve
+
+# The sidecar's own parts, imported on first use: a client (the executor's) need not load
+# PostgreSQL's driver, Cedar and the gRPC server to ask a sidecar.
+_LAZY = {
+    "Authorizer": "handrail.authz._authorizer",
+    "PgStore": "handrail.authz._pg",
+    "PolicyEngine": "handrail.authz._policies",
+    "AuthzServer": "handrail.authz._service",
+    "serve": "handrail.authz._service",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
 
 __all__ = [
     "VERBS",

@@ -24,6 +24,8 @@ side of it is ``handrail.scenarios``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ._bodies import (
     KINDS,
     ActionParams,
@@ -49,13 +51,26 @@ from ._entry import LEASE_EVENTS, REDACTED, VERDICTS, Entry, NewEntry, Principal
 from ._errors import LedgerError, LedgerTamperedError
 from ._ledger import Ledger
 from ._open import open_ledger
-from ._postgres import PgLedgerStore, ledger_executors
 from ._recovery import RecoveredAction, UnresolvedAction
 from ._session_log import SessionLog, read_session
 from ._sqlite import SqliteLedgerStore
 from ._store import ChainSnapshot, EntryQuery, LedgerStore
 from ._timeline import timeline
 from ._verify import VerifyReport
+
+if TYPE_CHECKING:
+    from ._postgres import PgLedgerStore, ledger_executors
+
+
+def __getattr__(name: str) -> Any:
+    """``PgLedgerStore`` and ``ledger_executors``, imported on first use: psycopg takes a
+    tenth of a second to load, which an executor on a SQLite ledger need not pay."""
+    if name in ("PgLedgerStore", "ledger_executors"):
+        from . import _postgres
+
+        return getattr(_postgres, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "GENESIS_HASH",

@@ -27,11 +27,11 @@ from handrail._vocabulary import Outcome
 
 from ._bodies import IntentBody, ReconcileBody, ResultBody, SessionOpenBody
 from ._chain import canonical_json
+from ._dsn import is_pg_dsn
 from ._entry import Entry
 from ._errors import LedgerError
 from ._ledger import Ledger
 from ._open import open_ledger
-from ._postgres import is_pg_dsn, ledger_executors
 from ._timeline import timeline
 
 DATA_DIR_ENV = "HANDRAIL_DATA_DIR"
@@ -201,6 +201,8 @@ def _open_existing(args: argparse.Namespace) -> Chains | None:
     if args.db and is_pg_dsn(args.db):
         chains: Chains = []
         try:
+            from ._postgres import ledger_executors  # psycopg only when a database is named
+
             executors = [args.executor] if args.executor else ledger_executors(args.db)
             if not executors:
                 print("error: the ledger database holds no executor's chain yet", file=sys.stderr)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ._dsn import is_pg_dsn
 from ._ledger import Ledger
-from ._postgres import PgLedgerStore, is_pg_dsn
 
 __all__ = ["open_ledger"]
 
@@ -31,6 +31,8 @@ def open_ledger(
     text = str(location)
     if not is_pg_dsn(text):
         return Ledger(Path(text), read_only=read_only)
+    from ._postgres import PgLedgerStore  # psycopg only when a database is named
+
     store = PgLedgerStore(text, executor_id, read_only=read_only)
     head = head_dir / f"ledger-{executor_id}" if head_dir is not None else None
     if head is not None and not read_only:

@@ -29,6 +29,7 @@ import psycopg
 import psycopg_pool
 
 from ._chain import GENESIS_HASH, hash_columns, now_ms
+from ._dsn import is_pg_dsn
 from ._entry import Entry, PreparedEntry, entry_from_row
 from ._errors import LedgerError
 from ._recovery import RecoveredAction, UnresolvedAction, intent_params
@@ -120,11 +121,6 @@ WHERE u.executor_id = %(exe)s AND u.kind = 'result' AND upper(u.body::jsonb ->> 
       AND l.session_id = u.session_id AND l.action_id = u.action_id AND l.seq > u.seq)
 ORDER BY u.seq
 """
-
-
-def is_pg_dsn(location: str) -> bool:
-    """Whether ``location`` names a PostgreSQL database rather than a file."""
-    return location.startswith(("postgresql://", "postgres://"))
 
 
 class PgLedgerStore:

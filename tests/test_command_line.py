@@ -65,3 +65,27 @@ def test_help_and_an_unknown_command_still_list_every_command() -> None:
     for names in COMMANDS.values():
         for name in names:
             assert f"'{name}'" in out.stderr
+
+
+def test_an_executor_on_sqlite_loads_no_database_driver_nor_cedar() -> None:
+    """The executor asks the sidecar; it neither stores grants nor evaluates policies, and
+    its ledger is a SQLite file unless a ``postgresql://`` URL is given: psycopg and Cedar
+    cost a third of a second of every executor start, so they load on first use only."""
+    probe = (
+        "import sys, handrail.executor._service, handrail.recorder\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'psycopg', 'psycopg_pool', 'cedarpy'}))\n"
+        "from handrail.authz import PgStore, serve, Authorizer, PolicyEngine, AuthzServer\n"
+        "from handrail.recorder import PgLedgerStore, ledger_executors\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'psycopg', 'cedarpy'}))\n"
+        "import handrail.authz\n"
+        "try:\n"
+        "    handrail.authz.NoSuchName\n"
+        "except AttributeError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.splitlines() == [
+        "[]",
+        "['cedarpy', 'psycopg']",
+        "module 'handrail.authz' has no attribute 'NoSuchName'",
+    ]
