@@ -56,7 +56,7 @@ The modules, bottom up (each imports only modules above it in this list)::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import typing
 
 from handrail._vocabulary import VERBS, Reason, Verb
 from handrail.authz._async_client import AsyncAuthzClient
@@ -93,7 +93,7 @@ from handrail.authz._sqlite import SqliteStore, Store
 from handrail.authz._store import AuthzStore
 from handrail.authz._urls import ParsedUrl, parse_url
 
-if TYPE_CHECKING:
+if typing.TYPE_CHECKING:
     from handrail.authz._authorizer import Authorizer
     from handrail.authz._pg import PgStore
     from handrail.authz._policies import PolicyEngine
@@ -110,7 +110,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> typing.Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,7 +24,7 @@ side of it is ``handrail.scenarios``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import typing
 
 from ._bodies import (
     KINDS,
@@ -58,11 +58,11 @@ from ._store import ChainSnapshot, EntryQuery, LedgerStore
 from ._timeline import timeline
 from ._verify import VerifyReport
 
-if TYPE_CHECKING:
+if typing.TYPE_CHECKING:
     from ._postgres import PgLedgerStore, ledger_executors
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> typing.Any:
     """``PgLedgerStore`` and ``ledger_executors``, imported on first use: psycopg takes a
     tenth of a second to load, which an executor on a SQLite ledger need not pay."""
     if name in ("PgLedgerStore", "ledger_executors"):
