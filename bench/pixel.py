@@ -22,6 +22,11 @@ In one run:
 Target: guarded p50 <= 1.2 x raw p50 + the checks' p50 (Check + intent + result + the
 in-page check and report).
 
+Beside it, where a guarded click's CPU goes: milliseconds per click of this process (the
+agent), the executor, its Playwright driver, its Chromium's browser, renderer and GPU
+processes, and the sidecar (``cpu_ms_per_click.*``, with their total and the core count):
+when the total passes the click's latency times the cores, the click waits for the CPU.
+
 Wrong targets: the plans fixture app re-paints its rows by index on a timer (16 and 50 ms)
 and on the first pointer event over a button. Each attempt loads the page, takes a
 screenshot observation and clicks at the centre of the chosen plan's "Cancel" as the
@@ -36,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import secrets
 import sys
@@ -46,7 +52,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import bench_principals, emit, serve_pages, summary
+from _common import ProcessCpu, bench_principals, emit, serve_pages, summary
 
 from handrail.authz import AuthzClient
 from handrail.executor import ExecutorClient, Outcome, Session
@@ -186,12 +192,20 @@ def _judge(app: PlansApp, plan: str, done: bool) -> int:
 
 
 def measure(
-    executor_address: str, authz_address: str, tokens: dict[str, str], data: Path, n: int, attempts: int
+    executor_address: str,
+    authz_address: str,
+    tokens: dict[str, str],
+    data: Path,
+    n: int,
+    attempts: int,
+    processes: dict[str, int] | None = None,
 ) -> tuple[dict[str, float | int], dict[str, float | int], bool]:
     """The pixel figures against a running sidecar and executor: (figures, targets, met).
 
     ``tokens`` as ``bench_principals`` made them (``agent``, ``ops``, ``exec``); ``data`` a
-    folder for the ledger measured alone. Shared with ``bench/front_doors.py``.
+    folder for the ledger measured alone; ``processes``: {name: pid} of the process trees
+    whose CPU per guarded click is reported (``cpu_ms_per_click``). Shared with
+    ``bench/front_doors.py``.
     """
     with serve_pages({"/": PAGE}) as base, PlansApp() as plans:
         with AuthzClient(authz_address, tokens["ops"]) as ops:
@@ -215,12 +229,17 @@ def measure(
             raw, in_page = asyncio.run(raw_clicks(base + "/", point, n + 10))
             raw, in_page = raw[10:], in_page[10:]
             guarded = []
+            meter = ProcessCpu(processes or {})
+            before: dict[str, float] = {}
             for i in range(n + 10):
+                if i == 10:
+                    before = meter.read()
                 t = time.perf_counter()
                 r = session.click_at(*point, skip_reobserve=True)
                 if i >= 10:
                     guarded.append(time.perf_counter() - t)
                 assert r.result.outcome is Outcome.DONE, r.result
+            cpu = meter.per_op(before, meter.read(), n) if processes else {}
             ref_clicks = []
             for i in range(n + 10):
                 ref = session.find("button", "Tap")
@@ -246,6 +265,10 @@ def measure(
         "raw_wrong": r_wrong,
         "raw_attempts": r_attempts,
     }
+    if cpu:  # where a guarded click's CPU goes, on this many cores
+        figures.update({f"cpu_ms_per_click.{name}": ms for name, ms in cpu.items()})
+        figures["cpu_ms_per_click_total"] = round(sum(cpu.values()), 2)
+        figures["cores"] = os.cpu_count() or 1
     checks = figures["check_p50_ms"] + figures["ledger_pair_p50_ms"] + figures["in_page_checks_p50_ms"]
     bound = 1.2 * figures["raw_mouse_click_p50_ms"] + checks
     figures["bound_p50_ms"] = round(bound, 3)
@@ -265,7 +288,10 @@ def main() -> None:
         authz = start_authz(data)
         executor = start_executor(data, authz.address, tokens["exec"])
         try:
-            figures, targets, met = measure(executor.address, authz.address, tokens, data, args.n, args.attempts)
+            processes = {"bench": os.getpid(), "executor": executor.proc.pid, "sidecar": authz.proc.pid}
+            figures, targets, met = measure(
+                executor.address, authz.address, tokens, data, args.n, args.attempts, processes
+            )
         finally:
             executor.stop()
             authz.stop()
@@ -276,6 +302,12 @@ def main() -> None:
     print(f"in-page check + report   p50 {figures['in_page_checks_p50_ms']:.2f} ms")
     print(f"guarded click_at (Act)   p50 {figures['guarded_pixel_click_p50_ms']:.2f} ms  (bound {bound:.2f} ms)")
     print(f"guarded ref click (Act)  p50 {figures['guarded_ref_click_p50_ms']:.2f} ms  (the same checks, by ref)")
+    spent = {k.split(".", 1)[1]: v for k, v in figures.items() if k.startswith("cpu_ms_per_click.")}
+    print(
+        f"CPU per guarded click_at: {figures['cpu_ms_per_click_total']} ms on {figures['cores']} cores ("
+        + ", ".join(f"{k} {v}" for k, v in sorted(spent.items(), key=lambda kv: -float(kv[1])))
+        + ")"
+    )
     h_wrong, h_attempts, done = figures["handrail_wrong"], figures["handrail_attempts"], figures["handrail_done"]
     r_wrong, r_attempts = figures["raw_wrong"], figures["raw_attempts"]
     print(
