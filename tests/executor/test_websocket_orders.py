@@ -156,14 +156,8 @@ def test_an_answered_order_is_done_and_stays_done(sidecar: Sidecar, site: Site, 
     asyncio.run(body())
 
 
-def test_a_worker_socket_opened_before_it_was_heard_keeps_its_url(
-    sidecar: Sidecar, site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A worker that opens its socket as it starts can do so before the gate hears its
-    network (Playwright lets it run at once; a slow machine lost the URL so in CI, and the
-    ledger said "messages to " nothing). Here the gate hears the worker 0.3 s late, always:
-    the order's loss still names the socket's URL, from the tab's sockets no heard one
-    accounts for."""
+def _hear_workers_late(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gate hears every new worker's network 0.3 s late (a slow machine, always)."""
     from handrail.executor.browser._gate import NetworkGate
 
     announce = NetworkGate._announce_worker
@@ -174,18 +168,35 @@ def test_a_worker_socket_opened_before_it_was_heard_keeps_its_url(
 
     monkeypatch.setattr(NetworkGate, "_announce_worker", late)
 
+
+async def _order_lost_over_a_worker_socket(rig: Rig, site: Site) -> str:
+    """Pay over the worker's socket, its answer dropped: the order must end UNKNOWN. What
+    the action's results and request entries say (the socket's URL among it)."""
+    await _open(rig)
+    await asyncio.sleep(0.5)  # the worker's network is heard by now; its socket's making was not
+    site.drop_next_frame()
+    result, _ = await rig.clicked("Pay over the socket", "pay-1", skip_reobserve=True)
+    action_id = rig.ledger.entries(kind="result")[-1].action_id
+    results = await _results(rig, action_id, 1 if result.outcome is Outcome.UNKNOWN else 2)
+    assert [r.outcome for r in results] in (["UNKNOWN"], ["DONE", "UNKNOWN"])
+    return " ".join(r.message for r in results) + " ".join(
+        e.body_as(RequestBody).url for e in rig.ledger.entries(action_id=action_id, kind="request")
+    )
+
+
+def test_a_worker_socket_opened_before_it_was_heard_keeps_its_url(
+    sidecar: Sidecar, site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker that opens its socket as it starts can do so before the gate hears its
+    network (Playwright lets it run at once; a slow machine lost the URL so in CI, and the
+    ledger said "messages to " nothing). Here the gate hears the worker 0.3 s late, always:
+    the order's loss still names the socket's URL, from the tab's sockets no heard one
+    accounts for."""
+    _hear_workers_late(monkeypatch)
+
     async def body() -> None:
         async with Rig(sidecar, site, tmp_path / "ledger.sqlite", start="/worker-shop") as rig:
-            await _open(rig)
-            await asyncio.sleep(0.5)  # the worker's network is heard by now; its socket's making was not
-            site.drop_next_frame()
-            result, _ = await rig.clicked("Pay over the socket", "pay-1", skip_reobserve=True)
-            action_id = rig.ledger.entries(kind="result")[-1].action_id
-            results = await _results(rig, action_id, 1 if result.outcome is Outcome.UNKNOWN else 2)
-            assert [r.outcome for r in results] in (["UNKNOWN"], ["DONE", "UNKNOWN"])
-            said = " ".join(r.message for r in results) + " ".join(
-                e.body_as(RequestBody).url for e in rig.ledger.entries(action_id=action_id, kind="request")
-            )
+            said = await _order_lost_over_a_worker_socket(rig, site)
             assert f"{site.url.replace('http', 'ws')}/ws" in said, said
             assert site.ws_orders == ["order"]
 
@@ -199,15 +210,7 @@ def test_decoy_sockets_make_the_url_a_list_of_candidates_never_a_wrong_one(
     before the gate hears it, and the page opens one of its own (heard). The loss names
     both of the worker's candidates (the order's among them), and not the page's own
     socket, which a heard one accounts for. The order is still UNKNOWN and not repeated."""
-    from handrail.executor.browser._gate import NetworkGate
-
-    announce = NetworkGate._announce_worker
-
-    async def late(self: NetworkGate, worker: object, paused: bool) -> None:
-        await asyncio.sleep(0.3)
-        await announce(self, worker, paused)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(NetworkGate, "_announce_worker", late)
+    _hear_workers_late(monkeypatch)
     decoys = WORKER_SHOP.replace(
         "var ws = new WebSocket(location.origin",
         "var decoy = new WebSocket(location.origin.replace('http', 'ws') + '/ws?decoy');"
@@ -220,16 +223,7 @@ def test_decoy_sockets_make_the_url_a_list_of_candidates_never_a_wrong_one(
 
     async def body(site: Site) -> None:
         async with Rig(sidecar, site, tmp_path / "ledger.sqlite", start="/decoys") as rig:
-            await _open(rig)
-            await asyncio.sleep(0.5)
-            site.drop_next_frame()
-            result, _ = await rig.clicked("Pay over the socket", "pay-1", skip_reobserve=True)
-            action_id = rig.ledger.entries(kind="result")[-1].action_id
-            results = await _results(rig, action_id, 1 if result.outcome is Outcome.UNKNOWN else 2)
-            assert [r.outcome for r in results] in (["UNKNOWN"], ["DONE", "UNKNOWN"])
-            said = " ".join(r.message for r in results) + " ".join(
-                e.body_as(RequestBody).url for e in rig.ledger.entries(action_id=action_id, kind="request")
-            )
+            said = await _order_lost_over_a_worker_socket(rig, site)
             origin = site.url.replace("http", "ws")
             assert f"{origin}/ws or {origin}/ws?decoy" in said, said
             assert "/ws?page" not in said, said
