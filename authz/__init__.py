@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import typing
 
+from handrail import _lazy
 from handrail._vocabulary import VERBS, Reason, Verb
 from handrail.authz._async_client import AsyncAuthzClient
 from handrail.authz._client import AuthzClient, WatchStream
@@ -101,22 +102,16 @@ if typing.TYPE_CHECKING:
 
 # The sidecar's own parts, imported on first use: a client (the executor's) need not load
 # PostgreSQL's driver, Cedar and the gRPC server to ask a sidecar.
-_LAZY = {
-    "Authorizer": "handrail.authz._authorizer",
-    "PgStore": "handrail.authz._pg",
-    "PolicyEngine": "handrail.authz._policies",
-    "AuthzServer": "handrail.authz._service",
-    "serve": "handrail.authz._service",
-}
-
-
-def __getattr__(name: str) -> typing.Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = _lazy.lazy_exports(
+    __name__,
+    {
+        "Authorizer": "handrail.authz._authorizer",
+        "PgStore": "handrail.authz._pg",
+        "PolicyEngine": "handrail.authz._policies",
+        "AuthzServer": "handrail.authz._service",
+        "serve": "handrail.authz._service",
+    },
+)
 
 
 __all__ = [

@@ -21,13 +21,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 
+from handrail._dsn import is_pg_dsn
 from handrail._vocabulary import VERBS
 from handrail.authz._client import AuthzClient
 from handrail.authz._errors import AuthzError, InvalidArgumentError, PolicyError
 from handrail.authz._explain import explain_text, one_line, parse_since
 from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, WatchEventInfo
 from handrail.authz._pg import PgStore
-from handrail.authz._pg_db import is_pg_dsn
 from handrail.authz._policies import PolicyEngine
 from handrail.authz._service import serve
 from handrail.authz._sqlite import SqliteStore

@@ -43,11 +43,6 @@ _T = TypeVar("_T")
 NOW = "coalesce(%(now)s::bigint, (extract(epoch from clock_timestamp()) * 1000)::bigint)"
 
 
-def is_pg_dsn(store: str) -> bool:
-    """Whether ``store`` names a PostgreSQL database (``postgresql://`` or ``postgres://``)."""
-    return store.startswith(("postgresql://", "postgres://"))
-
-
 def describe(dsn: str) -> str:
     """The DSN without its password, for messages and logs."""
     try:

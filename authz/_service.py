@@ -22,6 +22,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from handrail._dsn import is_pg_dsn
 from handrail._rpc import AUTHZ_DOMAIN, add_service, cannot_listen, error_status, port_taken
 from handrail._rpc import bearer_token as bearer_token
 from handrail.authz import _wire, _wire_responses
@@ -41,7 +42,7 @@ from handrail.authz._errors import (
 from handrail.authz._explain import when
 from handrail.authz._models import DEFAULT_APPROVAL_TIMEOUT_MS, Principal
 from handrail.authz._pg import PgStore
-from handrail.authz._pg_db import describe, is_pg_dsn
+from handrail.authz._pg_db import describe
 from handrail.authz._policies import PolicyEngine
 from handrail.authz._reach import DEFAULT_CONSOLE_ORIGINS, ConsoleOrigins
 from handrail.authz._sqlite import SqliteStore

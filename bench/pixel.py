@@ -229,17 +229,17 @@ def measure(
             raw, in_page = asyncio.run(raw_clicks(base + "/", point, n + 10))
             raw, in_page = raw[10:], in_page[10:]
             guarded = []
-            meter = ProcessCpu(processes or {})
+            meter = ProcessCpu(processes) if processes else None
             before: dict[str, float] = {}
             for i in range(n + 10):
-                if i == 10:
+                if i == 10 and meter is not None:
                     before = meter.read()
                 t = time.perf_counter()
                 r = session.click_at(*point, skip_reobserve=True)
                 if i >= 10:
                     guarded.append(time.perf_counter() - t)
                 assert r.result.outcome is Outcome.DONE, r.result
-            cpu = meter.per_op(before, meter.read(), n) if processes else {}
+            cpu = meter.per_op(before, meter.read(), n) if meter is not None else {}
             ref_clicks = []
             for i in range(n + 10):
                 ref = session.find("button", "Tap")

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import typing
 
+from handrail import _lazy
+
 from ._bodies import (
     KINDS,
     ActionParams,
@@ -62,14 +64,12 @@ if typing.TYPE_CHECKING:
     from ._postgres import PgLedgerStore, ledger_executors
 
 
-def __getattr__(name: str) -> typing.Any:
-    """``PgLedgerStore`` and ``ledger_executors``, imported on first use: psycopg takes a
-    tenth of a second to load, which an executor on a SQLite ledger need not pay."""
-    if name in ("PgLedgerStore", "ledger_executors"):
-        from . import _postgres
-
-        return getattr(_postgres, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# Imported on first use: psycopg takes a tenth of a second to load, which an executor on a
+# SQLite ledger need not pay.
+__getattr__ = _lazy.lazy_exports(
+    __name__,
+    {"PgLedgerStore": "handrail.recorder._postgres", "ledger_executors": "handrail.recorder._postgres"},
+)
 
 
 __all__ = [

@@ -23,11 +23,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+from handrail._dsn import is_pg_dsn
 from handrail._vocabulary import Outcome
 
 from ._bodies import IntentBody, ReconcileBody, ResultBody, SessionOpenBody
 from ._chain import canonical_json
-from ._dsn import is_pg_dsn
 from ._entry import Entry
 from ._errors import LedgerError
 from ._ledger import Ledger

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._dsn import is_pg_dsn
+from handrail._dsn import is_pg_dsn
+
 from ._ledger import Ledger
 
 __all__ = ["open_ledger"]

@@ -29,13 +29,12 @@ import psycopg
 import psycopg_pool
 
 from ._chain import GENESIS_HASH, hash_columns, now_ms
-from ._dsn import is_pg_dsn
 from ._entry import Entry, PreparedEntry, entry_from_row
 from ._errors import LedgerError
 from ._recovery import RecoveredAction, UnresolvedAction, intent_params
 from ._store import BulkRow, ChainSnapshot, EntryQuery, RecoveryWrite, StoredRow
 
-__all__ = ["PgLedgerStore", "is_pg_dsn", "ledger_executors"]
+__all__ = ["PgLedgerStore", "ledger_executors"]
 
 _T = TypeVar("_T")
 

@@ -31,6 +31,8 @@ LAYERS: dict[str, int] = {
     "handrail._vocabulary": 0,
     "handrail._patterns": 0,
     "handrail._rpc": 0,
+    "handrail._dsn": 0,
+    "handrail._lazy": 0,
     "handrail.proto": 1,
     "handrail.authz": 2,
     "handrail.recorder": 3,
