@@ -49,6 +49,7 @@ from handrail.authz._policy_index import (
     guards_of,
 )
 from handrail.authz._risk import RiskClass, RiskInput, classify
+from handrail.authz._text import fold
 
 #: The policies shipped with the package.
 DEFAULT_POLICIES_DIR = Path(__file__).resolve().parent / "policies"
@@ -313,7 +314,7 @@ class PolicyEngine:
             "path": path,
             "element_role": request.element_role,
             "element_name": request.element_name,
-            "element_name_lower": request.element_name.lower(),
+            "element_name_lower": fold(request.element_name),
             "password_field": request.password_field,
             "window_class": request.window_class,
             "window_title": request.window_title,

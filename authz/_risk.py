@@ -36,6 +36,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from handrail.authz._text import fold_words
+
 __all__ = ["RiskClass", "RiskInput", "classify", "is_destructive_text"]
 
 
@@ -59,10 +61,10 @@ class RiskInput:
 
 
 def _norm(text: str) -> str:
-    """Lowercase, compatibility-folded, accents kept apart, whitespace collapsed."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    text = text.replace("\u2019", "'").replace("`", "'")
-    return " ".join(text.split())
+    """The text as a reader sees it (:func:`._text.fold_words`: no invisible characters,
+    look-alike letters read as Latin, letters spaced apart joined), case-folded,
+    whitespace collapsed, accents kept apart."""
+    return fold_words(text).replace("\u2019", "'").replace("`", "'")
 
 
 def _strip_accents(text: str) -> str:

@@ -76,3 +76,28 @@ def test_split_statements_ignores_strings_and_comments() -> None:
     text = '// x;\n@id("a;b")\npermit (principal, action, resource)\nwhen { "x;" == "x;" };\n\n  // tail\n'
     stmts = split_statements(text)
     assert len(stmts) == 1 and stmts[0].line == 2
+
+
+def test_element_name_lower_is_the_name_as_read(tmp_path: Path) -> None:
+    # A policy on the lowercased name meets the name however it is written to look the
+    # same: Cyrillic look-alikes, fullwidth or mathematical letters, invisible characters.
+    engine = PolicyEngine.load(
+        _dir(
+            tmp_path,
+            '@id("no-wires")\nforbid (principal, action, resource)\nwhen { context.element_name_lower like "*wire transfer*" };\n',
+        )
+    )
+
+    def forbidden(name: str) -> bool:
+        request = CheckInput("a", "t", 1, "submit", url="https://bank.test/", element_role="button", element_name=name)
+        return engine.evaluate(request, "https://bank.test").forbidden
+
+    for name in (
+        "Wire transfer",
+        "Wire tr\u0430nsfer",
+        "\uff37\uff49\uff52\uff45 transfer",
+        "\U0001d416ire transfer",
+        "Wi\u2060re trans\u200dfer",
+    ):
+        assert forbidden(name), name
+    assert not forbidden("Wire details")

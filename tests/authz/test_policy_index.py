@@ -16,7 +16,7 @@ from handrail.authz._core import VERBS, CheckInput, PolicyResult
 from handrail.authz._policies import _PERMIT_ALL, DEFAULT_POLICIES_DIR
 
 ORIGINS = ["https://a.test", "https://b.test", ""]
-NAMES = ["Save", "Delete account", "Remove item", "forbidden 3", "Pay"]
+NAMES = ["Save", "Delete account", "D\u0435lete account", "Remove item", "forbidden 3", "Pay"]
 AGENTS = ["agent-1", "agent-2"]
 
 conditions = st.sampled_from(

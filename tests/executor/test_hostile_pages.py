@@ -17,6 +17,7 @@ import pytest
 from handrail.executor import ExecutorClient, Outcome, Session
 from handrail.recorder import Ledger
 from handrail.scenarios import POSING_REF, PlansApp, ServerProcess, start_executor
+from handrail.scenarios._plans import DISGUISES
 from tests.conftest import AgentSetup, Stack
 from tests.executor.hostile import cancel_ref, field_ref, profile_settled, settled_cancellations
 
@@ -198,6 +199,29 @@ def test_typing_stops_at_the_key_where_the_field_changed(
     assert (result.outcome, result.reason, result.typed_chars) == (Outcome.FAILED, "STALE_REF", 3), result
     assert result.execution_started and 'from "Email" to "Phone"' in result.message, result.message
     assert profile_settled(plans) == {"email": "ada", "phone": ""}
+
+
+def test_a_disguised_delete_button_is_still_destructive(stack: Stack, agent: AgentSetup, plans: PlansApp) -> None:
+    # "Delete account" written to read the same and be another string: a zero-width space,
+    # soft hyphens, Cyrillic look-alikes, mathematical letters, letters spaced apart,
+    # reversed under a right-to-left override. Each must meet the destructive policy.
+    session = _open(stack, agent, agent.client, plans, "/account")
+    seen: dict[str, str] = {}
+    for kind in DISGUISES:
+        session.navigate(f"{plans.url}/account?disguise={kind}")
+        observed = session.observe()
+        pause = next(e for e in observed.elements if e.role == "button" and e.name == "Pause plan")
+        buttons = [e for e in observed.elements if e.role == "button" and e.ref != pause.ref]
+        assert len(buttons) == 1, (kind, buttons)
+        seen[kind] = buttons[0].name
+        r = session.click(buttons[0].ref)
+        assert (r.result.outcome, r.result.reason) == (Outcome.REFUSED, "POLICY_FORBID"), (kind, r.result)
+        assert "destructive-needs-delete-grant" in r.result.message, (kind, r.result.message)
+    assert plans.state()["account_deleted"] is False
+    # Playwright itself drops zero-width spaces and soft hyphens from names; the other
+    # disguises reach the sidecar as written.
+    assert seen["zwsp"] == seen["shy"] == "Delete account", seen
+    assert "Delete account" not in {seen[k] for k in ("cyrillic", "math", "spaced", "rlo")}, seen
 
 
 # -- class 2: refs read from text -----------------------------------------------------------
