@@ -11,6 +11,7 @@ The modules, bottom up (each imports only modules above it in this list)::
     _urls              URLs and origins as a browser parses them (WHATWG, ada-url)
     _core              the pure rules: validation, who may do what, lease transitions
     _decide            the decision function (lease, scope, Cedar, approvals)
+    _text              text as a person reads it: invisible characters, look-alike letters
     _risk              the risk class of an element: destructive, from its name and context
     _policy_index      which Cedar policies can fire for a request
     _policies          the Cedar policy engine

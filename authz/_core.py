@@ -180,6 +180,11 @@ def validate_check(request: CheckInput) -> str:
         len(r.observation_id),
         len(r.url),
         len(r.approval_asked),
+        len(r.context.dialog_title),
+        len(r.context.form_name),
+        len(r.context.heading),
+        len(r.context.description),
+        len(r.context.visible_text),
     )
     if longest <= MAX_FIELD_CHARS and r.principal and r.target and r.lease_epoch >= 0 and r.verb in VERBS:
         return url_origin("resource.url", r.url)  # every field checked at once (the usual case)
@@ -196,6 +201,8 @@ def validate_check(request: CheckInput) -> str:
     check_text("fingerprint", request.fingerprint)
     check_text("observation_id", request.observation_id)
     check_text("approval_asked", request.approval_asked)
+    for name in ("dialog_title", "form_name", "heading", "description", "visible_text"):
+        check_text(f"resource.{name}", getattr(request.context, name))
     return url_origin("resource.url", request.url)
 
 

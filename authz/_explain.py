@@ -156,6 +156,7 @@ def explain_text(record: DecisionRecord, grants: Sequence[GrantInfo], engine: Po
         ("in form", repr(r.context.form_name) if r.context.form_name else ""),
         ("under heading", repr(r.context.heading) if r.context.heading else ""),
         ("described as", repr(r.context.description) if r.context.description else ""),
+        ("showing", repr(r.context.visible_text) if r.context.visible_text else ""),
         ("document load", "yes: the browser was about to load this URL" if r.document_load else ""),
         ("action id", r.action_id),
         ("observation", r.observation_id),

@@ -119,15 +119,18 @@ class ElementContext:
         form_name: the name of the form it is in.
         heading: the nearest heading before it.
         description: its description (``aria-describedby``, ``title``).
+        visible_text: the text it shows, when an author-given name (``aria-label``,
+            ``aria-labelledby``) says something else ("Save" over "Delete account").
     """
 
     dialog_title: str = ""
     form_name: str = ""
     heading: str = ""
     description: str = ""
+    visible_text: str = ""
 
     def __bool__(self) -> bool:
-        return bool(self.dialog_title or self.form_name or self.heading or self.description)
+        return bool(self.dialog_title or self.form_name or self.heading or self.description or self.visible_text)
 
 
 @dataclass(frozen=True)

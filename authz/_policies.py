@@ -304,7 +304,13 @@ class PolicyEngine:
         if request.element_name:
             c = request.context
             element = RiskInput(
-                request.element_name, request.element_role, c.dialog_title, c.form_name, c.heading, c.description
+                request.element_name,
+                request.element_role,
+                c.dialog_title,
+                c.form_name,
+                c.heading,
+                c.description,
+                c.visible_text,
             )
             risk = classify(element)
         return {

@@ -58,6 +58,7 @@ class RiskInput:
     form_name: str = ""
     heading: str = ""
     description: str = ""
+    visible_text: str = ""  # what it shows, when its name is author-given and says otherwise
 
 
 def _norm(text: str) -> str:
@@ -260,8 +261,16 @@ def _is_safe(name: str) -> bool:
 
 @functools.lru_cache(maxsize=4096)  # a pure function of the element's texts (RiskInput is frozen)
 def classify(element: RiskInput) -> RiskClass:
-    """The risk class of an element: DESTRUCTIVE or NONE (see the module docstring)."""
-    name = _norm(element.name).rstrip(".!?…")
+    """The risk class of an element: DESTRUCTIVE or NONE (see the module docstring). An
+    element whose name and shown text differ is destructive if either one reads so."""
+    risk = _classify(element.name, element)
+    if risk is RiskClass.NONE and element.visible_text:
+        risk = _classify(element.visible_text, element)
+    return risk
+
+
+def _classify(label: str, element: RiskInput) -> RiskClass:
+    name = _norm(label).rstrip(".!?…")
     if not name:
         return RiskClass.NONE
     context = (element.dialog_title, element.form_name, element.heading, element.description)

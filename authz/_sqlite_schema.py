@@ -190,6 +190,7 @@ def _context_text(r: CheckInput) -> str:
         f', "dialog_title": {_q(c.dialog_title)}, "form_name": {_q(c.form_name)}, '
         f'"heading": {_q(c.heading)}, "description": {_q(c.description)}, '
         f'"document_load": {_BOOL[r.document_load]}'
+        + (f', "visible_text": {_q(c.visible_text)}' if c.visible_text else "")
     )
 
 
@@ -239,6 +240,8 @@ def decision_parts(record: DecisionRecord) -> tuple[Any, ...]:
             description=r.context.description,
             document_load=r.document_load,
         )
+        if r.context.visible_text:
+            body["visible_text"] = r.context.visible_text
     return (
         seq_of(record.decision_id),
         record.decision_id,
@@ -281,6 +284,7 @@ def decision_record(row: tuple[Any, ...]) -> DecisionRecord:
                 str(b.get("form_name", "")),
                 str(b.get("heading", "")),
                 str(b.get("description", "")),
+                str(b.get("visible_text", "")),
             ),
             document_load=bool(b.get("document_load", False)),
         ),

@@ -201,11 +201,12 @@ def _resource(request: CheckInput) -> pb.Resource:
         heading=request.context.heading,
         description=request.context.description,
         document_load=request.document_load,
+        visible_text=request.context.visible_text,
     )
 
 
 def _context(res: pb.Resource) -> ElementContext:
-    return ElementContext(res.dialog_title, res.form_name, res.heading, res.description)
+    return ElementContext(res.dialog_title, res.form_name, res.heading, res.description, res.visible_text)
 
 
 def check_request_to_pb(request: CheckInput) -> pb.CheckRequest:

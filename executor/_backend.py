@@ -88,8 +88,8 @@ class AuthzResource:
 
     ``verb`` is the verb the action is judged as: its kind's, or a stronger one for its
     effect (a key that submits a form is a submit). ``dialog_title``, ``form_name``,
-    ``heading`` and ``description`` are the element's context, from which the sidecar
-    classifies its risk; ``effects`` are further checks (a link's URL, a form's target);
+    ``heading``, ``description`` and ``visible_text`` are the element's context, from
+    which the sidecar classifies its risk; ``effects`` are further checks (a link's URL, a form's target);
     ``document_load``: the action's own URL is a document the browser will load.
     """
 
@@ -104,6 +104,7 @@ class AuthzResource:
     form_name: str = ""
     heading: str = ""
     description: str = ""
+    visible_text: str = ""
     effects: tuple[Effect, ...] = ()
     document_load: bool = False
 

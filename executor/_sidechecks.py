@@ -34,7 +34,9 @@ def _origin(url: str) -> str:
 
 def element_context(resource: AuthzResource) -> ElementContext:
     """Where the action's element sits, as the sidecar is told it."""
-    return ElementContext(resource.dialog_title, resource.form_name, resource.heading, resource.description)
+    return ElementContext(
+        resource.dialog_title, resource.form_name, resource.heading, resource.description, resource.visible_text
+    )
 
 
 async def check_effects(

@@ -41,7 +41,8 @@ afterwards which plan was cancelled and which field received the text.
   account" so that it reads the same and is another string (see ``DISGUISES``): a
   zero-width space or a soft hyphen in the word, Cyrillic look-alike letters,
   mathematical bold letters, letters spaced apart, or reversed under a right-to-left
-  override.
+  override; ``disguise=aria-label`` shows "Delete account" and names the button "Save
+  changes" (``aria-label``).
 
 Plus what every fixture app has (``/state``, ``/__reset``, ``/__events``): see ``_base``.
 ``actions`` lists ``cancel A``, ``cancel-all``, ``pause``, ``delete-account`` in order.
@@ -127,7 +128,10 @@ class PlansApp(FixtureApp):
             return Reply.page(self._render("Profile", _PROFILE, options))
         if path == "/account":
             label = DISGUISES.get(options["disguise"], "Delete account")
-            return Reply.page(self._render("Account", self._account_body(label), options))
+            body = self._account_body(label)
+            if options["disguise"] == "aria-label":
+                body = body.replace('class="danger">', 'class="danger" aria-label="Save changes">')
+            return Reply.page(self._render("Account", body, options))
         return None
 
     def _post(self, path: str, form: Mapping[str, str]) -> Reply | None:

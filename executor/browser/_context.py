@@ -30,6 +30,7 @@ __all__ = [
     "READ_CONTEXT",
     "READ_FOCUSED_CONTEXT",
     "effects_of",
+    "shown_text",
 ]
 
 # (el) => facts. Text is whitespace-collapsed and cut at 200 characters.
@@ -67,6 +68,11 @@ READ_CONTEXT = r"""
   const description = byIds(el.getAttribute("aria-describedby")) || el.getAttribute("aria-description")
     || el.getAttribute("title") || "";
   const out = { dialog, form: formName, heading: text(heading), description: description.slice(0, 200), tag, type };
+  // What it shows, when an author-given name may say something else ("Save" over "Delete").
+  if (el.hasAttribute("aria-label") || el.hasAttribute("aria-labelledby")) {
+    const own = tag === "input" ? (["submit", "button", "reset"].includes(type) ? el.value : "") : el.innerText;
+    out.shown = (own || "").replace(/\s+/g, " ").trim().slice(0, 200);
+  }
   const link = el.closest("a[href], area[href]");
   if (link && !link.hasAttribute("download")) {
     const raw = link.getAttribute("href") || "";
@@ -174,3 +180,11 @@ def effects_of(
     )
     effect = _form_effect(facts, "form") if submits else None
     return Verb.SUBMIT, (effect,) if effect is not None else ()
+
+
+def shown_text(context: dict[str, Any], name: str) -> str:
+    """The text an element shows (READ_CONTEXT's ``shown``), when it is not its name."""
+    shown = context.get("shown")
+    if not isinstance(shown, str) or " ".join(shown.split()).casefold() == " ".join(name.split()).casefold():
+        return ""
+    return shown[:200]

@@ -50,6 +50,7 @@ from handrail.executor.browser._context import (
     CHECK_PICKED_CONTEXT,
     READ_FOCUSED_CONTEXT,
     effects_of,
+    shown_text,
 )
 from handrail.executor.browser._expect import expectation_holds, wait_for
 from handrail.executor.browser._failures import first_line, refused_before_input, status_after_error
@@ -411,6 +412,7 @@ class BrowserSurface(LiveView):
             form_name=str(context.get("form", "")),
             heading=str(context.get("heading", "")),
             description=str(context.get("description", "")),
+            visible_text=shown_text(context, target.name if target else ""),
             effects=effects,
             document_load=document_load,
         )

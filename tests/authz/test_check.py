@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from handrail.authz import AuthzClient, AuthzRpcError
+from handrail.authz import AuthzClient, AuthzRpcError, ElementContext
 from tests.authz.conftest import Sidecar, granted
 
 TARGET = "browser:1"
@@ -176,6 +176,8 @@ def test_policy_forbid_names_the_policy(sidecar: Sidecar) -> None:
         ({"url": "http://host:99999/"}, "resource.url"),
         ({"element_name": "x" * 5000}, "resource.element_name"),
         ({"action_id": "x" * 5000}, "action_id"),
+        ({"context": ElementContext(dialog_title="x" * 5000)}, "resource.dialog_title"),
+        ({"context": ElementContext(visible_text="x" * 5000)}, "resource.visible_text"),
     ],
 )
 def test_invalid_check_names_the_field(sidecar: Sidecar, kwargs: dict[str, object], field: str) -> None:

@@ -77,6 +77,11 @@ def test_precision_and_recall_on_the_corpus() -> None:
         ("Pause plan", {"heading": "Your plan"}, False),
         ("Remove filter", {}, False),
         ("Don't delete", {}, False),
+        # an aria-label over other words: either one reading destructive is enough
+        ("Save changes", {"visible_text": "Delete account"}, True),
+        ("Cancel", {"visible_text": "Delete account"}, True),
+        ("Close", {"visible_text": "\u00d7"}, False),
+        ("Save changes", {"visible_text": "Save"}, False),
     ],
 )
 def test_the_name_and_the_context_decide(name: str, context: dict[str, str], destructive: bool) -> None:
@@ -102,6 +107,11 @@ def test_the_sidecar_forbids_a_generic_confirm_in_a_destructive_dialog(sidecar: 
     assert refused.reason == "POLICY_FORBID" and refused.policies == ("destructive-needs-delete-grant",)
     assert check("Yes", ElementContext(dialog_title="Enable notifications?")).allow
     assert check("Terminate membership", ElementContext()).reason == "POLICY_FORBID"
+    # a name given by aria-label over what the button shows: both are read, and logged
+    shown = ElementContext(visible_text="Delete account")
+    masked = check("Save changes", shown)
+    assert masked.reason == "POLICY_FORBID" and masked.policies == ("destructive-needs-delete-grant",)
+    assert op.explain_decision(masked.decision_id)[0].request.context == shown
     # the logged decision keeps the context it was judged on
     record, _ = op.explain_decision(refused.decision_id)
     assert record.request.context == closing

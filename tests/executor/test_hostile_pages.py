@@ -204,10 +204,11 @@ def test_typing_stops_at_the_key_where_the_field_changed(
 def test_a_disguised_delete_button_is_still_destructive(stack: Stack, agent: AgentSetup, plans: PlansApp) -> None:
     # "Delete account" written to read the same and be another string: a zero-width space,
     # soft hyphens, Cyrillic look-alikes, mathematical letters, letters spaced apart,
-    # reversed under a right-to-left override. Each must meet the destructive policy.
+    # reversed under a right-to-left override, or shown under the aria-label "Save
+    # changes". Each must meet the destructive policy.
     session = _open(stack, agent, agent.client, plans, "/account")
     seen: dict[str, str] = {}
-    for kind in DISGUISES:
+    for kind in [*DISGUISES, "aria-label"]:
         session.navigate(f"{plans.url}/account?disguise={kind}")
         observed = session.observe()
         pause = next(e for e in observed.elements if e.role == "button" and e.name == "Pause plan")
@@ -222,6 +223,7 @@ def test_a_disguised_delete_button_is_still_destructive(stack: Stack, agent: Age
     # disguises reach the sidecar as written.
     assert seen["zwsp"] == seen["shy"] == "Delete account", seen
     assert "Delete account" not in {seen[k] for k in ("cyrillic", "math", "spaced", "rlo")}, seen
+    assert seen["aria-label"] == "Save changes", seen
 
 
 # -- class 2: refs read from text -----------------------------------------------------------

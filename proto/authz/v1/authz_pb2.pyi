@@ -177,7 +177,7 @@ CHANGE_USE: Change
 CHANGE_RELOAD: Change
 
 class Resource(_message.Message):
-    __slots__ = ("url", "element_role", "element_name", "window_class", "window_title", "password_field", "dialog_title", "form_name", "heading", "description", "document_load")
+    __slots__ = ("url", "element_role", "element_name", "window_class", "window_title", "password_field", "dialog_title", "form_name", "heading", "description", "document_load", "visible_text")
     URL_FIELD_NUMBER: _ClassVar[int]
     ELEMENT_ROLE_FIELD_NUMBER: _ClassVar[int]
     ELEMENT_NAME_FIELD_NUMBER: _ClassVar[int]
@@ -189,6 +189,7 @@ class Resource(_message.Message):
     HEADING_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_LOAD_FIELD_NUMBER: _ClassVar[int]
+    VISIBLE_TEXT_FIELD_NUMBER: _ClassVar[int]
     url: str
     element_role: str
     element_name: str
@@ -200,7 +201,8 @@ class Resource(_message.Message):
     heading: str
     description: str
     document_load: bool
-    def __init__(self, url: _Optional[str] = ..., element_role: _Optional[str] = ..., element_name: _Optional[str] = ..., window_class: _Optional[str] = ..., window_title: _Optional[str] = ..., password_field: _Optional[bool] = ..., dialog_title: _Optional[str] = ..., form_name: _Optional[str] = ..., heading: _Optional[str] = ..., description: _Optional[str] = ..., document_load: _Optional[bool] = ...) -> None: ...
+    visible_text: str
+    def __init__(self, url: _Optional[str] = ..., element_role: _Optional[str] = ..., element_name: _Optional[str] = ..., window_class: _Optional[str] = ..., window_title: _Optional[str] = ..., password_field: _Optional[bool] = ..., dialog_title: _Optional[str] = ..., form_name: _Optional[str] = ..., heading: _Optional[str] = ..., description: _Optional[str] = ..., document_load: _Optional[bool] = ..., visible_text: _Optional[str] = ...) -> None: ...
 
 class CheckRequest(_message.Message):
     __slots__ = ("principal", "target", "lease_epoch", "verb", "resource", "action_id", "fingerprint", "observation_id", "approval_asked")
