@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.executor.attacks import ELSEWHERE, HOME, Origins
 from tests.executor.inproc import Sidecar, start_sidecar
 
 
@@ -18,3 +19,13 @@ def sidecar(tmp_path: Path) -> Iterator[Sidecar]:
         yield s
     finally:
         s.stop()
+
+
+@pytest.fixture(scope="module")
+def origins() -> Iterator[Origins]:
+    """The attack probes' two origins (``tests/executor/attacks.py``)."""
+    site = Origins(HOME, ELSEWHERE).start()
+    try:
+        yield site
+    finally:
+        site.stop()

