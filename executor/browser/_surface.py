@@ -86,6 +86,16 @@ _PREVIOUS_ENTRY = (
 )
 _TWO_FRAMES = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(0))))"
 _CHECK_TIMEOUT_MS = 1_000
+# The element check and context in a child frame, with the URL of the frame's document:
+# an action there is judged on where it happens, not on the tab's URL. A document without
+# one of its own (about:srcdoc, about:blank) is its origin's; an opaque one keeps its URL,
+# which no grant names.
+_CHECK_IN_FRAME = (
+    "(el, since) => { const f = (" + CHECK_ELEMENT_CONTEXT + ")(el, since);"
+    " const l = el.ownerDocument.location;"
+    " f.documentUrl = /^https?:$/.test(l.protocol) || l.origin === 'null' ? l.href : l.origin + '/';"
+    " return f; }"
+)
 # Actions that start no request of the page's own.
 _NO_REQUESTS = frozenset({ActionKind.WAIT_FOR, ActionKind.TAB_SWITCH, ActionKind.TAB_CLOSE, ActionKind.HOVER})
 _EXPECT_DEFAULT_MS = 2_000
@@ -363,7 +373,7 @@ class BrowserSurface(LiveView):
                 return count, None
             handle = await handling
             try:
-                facts: dict[str, Any] = await handle.evaluate(CHECK_ELEMENT_CONTEXT, self._seen_clock)
+                facts: dict[str, Any] = await handle.evaluate(_CHECK_IN_FRAME, self._seen_clock)
             finally:
                 self._dispose_later(handle)
         except PlaywrightError:
@@ -401,6 +411,8 @@ class BrowserSurface(LiveView):
                     url, document_load = str(previous), True
         elif kind is ActionKind.TAB_SWITCH and spec.tab_id in self._tabs:
             url = self._tabs[spec.tab_id].page.url
+        elif target is not None and target.frame != self._main_document and facts is not None:
+            url = str(self._last_facts.get("documentUrl") or url)  # in a child frame: the frame's
         context = facts or {}
         return AuthzResource(
             url=url,

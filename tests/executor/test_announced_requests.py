@@ -134,7 +134,10 @@ class Rig:
         name, self.token = self.sidecar.add_agent()
         target = f"browser:{name}"
         async with AsyncAuthzClient(self.sidecar.address, self.sidecar.operator_token) as ops:
-            await ops.grant(name, target, ["input", "submit", "navigate"], [self.site.url], **self.scope)
+            # The widget's site (localhost) is granted too: an action in a frame is judged
+            # on the frame's origin.
+            origins = [self.site.url, self.site.url.replace("127.0.0.1", "localhost")]
+            await ops.grant(name, target, ["input", "submit", "navigate"], origins, **self.scope)
         self.authz = AsyncAuthzClient(self.sidecar.address, self.sidecar.executor_token)
         self.ledger = Ledger(self.ledger_path)
 
