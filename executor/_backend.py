@@ -118,8 +118,9 @@ class DocumentLoad:
         method: the request's method.
         tab_id: the tab it is for (``""`` for a pop-up that has no tab yet).
         cause: ``"redirect"`` (a hop of an HTTP redirect), ``"popup"`` (a new tab's first
-            document), or ``"page"`` (anything else: the action's own load, a link, a
-            form, a script, a refresh, history).
+            document), ``"request"`` (not a top-level document: a side-effecting request to
+            another origin than its tab's page), or ``"page"`` (anything else: the
+            action's own load, a link, a form, a script, a refresh, history).
         chain_method: for a redirect, the method of the request that started the chain.
     """
 
@@ -185,6 +186,11 @@ class SurfaceListener(Protocol):
         """An announced request failed before its start was reported: it never went out."""
         ...
 
+    def request_refused(self, request: SideRequest) -> None:
+        """The gate refused ``request`` (``judge_load`` said no): it never went out, and its
+        announcement, before or after this, is no request to wait for."""
+        ...
+
     def worker_made(self, prefix: str, tab_id: str) -> None:
         """The running action's input made a dedicated worker of the tab, whose requests'
         keys begin with ``prefix``: what it sends while no action runs is that action's."""
@@ -203,6 +209,45 @@ class SurfaceListener(Protocol):
         """``socket`` closed or failed (``failure`` says how): what was sent on it and not
         answered may have been taken with no word of it."""
         ...
+
+
+class OpenListener:
+    """A listener that lets every load through and keeps no record: for tools and tests
+    that drive a browser surface without the guarded loop (never the executor's)."""
+
+    async def judge_load(self, load: DocumentLoad) -> LoadVerdict:
+        return LoadVerdict(True)
+
+    def request_started(self, request: SideRequest) -> dict[str, str]:
+        return {}
+
+    def request_ended(self, request_id: str, status: int, failure: str) -> None:
+        return None
+
+    def request_announced(self, key: str, method: str, url: str, made_at: float = 0.0) -> None:
+        return None
+
+    def announced_dropped(self, key: str) -> None:
+        return None
+
+    def request_refused(self, request: SideRequest) -> None:
+        return None
+
+    def worker_made(self, prefix: str, tab_id: str) -> None:
+        return None
+
+    def frame_sent(self, socket: str, url: str, tab_id: str) -> None:
+        return None
+
+    def frame_received(self, socket: str) -> None:
+        return None
+
+    def socket_closed(self, socket: str, failure: str) -> None:
+        return None
+
+
+#: The listener of a surface opened without the loop (see ``BrowserHost.open_page``).
+OPEN_LISTENER = OpenListener()
 
 
 class DispatchStatus(enum.Enum):

@@ -471,6 +471,15 @@ class SessionWatch:
             announced.dropped = True  # kept: a start reported after all is still its action's
             self._dropped(announced, key)
 
+    def request_refused(self, request: SideRequest) -> None:
+        known, net = self._announcer(request)
+        if not known:  # its announcement is still to come: it will find it reported
+            reported = (request.method, _unfragmented(request.url), time.monotonic(), time.time())
+            self._unannounced.append(reported)
+            del self._unannounced[:-_KEEP_ANNOUNCED]
+        elif net is not None and not net.pending():
+            net._quiet.set()
+
     def _dropped(self, announced: _Announced, key: str) -> None:
         net = announced.net
         if net is not None and net.announced.pop(key, None) is not None and not net.pending():

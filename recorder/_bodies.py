@@ -381,7 +381,9 @@ class NavigationBody(Body):
         url: the URL as the browser parsed it.
         method: the request's method (``GET``, ``POST`` ...).
         tab_id: the tab it was for (a pop-up: the new tab, ``""`` before it has one).
-        cause: ``"start"``, ``"action"``, ``"page"``, ``"redirect"`` or ``"popup"``.
+        cause: ``"start"``, ``"action"``, ``"page"``, ``"redirect"``, ``"popup"``, or
+            ``"request"``: a side-effecting request (a fetch, a beacon, a ping, a form posted
+            into a frame) to another origin than its tab's page, judged as a load is.
         verb: the verb it was judged as.
         allowed: whether it was let through; a refused load never left the browser.
         reason: the decision's reason (a :class:`~handrail.Reason` value).

@@ -45,7 +45,7 @@ import logging
 from collections import deque
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 from playwright.async_api import BrowserContext, CDPSession, Frame, Page, Request, Route
 from playwright.async_api import Error as PlaywrightError
@@ -74,42 +74,6 @@ _SOCKET_EVENTS = (
     "Network.webSocketFrameError",
 )
 _NO_LISTENER = LoadVerdict(False, "AUTHZ_UNAVAILABLE", "the session's gate has no listener yet")
-
-
-class OpenListener:
-    """A listener that lets every load through and keeps no record: for tools and tests
-    that drive a browser surface without the guarded loop (never the executor's)."""
-
-    async def judge_load(self, load: DocumentLoad) -> LoadVerdict:
-        return LoadVerdict(True)
-
-    def request_started(self, request: SideRequest) -> dict[str, str]:
-        return {}
-
-    def request_ended(self, request_id: str, status: int, failure: str) -> None:
-        return None
-
-    def request_announced(self, key: str, method: str, url: str, made_at: float = 0.0) -> None:
-        return None
-
-    def announced_dropped(self, key: str) -> None:
-        return None
-
-    def worker_made(self, prefix: str, tab_id: str) -> None:
-        return None
-
-    def frame_sent(self, socket: str, url: str, tab_id: str) -> None:
-        return None
-
-    def frame_received(self, socket: str) -> None:
-        return None
-
-    def socket_closed(self, socket: str, failure: str) -> None:
-        return None
-
-
-#: The listener of a surface opened without the loop (see ``BrowserHost.open_page``).
-OPEN_LISTENER = OpenListener()
 
 
 class NetworkGate:
@@ -442,7 +406,21 @@ class NetworkGate:
                 if page is None or (page not in self._gated and page.main_frame is request.frame):
                     await self._ungated_load(route, request, page)
                     return
-            if request.method.upper() not in SAFE_METHODS:
+            method = request.method.upper()
+            if method not in SAFE_METHODS:
+                page = _page_of(request)
+                if page is None or _origin(request.url) != _origin(page.url):
+                    # To another origin than the tab's page: judged as a load is, before
+                    # it leaves (a beacon, a ping, a fetch, a form posted into a frame).
+                    tab = self._tab_of(page) if page is not None else ""
+                    verdict = await self._judge(DocumentLoad(request.url, method, tab, "request"))
+                    if not verdict.allow:
+                        if self.listener is not None:
+                            self.listener.request_refused(
+                                SideRequest("", method, request.url, tab, request.resource_type)
+                            )
+                        await route.abort("blockedbyclient")
+                        return
                 await route.continue_(headers=await self._started(request))
                 return
             await route.continue_()
@@ -585,6 +563,18 @@ class NetworkGate:
 async def _detach(cdp: CDPSession) -> None:
     with contextlib.suppress(PlaywrightError):  # its target is gone already
         await cdp.detach()
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """A URL's origin as Chromium serializes URLs (scheme, host, port); its whole text for
+    one that has none (``data:``, ``about:``), which no other URL's origin equals."""
+    try:
+        parts = urlsplit(url)
+        if parts.scheme in ("http", "https", "ws", "wss") and parts.hostname:
+            return (parts.scheme, parts.hostname, parts.port or (443 if parts.scheme in ("https", "wss") else 80))
+    except ValueError:
+        pass
+    return ("", url, None)
 
 
 def _page_of(request: Request) -> Page | None:

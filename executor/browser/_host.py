@@ -8,9 +8,8 @@ from pathlib import Path
 from playwright.async_api import Browser, Playwright, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
-from handrail.executor._backend import SurfaceListener
+from handrail.executor._backend import OPEN_LISTENER, SurfaceListener
 from handrail.executor._errors import BackendError
-from handrail.executor.browser._gate import OPEN_LISTENER
 from handrail.executor.browser._pagescript import (
     INIT_SCRIPT,
     NO_SHARED_WORKERS,
