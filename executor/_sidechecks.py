@@ -14,6 +14,7 @@ is the action's:
 from __future__ import annotations
 
 from dataclasses import replace
+from urllib.parse import urlsplit
 
 from handrail.authz import AsyncAuthzClient, Decision, ElementContext, parse_url
 from handrail.authz import InvalidArgumentError as AuthzInvalidArgumentError
@@ -30,6 +31,10 @@ def _origin(url: str) -> str:
         return parse_url("url", url).origin if url else ""
     except AuthzInvalidArgumentError:
         return ""
+
+
+def _path(url: str) -> str:
+    return urlsplit(url).path or "/"
 
 
 def element_context(resource: AuthzResource) -> ElementContext:
@@ -49,8 +54,10 @@ async def check_effects(
 ) -> Decision:
     """Each effect of the action (a link's URL, a form's target) is a check of its own.
 
-    An effect with the action's verb on the page's own origin is covered by the action's
-    allow; any other (another verb, another origin) must be allowed as well: the first
+    An effect with the action's verb on the page's own URL (its query and fragment aside)
+    is covered by the action's allow, and so is one on the page's origin when the allow
+    was given to this very action (an approval, a single-use grant); any other (another
+    verb, another origin, another path: a grant may name paths) must be allowed as well: the first
     refusal is the action's. Effects carry no approval fingerprint: one that needs an
     approval refuses the action.
     """
@@ -58,8 +65,12 @@ async def check_effects(
     assert obs is not None
     verb = resource.verb or spec.kind.verb
     here = _origin(resource.url)
+    # An allow an operator gave this very action (an approval, a single-use grant) covers
+    # its effects on the page's origin whatever their path: checked again, it is spent.
+    given = bool(allowed.approval_id or allowed.grant_consumed)
     for effect in resource.effects:
-        if effect.verb is verb and _origin(effect.url) == here and here:
+        same_origin = effect.verb is verb and here and _origin(effect.url) == here
+        if same_origin and (given or _path(effect.url) == _path(resource.url)):
             continue
         decision = await authz.check(
             session.agent,

@@ -38,34 +38,50 @@ READ_CONTEXT = r"""
 (el) => {
   const doc = el.ownerDocument;
   const text = (n) => (n ? (n.innerText || n.textContent || "") : "").replace(/\s+/g, " ").trim().slice(0, 200);
-  const byIds = (ids) => (ids || "").split(/\s+/).filter(Boolean)
-    .map((id) => text(doc.getElementById(id))).filter(Boolean).join(" ");
-  const labelOf = (n) => (n.getAttribute("aria-label") || byIds(n.getAttribute("aria-labelledby")) || "").trim();
+  // Through the shadow roots an element sits in: their hosts, up to the document.
+  const hostOf = (n) => { const r = n.getRootNode(); return r.nodeType === 11 && r.host ? r.host : null; };
+  const closest = (n, sel) => {
+    for (; n; n = hostOf(n)) { const c = n.closest(sel); if (c) return c; }
+    return null;
+  };
+  const byIds = (n, ids) => {
+    const root = n.getRootNode();
+    const find = (id) => (root.getElementById ? root.getElementById(id) : null) || doc.getElementById(id);
+    return (ids || "").split(/\s+/).filter(Boolean).map((id) => text(find(id))).filter(Boolean).join(" ");
+  };
+  const labelOf = (n) => (n.getAttribute("aria-label") || byIds(n, n.getAttribute("aria-labelledby")) || "").trim();
   const headingIn = (n) => text(n.querySelector('h1,h2,h3,h4,h5,h6,[role="heading"],legend'));
-  const box = el.closest('dialog, [role="dialog"], [role="alertdialog"], [aria-modal="true"]');
+  const box = closest(el, 'dialog, [role="dialog"], [role="alertdialog"], [aria-modal="true"]');
   const dialog = box ? (labelOf(box) || headingIn(box)) : "";
   const tag = el.tagName.toLowerCase(), type = (el.getAttribute("type") || "").toLowerCase();
-  const form = el.form || el.closest("form");
-  const formName = form ? (labelOf(form) || form.getAttribute("name") || headingIn(form) || "") : "";
+  // The form it submits: a listed element's form owner (a form= attribute wins over the form
+  // it sits in; none when it names no form), else the form it sits in. Its name, for the
+  // context, is the form it is drawn in when it submits none.
+  const listed = [HTMLButtonElement, HTMLInputElement, HTMLSelectElement, HTMLTextAreaElement,
+                  HTMLFieldSetElement, HTMLOutputElement, HTMLObjectElement].some((c) => el instanceof c);
+  const form = listed ? el.form : el.closest("form");
+  const named = form || closest(el, "form");
+  const formName = named ? (labelOf(named) || named.getAttribute("name") || headingIn(named) || "") : "";
   // The last heading before it in document order (an ancestor heading included), as
-  // querySelectorAll(HEADING) finds it. Walked back from the element first, a few dozen
-  // elements at most: a heading near the element costs that walk, not a pass over the page.
+  // querySelectorAll(HEADING) finds it; in a shadow root, before it there, then before its
+  // host. Walked back from the element first, a few dozen elements at most: a heading near
+  // the element costs that walk, not a pass over the page.
   const HEADING = 'h1,h2,h3,h4,h5,h6,[role="heading"]';
-  let heading = null, found = false;
-  if (el.getRootNode() === doc) {
-    const walker = doc.createTreeWalker(doc, NodeFilter.SHOW_ELEMENT);
-    walker.currentNode = el;
-    let steps = 0;
-    for (let n = walker.previousNode(); n && steps < 64; n = walker.previousNode(), steps++)
-      if (n.matches(HEADING)) { heading = n; found = true; break; }
+  let heading = null, found = false, steps = 0, from = el;
+  for (let n = el; n && !found && steps < 64; n = hostOf(n)) {
+    const walker = doc.createTreeWalker(n.getRootNode(), NodeFilter.SHOW_ELEMENT);
+    walker.currentNode = from = n;
+    for (let p = walker.previousNode(); p && steps < 64; p = walker.previousNode(), steps++)
+      if (p.matches(HEADING)) { heading = p; found = true; break; }
   }
   if (!found) {
     heading = null;
+    for (let h = hostOf(from); h; h = hostOf(from)) from = h;
     for (const h of doc.querySelectorAll(HEADING)) {
-      if (h.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) heading = h; else break;
+      if (h.compareDocumentPosition(from) & Node.DOCUMENT_POSITION_FOLLOWING) heading = h; else break;
     }
   }
-  const description = byIds(el.getAttribute("aria-describedby")) || el.getAttribute("aria-description")
+  const description = byIds(el, el.getAttribute("aria-describedby")) || el.getAttribute("aria-description")
     || el.getAttribute("title") || "";
   const out = { dialog, form: formName, heading: text(heading), description: description.slice(0, 200), tag, type };
   // What it shows, when an author-given name may say something else ("Save" over "Delete").
@@ -73,7 +89,8 @@ READ_CONTEXT = r"""
     const own = tag === "input" ? (["submit", "button", "reset"].includes(type) ? el.value : "") : el.innerText;
     out.shown = (own || "").replace(/\s+/g, " ").trim().slice(0, 200);
   }
-  const link = el.closest("a[href], area[href]");
+  // A click in a shadow root reaches the link its host is in.
+  const link = closest(el, "a[href], area[href]");
   if (link && !link.hasAttribute("download")) {
     const raw = link.getAttribute("href") || "";
     const url = link.href;
@@ -81,17 +98,28 @@ READ_CONTEXT = r"""
     const samePage = raw.trim().startsWith("#") || (url.split("#")[0] === here && url.includes("#"));
     if (!/^\s*javascript:/i.test(raw) && !samePage) out.link = url;
   }
-  const submitter = (tag === "button" && (type === "" || type === "submit")) ||
-                    (tag === "input" && (type === "submit" || type === "image"));
+  const submits = (n) => (n instanceof HTMLButtonElement && n.type === "submit") ||
+                         (n instanceof HTMLInputElement && (n.type === "submit" || n.type === "image"));
+  const submitter = submits(el);
   if (form) {
-    const by = submitter ? el : null;
+    const noText = ["checkbox", "radio", "button", "submit", "reset", "image", "file", "hidden", "range", "color"];
+    out.textEntry = tag === "input" && !noText.includes(type);
+    // Enter in a field submits through the form's default button, its first submit button
+    // in tree order (form.elements leaves out image buttons): its formaction and
+    // formmethod win over the form's, as a clicked button's do.
+    let by = submitter ? el : null;
+    if (!by && out.textEntry) {
+      for (const c of form.elements) if (submits(c)) { by = c; break; }
+      const images = [...form.querySelectorAll('input[type="image" i]')];
+      if (form.id) images.push(...form.getRootNode().querySelectorAll('input[type="image" i][form]'));
+      for (const c of images)
+        if (c.form === form && (!by || by.compareDocumentPosition(c) & Node.DOCUMENT_POSITION_PRECEDING)) by = c;
+    }
     const action = by && by.hasAttribute("formaction") ? by.formAction : form.action;
-    const method = ((by && by.getAttribute("formmethod")) || form.getAttribute("method") || "get").toLowerCase();
+    const method = (by && by.hasAttribute("formmethod") ? by.formMethod : form.method).toLowerCase();
     out.formAction = action || location.href;
     out.formMethod = method === "post" ? "POST" : method === "dialog" ? "DIALOG" : "GET";
     out.submitter = submitter;
-    const noText = ["checkbox", "radio", "button", "submit", "reset", "image", "file", "hidden", "range", "color"];
-    out.textEntry = tag === "input" && !noText.includes(type);
     out.autoSubmit = tag === "select" && (/submit/i.test(el.getAttribute("onchange") || "") ||
       el.hasAttribute("data-autosubmit") || form.hasAttribute("data-autosubmit"));
   }
@@ -101,9 +129,11 @@ READ_CONTEXT = r"""
 """
 
 # The context of the focused element, for a key pressed without a ref.
+# (In a shadow root: the element focused there, not its host.)
 READ_FOCUSED_CONTEXT = (
-    "() => { const el = document.activeElement;"
+    "() => { let el = document.activeElement;"
     " if (!el || el === document.body || el === document.documentElement) return null;"
+    " while (el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement;"
     " return (" + READ_CONTEXT.strip() + ")(el); }"
 )
 

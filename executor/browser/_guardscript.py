@@ -6,7 +6,7 @@ attributes, their place in the tree), its content, what names it (``<label>``s,
 ``aria-labelledby``), the record it sits in (its row, list item, card: every change in
 that record's subtree, so that a row re-painted by index is seen), the title of the dialog
 it is in; or that is hidden, disabled, inert, behind the topmost open modal, or covered at
-its centre.
+its centre (the topmost element there, through open shadow roots, must be it or in it).
 
 ``arm(el, since, mode, token, ms)`` runs the check and arms the input guard on the element
 (at dispatch time, or with the check before the decision, ``_surface``):
@@ -15,8 +15,11 @@ its centre.
   press event (pointerdown … click, dblclick, contextmenu) must land on the element, and
   the element must still be what it was when armed — its *identity*: its tag, role, name
   sources and text, the record it sits in and that record's text, its path of positions
-  up to that record and the record's position in its list, the dialog or form it is in
-  and their names — and, at the first press, still visible, enabled and not inert. The
+  up to that record and the record's position in its list, the dialog it is in and its
+  name, the form it submits (its form owner: a ``form=`` attribute wins) and where to (the
+  form's action, method and target, the element's own ``formaction``, ``formmethod``,
+  ``formtarget`` ...; for a field, also its form's default button's, which Enter submits
+  by) — and, at the first press, still visible, enabled and not inert. The
   first event where any fails is swallowed, and every later one: the page never sees it,
   and the click is not dispatched.
 - ``keys`` (fill, type, press into a field): every trusted keydown, keypress and
@@ -40,10 +43,40 @@ GUARD = r"""
     const p = n.parentNode;
     return p && p.nodeType === 11 ? p.host : p;
   };
-  // Whether node n is el or inside it, across shadow roots.
+  // Whether node n is el or inside it as the page draws it: across shadow roots, and from a
+  // node slotted into a shadow tree through its slot.
   const inside = (n, el) => {
-    for (; n; n = parentOf(n)) if (n === el) return true;
+    for (; n; n = n.assignedSlot || parentOf(n)) if (n === el) return true;
     return false;
+  };
+  // The host of the shadow root an element is in (null in the document).
+  const hostOf = (n) => {
+    const r = n.getRootNode();
+    return r.nodeType === 11 && r.host ? r.host : null;
+  };
+  // The nearest ancestor (or itself) matching sel, through the shadow roots it sits in.
+  const closestDeep = (el, sel) => {
+    for (let n = el; n; n = hostOf(n)) {
+      const c = n.closest(sel);
+      if (c) return c;
+    }
+    return null;
+  };
+  // The form an element submits: a listed element's form owner (its form= attribute wins
+  // over the form it sits in; none when it names no form), else the form it sits in.
+  const LISTED = [HTMLButtonElement, HTMLInputElement, HTMLSelectElement, HTMLTextAreaElement, HTMLFieldSetElement,
+                  HTMLOutputElement, HTMLObjectElement];
+  const formOf = (el) => (LISTED.some((c) => el instanceof c) ? el.form : el.closest("form"));
+  const submits = (n) => (n instanceof HTMLButtonElement && n.type === "submit") ||
+                         (n instanceof HTMLInputElement && (n.type === "submit" || n.type === "image"));
+  // A form's default button (Enter in one of its fields submits through it): its first
+  // submit button in tree order (form.elements leaves out image buttons).
+  const defaultButton = (f) => {
+    let best = null;
+    for (const c of f.elements) if (submits(c)) { best = c; break; }
+    for (const c of f.querySelectorAll('input[type="image" i]'))
+      if (c.form === f && (!best || best.compareDocumentPosition(c) & Node.DOCUMENT_POSITION_PRECEDING)) best = c;
+    return best;
   };
   const norm = (s) => (s || "").replace(/\s+/g, " ").trim();
   // An element's text as words: its text nodes joined by spaces (cells do not run together).
@@ -68,12 +101,14 @@ GUARD = r"""
                    'table,ul,ol,[role="list"],[role="grid"],[role="table"],[role="listbox"],[role="tree"]';
   // The record an element sits in: its row or list item, else the nearest ancestor with
   // text of its own beyond the element's (a card around a button, the label of a field).
+  // A form around the element alone (a row's own "Cancel" form) is part of it, not a bound.
   const recordOf = (el) => {
     const own = norm(el.textContent);
     for (let n = parentOf(el); n && n.nodeType === 1; n = parentOf(n)) {
       if (n.matches(RECORD)) return n;
-      if (n.matches(BOUNDARY)) return null;
-      if (norm(n.textContent) !== own) return n;
+      const more = norm(n.textContent) !== own;
+      if (n.matches(BOUNDARY) && (more || n.tagName !== "FORM")) return null;
+      if (more) return n;
     }
     return null;
   };
@@ -97,13 +132,17 @@ GUARD = r"""
     }
     return out;
   };
-  const scopeOf = (el) => el.closest('dialog,[role="dialog"],[role="alertdialog"],form');
+  const DIALOG = 'dialog,[role="dialog"],[role="alertdialog"]';
   const scopeName = (s) => {
     if (!s) return "";
-    const parts = [s.getAttribute("aria-label") || "", s.getAttribute("name") || "", s.getAttribute("action") || ""];
+    const parts = [s.getAttribute("aria-label") || "", s.getAttribute("name") || ""];
     for (const n of namers(s)) parts.push(norm(n.textContent));
     return parts.join("|");
   };
+  // Where a submit goes: the button's own form* attributes (and form=), or the form's.
+  const AIM = ["form", "formaction", "formmethod", "formtarget", "formenctype", "formnovalidate"];
+  const FORM_AIM = ["action", "method", "target", "enctype", "novalidate"];
+  const attrs = (n, names) => names.map((a) => n.getAttribute(a));
   const position = (n) => {
     let i = 0;
     for (let s = n.previousElementSibling; s; s = s.previousElementSibling) i++;
@@ -124,7 +163,15 @@ GUARD = r"""
       path.push(position(n));
       if (path.length > 12) break;
     }
-    const scope = scopeOf(el);
+    const dialog = closestDeep(el, DIALOG), form = formOf(el);
+    // The form it submits and where to; a field's also through its form's default button
+    // (Enter submits by it): by its formaction, formmethod ... (no such button, or one
+    // with none, is the same: the form's own; one re-rendered, or enabled as the field
+    // fills, is no change).
+    const aim = [attrs(el, AIM), form ? attrs(form, FORM_AIM) : null];
+    const by = keys && form && el instanceof HTMLInputElement ? defaultButton(form) : null;
+    const byAim = by ? attrs(by, AIM.slice(1)) : [];
+    if (byAim.some((v) => v !== null)) aim.push(byAim);
     return {
       attached: el.isConnected,
       own: own.join("|"),
@@ -134,8 +181,11 @@ GUARD = r"""
       recordKind: rec ? kindOf(rec) : "",
       recordAt: rec && rec.parentNode ? position(rec) : -1,
       path: path.join("."),
-      scope,
-      scopeName: scopeName(scope),
+      dialog,
+      dialogName: scopeName(dialog),
+      form,
+      formName: scopeName(form),
+      aim: JSON.stringify(aim),
     };
   };
   // How ``now`` differs from ``was``: one sentence, or "".
@@ -148,8 +198,11 @@ GUARD = r"""
     if (now.recordAt !== was.recordAt)
       return `its ${was.recordKind}'s position in its list changed (${was.recordAt + 1} -> ${now.recordAt + 1})`;
     if (now.path !== was.path) return `its position changed (${was.path} -> ${now.path})`;
+    if (now.form !== was.form || now.aim !== was.aim)
+      return "where it submits changed (its form, or its form's or its own action, method or target)";
     if (now.own !== was.own) return "its name, text or naming attributes changed";
-    if (now.scope !== was.scope || now.scopeName !== was.scopeName) return "the dialog or form it is in changed";
+    if (now.formName !== was.formName) return "the name of the form it is in changed";
+    if (now.dialog !== was.dialog || now.dialogName !== was.dialogName) return "the dialog it is in changed";
     return "";
   };
 
@@ -167,10 +220,14 @@ GUARD = r"""
     const rec = recordOf(el);
     if (rec && (subtree.get(rec) || 0) > since)
       return `its ${kindOf(rec)} changed since the observation: it reads "${short(textOf(rec), 80)}" now`;
-    const scope = scopeOf(el);
-    if (scope)
-      for (const n of namers(scope))
-        if ((subtree.get(n) || 0) > since) return `the title of the ${describe(scope)} it is in changed`;
+    const dialog = closestDeep(el, DIALOG);
+    if (dialog)
+      for (const n of namers(dialog))
+        if ((subtree.get(n) || 0) > since) return `the title of the ${describe(dialog)} it is in changed`;
+    // The form it submits, when not an ancestor (a form= attribute): its action, method ...
+    const form = formOf(el);
+    if (form && (attr.get(form) || 0) > since && !inside(el, form))
+      return `the form it submits (${describe(form)}) changed its attributes`;
     return "";
   };
 
@@ -191,9 +248,9 @@ GUARD = r"""
     if (el.checkVisibility && !el.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true }))
       return "the element is not visible";
     // Disabled itself, by a disabled fieldset, or by aria-disabled on it or an ancestor.
-    if (el.disabled || (el.matches && el.matches(":disabled")) || el.closest('[aria-disabled="true"]'))
+    if (el.disabled || (el.matches && el.matches(":disabled")) || closestDeep(el, '[aria-disabled="true"]'))
       return "the element is disabled";
-    if (el.closest("[inert]")) return "the element is inert";
+    if (closestDeep(el, "[inert]")) return "the element is inert";
     return "";
   };
   const check = (el, since, at) => {
@@ -216,14 +273,14 @@ GUARD = r"""
       const z = parseInt(getComputedStyle(m).zIndex, 10) || 0;
       if (z >= topZ) { top = m; topZ = z; }
     }
-    if (top && !top.contains(el)) return { problem: `a modal (${describe(top)}) covers the page` };
+    if (top && !inside(el, top)) return { problem: `a modal (${describe(top)}) covers the page` };
     if (at) return { problem: "", password: el instanceof HTMLInputElement && el.type === "password" };
     const r = el.getBoundingClientRect();
     const cx = r.left + r.width / 2, cy = r.top + r.height / 2;
     if (r.width > 0 && r.height > 0 && cx >= 0 && cy >= 0 && cx < window.innerWidth && cy < window.innerHeight) {
-      const hit = document.elementFromPoint(cx, cy);
-      if (hit && hit !== el && !el.contains(hit) && !(hit.shadowRoot && hit.contains(el)))
-        return { problem: `it is covered by ${describe(hit)}` };
+      // The topmost element there, as deep as open shadow roots go, must be it or in it.
+      const hit = hitAt(cx, cy);
+      if (hit && !inside(hit, el)) return { problem: `it is covered by ${describe(hit)}` };
     }
     return { problem: "", password: el instanceof HTMLInputElement && el.type === "password" };
   };
@@ -236,20 +293,14 @@ GUARD = r"""
     if (mode === "pointer") {
       for (const a of document.getAnimations()) {
         const t = a.effect && a.effect.target;
-        if (a.playState === "running" && t && (t === el || t.contains(el)))
+        if (a.playState === "running" && t && inside(el, t))
           return { fallback: "the element is animating" };
       }
       const r = el.getBoundingClientRect();
       const x = r.left + r.width / 2, y = r.top + r.height / 2;
       if (!(r.width > 0 && r.height > 0 && x >= 0 && y >= 0 && x < window.innerWidth && y < window.innerHeight))
         return { fallback: "the element's centre is outside the viewport" };
-      let hit = document.elementFromPoint(x, y);
-      while (hit && hit.shadowRoot) {
-        const deeper = hit.shadowRoot.elementFromPoint(x, y);
-        if (!deeper || deeper === hit) break;
-        hit = deeper;
-      }
-      if (!inside(hit, el)) return { fallback: "another element is on top at its centre" };
+      if (!inside(hitAt(x, y), el)) return { fallback: "another element is on top at its centre" };
       answer = { x, y };
     }
     // "point-keys" (typing at a point): the press that focuses the field is guarded as a

@@ -2,7 +2,8 @@
 
 The init script (INIT_SCRIPT, in every page and frame, before the page's own scripts) keeps,
 per node, the time of the last mutation that touched it (its attributes, its subtree, or
-its place in the tree), so that a check can tell whether the target or its surroundings
+its place in the tree; in the document and in every shadow root, watched as it is
+attached), so that a check can tell whether the target or its surroundings
 changed since an observation; and it holds the input guard (``_guardscript``), which
 swallows trusted input that would reach anything but the armed element as it was armed.
 Times are ``performance.timeOrigin + performance.now()``: one clock for every frame.
@@ -138,6 +139,15 @@ INIT_SCRIPT = (
   const markUp = (node, t) => {
     for (let n = node; n; n = n.parentNode || n.host) subtree.set(n, t);
   };
+  const OBSERVED = {
+    subtree: true, childList: true, attributes: true, characterData: true, characterDataOldValue: true,
+  };
+  const watched = new WeakSet();
+  const watch = (root) => {
+    if (watched.has(root)) return;
+    watched.add(root);
+    observer.observe(root, OBSERVED);
+  };
   const observer = new MutationObserver((records) => {
     const t = now();
     for (const r of records) {
@@ -151,11 +161,30 @@ INIT_SCRIPT = (
         markUp(r.target.parentNode, t);
       } else markUp(r.target, t);
       if (r.type === "childList") {
-        r.addedNodes.forEach((n) => moved.set(n, t));
+        // A host the parser gave a declarative shadow root: its root is watched from here.
+        r.addedNodes.forEach((n) => { moved.set(n, t); if (n.shadowRoot) watch(n.shadowRoot); });
         r.removedNodes.forEach((n) => moved.set(n, t));
       }
     }
   });
+  // A change inside a shadow root is a change as well; a document's observer does not see
+  // into them. The page's scripts attach their roots after this script ran: each root is
+  // watched as it is attached (open or closed: a closed one changes what its host shows),
+  // and attaching one is a change of its host.
+  const attachShadow = Element.prototype.attachShadow;
+  if (typeof attachShadow === "function") {
+    const patched = {
+      attachShadow(init) {
+        const root = Reflect.apply(attachShadow, this, [init]);
+        watch(root);
+        st.mutations += 1;
+        markUp(this, now());
+        return root;
+      },
+    }.attachShadow;
+    const desc = Object.getOwnPropertyDescriptor(Element.prototype, "attachShadow");
+    Object.defineProperty(Element.prototype, "attachShadow", { ...desc, value: patched });
+  }
   const stop = (e) => { e.preventDefault(); e.stopPropagation(); e.stopImmediatePropagation(); };
   // Hand-overs from Playwright's world: first on the window, so the page never sees them.
   window.addEventListener("PICK_EVENT", (e) => {
@@ -210,9 +239,7 @@ INIT_SCRIPT = (
       workers: () => st.workers,
     }),
   });
-  observer.observe(document, {
-    subtree: true, childList: true, attributes: true, characterData: true, characterDataOldValue: true,
-  });
+  observer.observe(document, OBSERVED);
 })();
 """
     )

@@ -272,6 +272,19 @@ HOME: dict[str, str] = {
         " row.cells[0].firstChild.nodeValue = 'Plan ' + names[i];"
         " row.querySelector('input').value = names[i]; }); };</script>",
     ),
+    # 3c. In view: a "Save" inside an open shadow root (nothing covers it), and a light-DOM
+    # "Publish" slotted into a shadow root that draws a transparent veil over it.
+    "/shadow-view": _doc(
+        "Settings",
+        "<h1>Settings</h1><x-save></x-save><x-veil><button>Publish</button></x-veil><script>"
+        "customElements.define('x-save', class extends HTMLElement { constructor() { super();"
+        " this.attachShadow({mode: 'open'}).innerHTML = '<form method=post action=/save>"
+        "<input type=hidden name=saved value=yes><button>Save</button></form>'; } });"
+        "customElements.define('x-veil', class extends HTMLElement { constructor() { super();"
+        " this.attachShadow({mode: 'open'}).innerHTML = '<div style=\"position:relative;display:inline-block\">"
+        '<slot></slot><form method=post action=/close style="position:absolute;inset:0;margin:0">'
+        '<button style="width:100%;height:100%;opacity:0">Delete</button></form></div>\'; } });</script>',
+    ),
     # 4. Focus theft: the page moves the focus to another field on the first key, or on focus.
     "/steal": _doc(
         "Profile",

@@ -60,15 +60,7 @@ def test_a_control_the_pointer_goes_through_cannot_be_cited(stack: Stack, agent:
     "where",
     [
         "light",
-        pytest.param(
-            "open",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="LEAK: a 'Yes' in a shadow root of a dialog 'Close your account?' is judged with no "
-                "dialog title (_context.READ_CONTEXT: el.closest() stops at the shadow root): allowed, "
-                "POST /close sent, DONE",
-            ),
-        ),
+        "open",
     ],
 )
 def test_a_yes_in_a_closing_dialog_needs_a_delete_grant_in_a_shadow_root_too(
@@ -89,13 +81,6 @@ def test_a_closed_shadow_root_is_out_of_the_agents_reach(stack: Stack, agent: Ag
         session.find("button", "Yes")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="LEAK: rows re-painted by index inside a shadow root after the observation are not seen "
-    "(INIT_SCRIPT's MutationObserver watches the document only, not shadow roots); below the fold the "
-    "check makes no hit test and Playwright's armed click takes the identity after the change: the "
-    "click cited in Plan E's row cancels Plan F, DONE",
-)
 def test_rows_repainted_inside_a_shadow_root_never_take_a_click_meant_for_another_row(
     stack: Stack, agent: AgentSetup, origins: Origins
 ) -> None:
@@ -109,6 +94,28 @@ def test_rows_repainted_inside_a_shadow_root_never_take_a_click_meant_for_anothe
     wrong = [body for body in cancelled if body != "plan=E"]
     assert wrong == [], (r.result.outcome, r.result.message, cancelled)
     assert r.result.outcome in NOT_STARTED and r.result.reason == "STALE_REF", r.result
+
+
+def test_an_uncovered_control_in_a_shadow_root_can_be_clicked(
+    stack: Stack, agent: AgentSetup, origins: Origins
+) -> None:
+    # The check's hit test goes through the open shadow root: the host is not a cover.
+    session = open_probe(stack, agent, origins, "/shadow-view")
+    r = session.click(session.find("button", "Save"), timeout_ms=3000)
+    assert r.result.outcome is Outcome.DONE, r.result
+    assert [p[3] for p in origins.settled("home", "POST", "/save")] == ["saved=yes"]
+
+
+def test_a_veil_drawn_in_a_shadow_root_over_a_slotted_control_is_a_cover(
+    stack: Stack, agent: AgentSetup, origins: Origins
+) -> None:
+    session = open_probe(stack, agent, origins, "/shadow-view")
+    before = len(origins.reached("home", "POST"))
+    r = session.click(session.find("button", "Publish"), timeout_ms=2000)
+    assert r.result.outcome in NOT_STARTED and not r.result.execution_started, r.result
+    assert "covered" in r.result.message, r.result.message
+    time.sleep(0.3)
+    assert home_posts(origins, before) == []
 
 
 # -- 4. focus theft while typing -----------------------------------------------------------
@@ -136,24 +143,8 @@ def test_keys_never_follow_the_focus_the_page_steals(
 @pytest.mark.parametrize(
     "how",
     [
-        pytest.param(
-            "formaction",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="LEAK: a formaction set in the button's own pointerdown handler is not part of the "
-                "guard's identity (_guardscript NAMING) and the gate judges a form post by origin only "
-                "(SessionWatch.judge_load): the click judged as a submit to /shop/save posts to "
-                "/admin/close-account outside the grant's paths, DONE",
-            ),
-        ),
-        pytest.param(
-            "form",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="LEAK: a form= attribute set on pointerdown re-targets the button to another form "
-                "(identity's scopeOf uses closest('form'), not el.form): /admin/close-account posted, DONE",
-            ),
-        ),
+        "formaction",
+        "form",
         "formaction-out",
     ],
 )
@@ -172,12 +163,6 @@ def test_a_button_retargeted_after_the_check_posts_nowhere_else(
 # -- 6b. implicit submission through a default button that posts elsewhere -----------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="LEAK: Enter in a field is judged as a submit to form.action (READ_CONTEXT ignores the default "
-    "button's formaction/formmethod) and the gate passes a POST on the same origin (judge_load): "
-    "POST /admin/close-account sent under a grant for /shop/*, DONE",
-)
 def test_enter_in_a_field_is_judged_on_where_its_form_really_posts(
     stack: Stack, agent: AgentSetup, origins: Origins
 ) -> None:
