@@ -329,6 +329,14 @@ HOME: dict[str, str] = {
     ),
 }
 
+# The same rows, in a root attached through another window's attachShadow (a frame's
+# prototype, which the page's own init script did not wrap).
+HOME["/shadow-rows-foreign"] = HOME["/shadow-rows"].replace(
+    "const root = this.attachShadow({mode: 'open'});",
+    "const f = document.createElement('iframe'); f.hidden = true; document.body.append(f);"
+    " const root = f.contentWindow.Element.prototype.attachShadow.call(this, {mode: 'open'});",
+)
+
 for _mode in ("light", "open", "closed"):
     HOME[f"/dialog-{_mode}"] = HOME["/dialog-MODE"].replace("'MODE'", f"'{_mode}'")
 del HOME["/dialog-MODE"]

@@ -4,7 +4,8 @@ after the check, implicit submission, labels.
 Two loopback origins: ``home`` (``127.0.0.1``, the only one granted) and ``elsewhere``
 (``localhost``, another port: another origin and another site), each counting every request
 it receives. Each probe asserts the safe behaviour; the eleven that failed when they were
-written (found by trying them) pass since the guard was fixed.
+written (found by trying them) pass since the guard was fixed; one found later is open
+(strict xfail, its reason says what happens).
 """
 
 from __future__ import annotations
@@ -81,10 +82,25 @@ def test_a_closed_shadow_root_is_out_of_the_agents_reach(stack: Stack, agent: Ag
         session.find("button", "Yes")
 
 
+@pytest.mark.parametrize(
+    "page",
+    [
+        "/shadow-rows",
+        pytest.param(
+            "/shadow-rows-foreign",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="LEAK (open): with the root attached by a frame's attachShadow, the rows' repaint "
+                "goes unseen and the click lands in Plan F's row (the same page with the page's own "
+                "attachShadow and the frame present is refused STALE_REF); cause not found yet",
+            ),
+        ),
+    ],
+)
 def test_rows_repainted_inside_a_shadow_root_never_take_a_click_meant_for_another_row(
-    stack: Stack, agent: AgentSetup, origins: Origins
+    stack: Stack, agent: AgentSetup, origins: Origins, page: str
 ) -> None:
-    session = open_probe(stack, agent, origins, "/shadow-rows")
+    session = open_probe(stack, agent, origins, page)
     ref = session.find("button", "Cancel", within=("row", "Plan E"))
     before = len(origins.reached("home", "POST"))
     origins.run_js("window.repaint()")  # the very button now sits in the row of Plan F
