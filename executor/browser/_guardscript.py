@@ -255,6 +255,11 @@ GUARD = r"""
   };
   const check = (el, since, at) => {
     if (!el.isConnected) return { problem: "the element is no longer attached" };
+    // Each shadow root it sits in must be one the page script watches: a root attached
+    // through another window's attachShadow (a frame's), to a host the observer saw arrive
+    // before it had one, changes unseen.
+    for (let r = el.getRootNode(); r.nodeType === 11 && r.host; r = r.host.getRootNode())
+      if (!watched.has(r)) return { problem: "it is in a shadow root the guard does not watch" };
     const changed = changedSince(el, since);
     if (changed) return { problem: changed };
     const cannot = unusable(el);
