@@ -106,9 +106,12 @@ GUARD = r"""
     const own = norm(el.textContent);
     for (let n = parentOf(el); n && n.nodeType === 1; n = parentOf(n)) {
       if (n.matches(RECORD)) return n;
-      const more = norm(n.textContent) !== own;
-      if (n.matches(BOUNDARY) && (more || n.tagName !== "FORM")) return null;
-      if (more) return n;
+      // A bound is tested before any text is read: a page-sized <main> costs nothing.
+      if (n.matches(BOUNDARY)) {
+        if (n.tagName !== "FORM" || norm(n.textContent) !== own) return null;
+        continue;
+      }
+      if (norm(n.textContent) !== own) return n;
     }
     return null;
   };
