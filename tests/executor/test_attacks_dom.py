@@ -15,11 +15,9 @@ import pytest
 
 from handrail.executor import Outcome
 from tests.conftest import AgentSetup, Stack
-from tests.executor.attacks import (  # noqa: F401
+from tests.executor.attacks import (
     NOT_STARTED,
     Origins,
-    entries,
-    frame_ready,
     home_posts,
     open_probe,
     posts_elsewhere,

@@ -14,12 +14,10 @@ import pytest
 
 from handrail.executor import Outcome
 from tests.conftest import AgentSetup, Stack
-from tests.executor.attacks import (  # noqa: F401
-    NOT_STARTED,
+from tests.executor.attacks import (
     Origins,
     entries,
     frame_ready,
-    home_posts,
     open_probe,
     posts_elsewhere,
 )
