@@ -40,7 +40,10 @@ PY=${PYTHON:-python3}
 # Reinstall only when this checkout is not the one installed, or the metadata or the pins changed.
 stamp=".bootstrap-stamp"
 want="$(pwd) $(cat pyproject.toml constraints.txt | sha256sum | cut -c1-16)"
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! "$PY" -c "import handrail.cli" 2>/dev/null; then
+# The import runs from / so that this directory itself does not make it pass: the installed
+# package must be this checkout's (an editable install elsewhere would run other code).
+installed="$(cd / && "$PY" -c "import os, handrail.cli as c; print(os.path.dirname(os.path.dirname(c.__file__)))" 2>/dev/null || true)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || [ "$installed" != "$(pwd)" ]; then
   echo "bootstrap: installing handrail and its Python dependencies with pip" >&2
   "$PY" -m pip install -q --disable-pip-version-check --root-user-action=ignore \
     --constraint constraints.txt -e ".[dev]"
