@@ -23,6 +23,42 @@ from handrail.executor.browser._surface import VIEWPORT, BrowserSurface
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ENV = "HANDRAIL_CHROMIUM"
 
+#: The features Playwright (1.65) turns off in its own ``--disable-features`` switch.
+#: Chromium keeps only the last ``--disable-features`` it is given, whole: ours comes
+#: after Playwright's, so it must carry Playwright's list too or that list is dropped (with
+#: it the fix for cross-origin redirects under request interception).
+#: ``tests/executor/test_chromium_args.py`` fails when Playwright's list has moved on.
+PLAYWRIGHT_DISABLED_FEATURES = (
+    "AvoidUnnecessaryBeforeUnloadCheckSync",
+    "DestroyProfileOnBrowserClose",
+    "HttpsUpgrades",
+    "HttpsFirstBalancedModeAutoEnable",
+    "LensOverlay",
+    "MediaRouter",
+    "PaintHolding",
+    "ThirdPartyStoragePartitioning",
+    "AvoidCorsURLLoaderRestartOnRedirect",
+    "TcpPortRandomizationWin",
+    "OptimizationHints",
+    "NetworkTimeServiceQuerying",
+    "AimEnabled",
+    "PreconnectToSearch",
+    "msForceBrowserSignIn",
+    "msEdgeUpdateLaunchServicesPreferredVersion",
+)
+
+#: The features Handrail turns off besides.
+HANDRAIL_DISABLED_FEATURES = (
+    # A page restored from the back-forward cache loads without a request, so the
+    # navigation gate would not see it: history navigations load (and are judged) anew.
+    "BackForwardCache",
+    # The address bar's suggestion pop-ups, made ahead in a renderer of their own at every
+    # launch: about a second of CPU each time for a browser that has no address bar.
+    "WebUIOmniboxPopup",
+    "WebUIOmniboxAimPopup",
+    "WebUIOmniboxFullPopup",
+)
+
 # As root Chromium needs --no-sandbox; the rest keep it off a network it cannot reach.
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -33,9 +69,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
     "--disable-dev-shm-usage",
-    # A page restored from the back-forward cache loads without a request, so the
-    # navigation gate would not see it: history navigations load (and are judged) anew.
-    "--disable-features=BackForwardCache",
+    "--disable-features=" + ",".join(PLAYWRIGHT_DISABLED_FEATURES + HANDRAIL_DISABLED_FEATURES),
 ]
 
 

@@ -20,7 +20,7 @@ from playwright.sync_api import Page, expect, sync_playwright
 
 from handrail.authz import AuthzClient
 from handrail.executor import ExecutorClient, Outcome, PersonStatus
-from handrail.executor.browser import chromium_path
+from handrail.executor.browser import CHROMIUM_ARGS, chromium_path
 from handrail.scenarios import SECOND_FACTOR_CODE, SecondFactorApp
 from tests.console.conftest import ConsoleStack
 
@@ -32,7 +32,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 @pytest.fixture
 def page() -> Iterator[Page]:
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
+        browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         context = browser.new_context(viewport={"width": 1400, "height": 950})
         yield context.new_page()
         browser.close()
