@@ -15,19 +15,32 @@ from tests.conftest import AgentSetup, Stack
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture
-def raw(
-    stack: Stack, agent: AgentSetup, app: SubscriptionApp
-) -> Iterator[tuple[pb_grpc.ExecutorStub, tuple[tuple[str, str], ...], str, pb.Observation]]:
+@pytest.fixture(scope="module")
+def raw(stack: Stack) -> Iterator[tuple[pb_grpc.ExecutorStub, tuple[tuple[str, str], ...], str, pb.Observation]]:
+    """One session for the whole module: every request here is refused before it acts, so
+    the cases share it (a session per case cost half a second each)."""
+    principal = stack.add_principal("agent")
+    app = SubscriptionApp()
+    app.start()
     with stack.operator_client() as ops:  # the start page is judged like any other load
-        ops.grant(agent.principal.name, agent.target, ["navigate"], [app.url])
+        ops.grant(principal.name, f"browser:{principal.name}", ["navigate"], [app.url])
     channel = grpc.insecure_channel(stack.executor.address)
     stub = pb_grpc.ExecutorStub(channel)
-    md = (("authorization", f"Bearer {agent.principal.token}"),)
-    session = stub.OpenSession(pb.OpenSessionRequest(target=agent.target, start_url=app.url + "/"), metadata=md)
-    obs = stub.Observe(pb.ObserveRequest(session_id=session.session_id), metadata=md)
-    yield stub, md, session.session_id, obs
-    channel.close()
+    md = (("authorization", f"Bearer {principal.token}"),)
+    try:
+        session = stub.OpenSession(
+            pb.OpenSessionRequest(target=f"browser:{principal.name}", start_url=app.url + "/"), metadata=md
+        )
+        obs = stub.Observe(pb.ObserveRequest(session_id=session.session_id), metadata=md)
+        yield stub, md, session.session_id, obs
+        # nothing above acted: the page is where it was opened and the app took no write
+        after = stub.Observe(pb.ObserveRequest(session_id=session.session_id), metadata=md)
+        assert after.url == obs.url
+        assert not [r for r in app.state()["requests"] if not r.startswith("GET ")]
+    finally:
+        channel.close()
+        stack.close_sessions_of(principal)
+        app.stop()
 
 
 def _code(call: object) -> tuple[grpc.StatusCode, str]:
