@@ -117,14 +117,16 @@ class NetworkGate:
 
     # -- tabs ------------------------------------------------------------------------
 
-    def adopt_popup(self, page: Page) -> bool:
-        """A new tab appeared: if its first load was aborted here, load it (or close it)."""
+    def adopt_popup(self, page: Page) -> str:
+        """A new tab appeared: if its first load was aborted here, load it (``"load"``) or,
+        the load refused, close it (``"close"``: the tab is never one of the session's);
+        ``""`` when it is no such tab."""
         # Such a tab shows the error page of its failed first load when it is reported.
         if not self._popups or not (page.url == "" or page.url.startswith("chrome-error:")):
-            return False
+            return ""
         url, referer = self._popups.popleft()
         self._spawn(self._reopen(page, url, referer))
-        return True
+        return "close" if url is None else "load"
 
     async def _reopen(self, page: Page, url: str | None, referer: str) -> None:
         with contextlib.suppress(PlaywrightError):

@@ -137,8 +137,11 @@ class BrowserSurface(LiveView):
         return next((t.tab_id for t in self._tabs.values() if t.page is page), "")
 
     def _on_page(self, page: Page) -> None:
-        # A pop-up whose first load the gate held back is loaded (or closed) by the gate.
+        # A pop-up whose first load the gate held back is loaded (or closed) by the gate. A
+        # refused one is closing: it is never listed, so an agent never sees it come and go.
         popup = self.gate.adopt_popup(page)
+        if popup == "close":
+            return
         tab = self.adopt(page, activate=False)
         if not popup:
             self._pending_gate(tab)

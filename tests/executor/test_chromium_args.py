@@ -19,8 +19,8 @@ from handrail.executor.browser import BrowserHost
 pytestmark = pytest.mark.browser
 
 
-def _descendants(root: int) -> list[list[str]]:
-    """The command lines of every process below ``root``."""
+def _descendants(root: int) -> dict[int, list[str]]:
+    """The command line of every process below ``root``, by pid."""
     parent: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -38,7 +38,7 @@ def _descendants(root: int) -> list[list[str]]:
                 below.add(pid)
                 grew = True
     below.discard(root)
-    lines = []
+    lines = {}
     for pid in below:
         try:
             raw = Path(f"/proc/{pid}/cmdline").read_bytes()
@@ -47,7 +47,7 @@ def _descendants(root: int) -> list[list[str]]:
         if raw:
             args = raw.decode(errors="replace").rstrip("\0").split("\0")
             # Chromium's child processes rewrite their argv as one line, switches spaced
-            lines.append(args[0].split(" ") if len(args) == 1 else args)
+            lines[pid] = args[0].split(" ") if len(args) == 1 else args
     return lines
 
 
@@ -56,12 +56,13 @@ def _chromium_processes() -> tuple[list[str], list[list[str]]]:
     process's (renderers, utilities) command line."""
 
     async def look() -> list[list[str]]:
+        before = _descendants(os.getpid())  # other tests' browsers, if any are open
         host = BrowserHost()
         await host.start()
         try:
             surface = await host.open_page("data:text/html,<p>hi</p>")
             await asyncio.sleep(1.0)  # what Chromium makes ahead, it makes within this
-            lines = _descendants(os.getpid())
+            lines = [c for pid, c in _descendants(os.getpid()).items() if pid not in before]
             await surface.close()
             return lines
         finally:
