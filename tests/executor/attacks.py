@@ -8,30 +8,20 @@ written (found by trying them) pass since the guard was fixed.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 from handrail.executor import Outcome, Session
 from handrail.recorder import Ledger
 from tests.conftest import AgentSetup, Stack
+from tests.executor.channel import ACK, EVENTS, Commands
 
 NOT_STARTED = (Outcome.REFUSED, Outcome.FAILED)
 
-# The home pages hear commands run by ``Origins.run_js`` (as ``tests/executor/site.py``).
-CHANNEL = """<script>
-(function () {
-  var es = new EventSource("/__events?since=SINCE");
-  es.onmessage = function (e) {
-    var cmd = JSON.parse(e.data);
-    try { (0, eval)(cmd.code); } finally { fetch("/__ack?id=" + cmd.id, { method: "POST" }); }
-  };
-})();
-</script>"""
-_QUIET = ("/__events", "/__ack", "/favicon.ico")
+_QUIET = (EVENTS, ACK, "/favicon.ico")
 
 
 class Origins:
@@ -44,10 +34,8 @@ class Origins:
         self.pages = {"home": home, "elsewhere": elsewhere}
         self.seen: list[tuple[str, str, str, str]] = []  # (origin, method, path, body)
         self.urls = {"home": "", "elsewhere": ""}
-        self._cond = threading.Condition()
-        self._commands: list[str] = []
-        self._acks: set[int] = set()
-        self._stopping = False
+        self.channel = Commands()  # the home pages hear it
+        self._cond = self.channel.cond  # guards ``seen`` too
         self._servers: list[ThreadingHTTPServer] = []
 
     @property
@@ -73,16 +61,7 @@ class Origins:
         return self.reached(origin, method, path)
 
     def run_js(self, code: str, timeout: float = 10.0) -> None:
-        with self._cond:
-            self._commands.append(code)
-            cid = len(self._commands)
-            self._cond.notify_all()
-            deadline = time.monotonic() + timeout
-            while cid not in self._acks:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(f"no page ran {code[:60]}")
-                self._cond.wait(left)
+        self.channel.run_js(code, timeout=timeout)
 
     def _page(self, origin: str, path: str) -> str | None:
         page = self.pages[origin].get(path)
@@ -90,8 +69,7 @@ class Origins:
             return None
         page = page.replace("HOME", self.home).replace("ELSE", self.elsewhere)
         if origin == "home" and not path.endswith(".js"):
-            with self._cond:
-                page += CHANNEL.replace("SINCE", str(len(self._commands)))
+            page += self.channel.script()
         return page
 
     def start(self) -> Origins:
@@ -104,9 +82,7 @@ class Origins:
         return self
 
     def stop(self) -> None:
-        with self._cond:
-            self._stopping = True
-            self._cond.notify_all()
+        self.channel.stop()
         for server in self._servers:
             server.shutdown()
             server.server_close()
@@ -137,9 +113,10 @@ def _handler(site: Origins, origin: str) -> type[BaseHTTPRequestHandler]:
             return path
 
         def do_GET(self) -> None:
-            path = self._note("GET", urlsplit(self.path).query)
-            if path == "/__events":
-                self._events()
+            query = urlsplit(self.path).query
+            path = self._note("GET", query)
+            if path == EVENTS:
+                site.channel.stream(self, query)
                 return
             page = site._page(origin, path)
             self._send(200, page) if page is not None else self._send(404, "not found")
@@ -148,10 +125,8 @@ def _handler(site: Origins, origin: str) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length).decode("utf-8", "replace") if length else ""
             path = self._note("POST", body)
-            if path == "/__ack":
-                with site._cond:
-                    site._acks.add(int(parse_qs(urlsplit(self.path).query)["id"][0]))
-                    site._cond.notify_all()
+            if path == ACK:
+                site.channel.ack(urlsplit(self.path).query)
                 self._send(204, "")
                 return
             self._send(200, "<!doctype html><title>Done</title><h1>Done</h1>")
@@ -159,28 +134,6 @@ def _handler(site: Origins, origin: str) -> type[BaseHTTPRequestHandler]:
         def do_HEAD(self) -> None:
             self._note("HEAD", "")
             self._send(200, "")
-
-        def _events(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.end_headers()
-            query = parse_qs(urlsplit(self.path).query)
-            seen = int(query.get("since", ["0"])[0])
-            try:
-                self.wfile.write(b": hi\n\n")
-                self.wfile.flush()
-                while True:
-                    with site._cond:
-                        while len(site._commands) <= seen and not site._stopping:
-                            site._cond.wait(0.2)
-                        if site._stopping:
-                            return
-                        new, first, seen = site._commands[seen:], seen + 1, len(site._commands)
-                    for i, code in enumerate(new):
-                        self.wfile.write(f"data: {json.dumps({'id': first + i, 'code': code})}\n\n".encode())
-                    self.wfile.flush()
-            except OSError:
-                return
 
     return Handler
 

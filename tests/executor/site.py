@@ -23,17 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-CHANNEL = """<script>
-(function () {
-  var es = new EventSource("/__events?since=SINCE");
-  es.onmessage = function (e) {
-    var cmd = JSON.parse(e.data);
-    try { (0, eval)(cmd.code); } finally {
-      fetch("/__ack?id=" + cmd.id, { method: "POST" });
-    }
-  };
-})();
-</script>"""
+from tests.executor.channel import ACK, EVENTS, Commands
 
 
 class Site:
@@ -41,9 +31,8 @@ class Site:
         self.pages = pages
         self.posts: list[dict[str, list[str]]] = []
         self.keys: list[str] = []  # each counted POST's Idempotency-Key header ("" without one)
-        self._cond = threading.Condition()
-        self._commands: list[str] = []
-        self._acks: set[int] = set()
+        self.channel = Commands()
+        self._cond = self.channel.cond  # guards the counters below too
         self._drop = 0
         self.ws_orders: list[str] = []
         self._drop_frames = 0
@@ -51,7 +40,6 @@ class Site:
         self.post_delay_s = 0.0  # how long each counted POST /submit waits before its answer
         self.page_delays: dict[str, float] = {}  # how long a page's GET waits, by path
         self._outage_until = 0.0
-        self._stopping = False
         self.url = ""
         self._server: ThreadingHTTPServer | None = None
 
@@ -59,16 +47,7 @@ class Site:
 
     def run_js(self, code: str, *, timeout: float = 10.0) -> None:
         """Run ``code`` in the open page(s) and wait for the first acknowledgement."""
-        with self._cond:
-            self._commands.append(code)
-            cid = len(self._commands)
-            self._cond.notify_all()
-            deadline = time.monotonic() + timeout
-            while cid not in self._acks:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(f"no page ran command {cid}: {code[:60]}")
-                self._cond.wait(left)
+        self.channel.run_js(code, timeout=timeout)
 
     def drop_next_post(self) -> None:
         self._drop += 1
@@ -100,9 +79,10 @@ class Site:
                 self.wfile.write(body)
 
             def do_GET(self) -> None:
-                path = urlsplit(self.path).path
-                if path == "/__events":
-                    self._events()
+                url = urlsplit(self.path)
+                path = url.path
+                if path == EVENTS:
+                    site.channel.stream(self, url.query)
                     return
                 if path == "/ws" and self.headers.get("Upgrade", "").lower() == "websocket":
                     self._websocket()
@@ -115,11 +95,7 @@ class Site:
                 if path.endswith(".js"):  # a script (a worker's): no channel in it
                     self._send(200, page.encode(), "text/javascript")
                     return
-                # The page hears every command run after it was served, even one sent
-                # before its event stream connected.
-                with site._cond:
-                    since = len(site._commands)
-                self._send(200, (page + CHANNEL.replace("SINCE", str(since))).encode())
+                self._send(200, (page + site.channel.script()).encode())
 
             def _websocket(self) -> None:
                 key = self.headers.get("Sec-WebSocket-Key", "") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -153,44 +129,12 @@ class Site:
                     self.wfile.write(b"\x81\x02ok")
                     self.wfile.flush()
 
-            def _events(self) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.end_headers()
-                with site._cond:
-                    seen = len(site._commands)
-                    query = parse_qs(urlsplit(self.path).query)
-                    if "since" in query and query["since"][0].isdigit():
-                        seen = min(seen, int(query["since"][0]))
-                try:
-                    self.wfile.write(b": hi\n\n")
-                    self.wfile.flush()
-                    while True:
-                        with site._cond:
-                            while len(site._commands) <= seen and not site._stopping:
-                                site._cond.wait(0.2)
-                            if site._stopping:
-                                return
-                            new = site._commands[seen:]
-                            first = seen + 1
-                            seen = len(site._commands)
-                        import json
-
-                        for i, code in enumerate(new):
-                            data = json.dumps({"id": first + i, "code": code})
-                            self.wfile.write(f"data: {data}\n\n".encode())
-                        self.wfile.flush()
-                except OSError:
-                    return
-
             def do_POST(self) -> None:
                 url = urlsplit(self.path)
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length).decode() if length else ""
-                if url.path == "/__ack":
-                    with site._cond:
-                        site._acks.add(int(parse_qs(url.query)["id"][0]))
-                        site._cond.notify_all()
+                if url.path == ACK:
+                    site.channel.ack(url.query)
                     self._send(204, b"")
                     return
                 if url.path != "/submit":
@@ -219,9 +163,7 @@ class Site:
         return self.url
 
     def stop(self) -> None:
-        with self._cond:
-            self._stopping = True
-            self._cond.notify_all()
+        self.channel.stop()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
