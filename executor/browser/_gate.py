@@ -44,7 +44,7 @@ import json
 import logging
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urljoin, urlsplit
 
 from playwright.async_api import BrowserContext, CDPSession, Frame, Page, Request, Route
@@ -117,7 +117,7 @@ class NetworkGate:
 
     # -- tabs ------------------------------------------------------------------------
 
-    def adopt_popup(self, page: Page) -> str:
+    def adopt_popup(self, page: Page) -> Literal["", "load", "close"]:
         """A new tab appeared: if its first load was aborted here, load it (``"load"``) or,
         the load refused, close it (``"close"``: the tab is never one of the session's);
         ``""`` when it is no such tab."""

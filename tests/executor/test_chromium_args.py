@@ -51,9 +51,10 @@ def _descendants(root: int) -> dict[int, list[str]]:
     return lines
 
 
-def _chromium_processes() -> tuple[list[str], list[list[str]]]:
-    """What the host's browser runs as: the browser process's switches, and every Chromium
-    process's (renderers, utilities) command line."""
+@pytest.fixture(scope="module")
+def chromium() -> tuple[list[str], list[list[str]]]:
+    """What the host's browser runs as (one launch for the module): the browser process's
+    switches, and every Chromium process's (renderers, utilities) command line."""
 
     async def look() -> list[list[str]]:
         before = _descendants(os.getpid())  # other tests' browsers, if any are open
@@ -74,8 +75,10 @@ def _chromium_processes() -> tuple[list[str], list[list[str]]]:
     return browsers[0], lines
 
 
-def test_the_last_disable_features_switch_carries_every_earlier_one() -> None:
-    browser, _ = _chromium_processes()
+def test_the_last_disable_features_switch_carries_every_earlier_one(
+    chromium: tuple[list[str], list[list[str]]],
+) -> None:
+    browser, _ = chromium
     lists = [set(a.split("=", 1)[1].split(",")) for a in browser if a.startswith("--disable-features=")]
     assert len(lists) >= 2, "Playwright's switch and ours are both expected"
     missing = set().union(*lists[:-1]) - lists[-1]
@@ -83,7 +86,7 @@ def test_the_last_disable_features_switch_carries_every_earlier_one() -> None:
     assert {"BackForwardCache", "AvoidCorsURLLoaderRestartOnRedirect"} <= lists[-1]
 
 
-def test_no_address_bar_popup_is_made_ahead() -> None:
-    _, processes = _chromium_processes()
+def test_no_address_bar_popup_is_made_ahead(chromium: tuple[list[str], list[list[str]]]) -> None:
+    _, processes = chromium
     webui = [c for c in processes if "--top-chrome-webui" in c]
     assert not webui, "a renderer for the browser's own WebUI was started (about a second of CPU per launch)"
