@@ -56,7 +56,7 @@ _T = TypeVar("_T")
 READ_KINDS = frozenset({ActionKind.NAVIGATE, ActionKind.TAB_OPEN, ActionKind.BACK, ActionKind.TAB_SWITCH})
 
 
-# Verbs whose allow covers a form post to the action's own origins.
+# Verbs whose allow covers a form post to the action's own URLs.
 _WRITES = frozenset({Verb.SUBMIT, Verb.PURCHASE, Verb.DELETE})
 
 

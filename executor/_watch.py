@@ -7,9 +7,11 @@
   a pop-up, a form the page submits by itself) is
   a check of its own with the sidecar, with ``document_load`` set so that only origins a
   grant names load: a GET as a navigate, anything else as a submit. The running action's
-  own loads are those on the origins it was allowed on (its page's, its URL's, its
-  effects'): its typed URL, its link, the answer to its form and a same-site redirect after
-  it (a form post only if the action was allowed to write).
+  own loads are the URLs it was allowed on (its page's, its URL's, its effects', fragment
+  aside): its typed URL, its link, its form's post (only if the action was allowed to
+  write), a reload. Any other load while it runs, of its own origin too (the answer to its
+  form redirected elsewhere, a script's navigation, a form the page builds), is judged as
+  above: a grant may name paths, and a policy may read the path or the whole URL.
   A refused load is aborted, written to the ledger (``navigation``), and the running
   action, if any, says so in its result. Every load the sidecar is asked about is written
   to the ledger, allowed or not. While the target waits for a reconcile, a GET load goes
@@ -136,10 +138,10 @@ class ActionNetwork:
 
     Attributes:
         action_id: the action.
-        origins: the origins the action was allowed to act on (its page's, its own URL's,
-            its effects'): a document of one of them loads as part of the action.
+        urls: the URLs it was allowed on, fragment aside: a document of one of them loads
+            as part of the action; any other is judged on its own.
         writes: the action was allowed to write (a submit or stronger): a form post to
-            one of its origins is part of it too.
+            one of its URLs is part of it too.
         read_only: the action is a read let through while the target awaits a reconcile.
         idempotency_header: its grant asks for an ``Idempotency-Key`` on its requests.
         requests: the side-effecting requests it started.
@@ -151,7 +153,7 @@ class ActionNetwork:
     action_id: str
     idempotency_key: str
     epoch: int
-    origins: set[str] = field(default_factory=set)
+    urls: frozenset[str] = frozenset()
     writes: bool = False
     read_only: bool = False
     idempotency_header: bool = False
@@ -267,12 +269,11 @@ class SessionWatch:
         ``urls`` are the URLs it was allowed on (its page, its own URL, its effects').
         """
         self.person = None  # the agent acts again: the lease came back to it
-        origins = {o for o in map(page_origin, urls) if o}
         net = ActionNetwork(
             action_id,
             idempotency_key,
             epoch,
-            origins,
+            frozenset(map(_unfragmented, urls)),
             writes and not read_only,
             read_only,
             idempotency_header,
@@ -305,8 +306,8 @@ class SessionWatch:
             self.current = None
 
     def starting(self, url: str) -> ActionNetwork:
-        """The session's start page was allowed: it loads (same-site redirects included)."""
-        net = ActionNetwork("", "", self._session.fence.epoch, {o for o in [page_origin(url)] if o})
+        """The session's start page was allowed: it loads (a redirect is judged on its own)."""
+        net = ActionNetwork("", "", self._session.fence.epoch, frozenset([_unfragmented(url)]))
         self.current = net
         return net
 
@@ -321,9 +322,9 @@ class SessionWatch:
         waiting = self._outcomes.blocked(self._session.target)
         if waiting is not None and not safe:
             return self._record(load, Verb.SUBMIT, False, Reason.RECONCILE_REQUIRED, waiting, net)
-        if net is not None and origin in net.origins and (safe or net.writes):
-            # Where the running action was allowed to act: its own load, the answer to its
-            # form (a redirect back to the same site), a page of the same site it opens.
+        if net is not None and (safe or net.writes) and _unfragmented(load.url) in net.urls:
+            # A URL the running action was allowed on: its link, its form's post, its page
+            # again. Elsewhere on its origin a grant's paths or a policy may say otherwise.
             return LoadVerdict(True)
         verb = Verb.NAVIGATE if safe else Verb.SUBMIT
         session = self._session

@@ -129,6 +129,12 @@ def _handler(site: Origins, origin: str) -> type[BaseHTTPRequestHandler]:
                 site.channel.ack(urlsplit(self.path).query)
                 self._send(204, "")
                 return
+            if path in REDIRECTS:
+                self.send_response(303)
+                self.send_header("Location", REDIRECTS[path])
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             self._send(200, "<!doctype html><title>Done</title><h1>Done</h1>")
 
         def do_HEAD(self) -> None:
@@ -136,6 +142,10 @@ def _handler(site: Origins, origin: str) -> type[BaseHTTPRequestHandler]:
             self._send(200, "")
 
     return Handler
+
+
+#: Posts the home origin answers with a redirect (303, to the path given).
+REDIRECTS = {"/shop/moved": "/admin/panel?via=redirect", "/shop/kept": "/shop/thanks"}
 
 
 def _doc(title: str, body: str) -> str:
@@ -271,6 +281,32 @@ HOME: dict[str, str] = {
         "<button formaction='/admin/close-account' formmethod=post style='display:none'>Go</button>"
         "<label>Query <input name=q></label></form>",
     ),
+    # 6e. During an allowed action on /shop/, the page itself goes to another path of the
+    # same origin: by script (a navigation, a form it builds and posts) or by the server's
+    # redirect of the action's own post. A grant of /shop/* covers none of them.
+    "/shop/jump": _doc(
+        "Jump",
+        "<h1>Jump</h1><button onclick=\"location.href = '/admin/panel?via=script'\">Next</button>",
+    ),
+    "/shop/post": _doc(
+        "Post",
+        "<h1>Post</h1><button type=button onclick=\"var f = document.createElement('form');"
+        " f.method = 'post'; f.action = '/admin/close-account'; document.body.append(f); f.submit()\">"
+        "Save</button>",
+    ),
+    "/shop/moved-form": _doc(
+        "Moved",
+        "<h1>Moved</h1><form method=post action='/shop/moved' aria-label=Profile>"
+        "<input type=hidden name=nick value=ada><button>Save</button></form>",
+    ),
+    # ... and the same post answered by a redirect that stays in /shop/ (it must load).
+    "/shop/kept-form": _doc(
+        "Kept",
+        "<h1>Kept</h1><form method=post action='/shop/kept' aria-label=Profile>"
+        "<input type=hidden name=nick value=ada><button>Save</button></form>",
+    ),
+    "/shop/thanks": _doc("Thanks", "<h1>Thanks</h1>"),
+    "/admin/panel": _doc("Admin", "<h1>Admin</h1>"),
     # 6c. A label forwards its activation to the control it is for (HTML only, no script):
     # the cited "Save draft" is a span in a label for a "Delete account" button.
     "/label": _doc(

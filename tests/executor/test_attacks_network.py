@@ -3,7 +3,9 @@
 Two loopback origins: ``home`` (``127.0.0.1``, the only one granted) and ``elsewhere``
 (``localhost``, another port: another origin and another site), each counting every request
 it receives. Each probe asserts the safe behaviour; the eleven that failed when they were
-written (found by trying them) pass since the guard was fixed.
+written (found by trying them) pass since the guard was fixed. The three of probe 7 (an
+allowed action's page leaving the grant's paths on the same origin) loaded ``/admin/`` until
+an action's own loads were narrowed from its origins to its URLs.
 """
 
 from __future__ import annotations
@@ -144,3 +146,36 @@ def test_a_page_cannot_install_a_service_worker(stack: Stack, agent: AgentSetup,
         assert r.observation is not None and "Forged" not in r.observation.snapshot, r.observation.snapshot
     assert origins.reached("home", "GET", "/sw.js") == []
     assert len(origins.reached("home", "GET", "/inside")) >= 2  # each load reached the server
+
+
+# -- 7. an allowed action's own page leaves the granted paths --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("page", "name", "method", "reached"),
+    [
+        ("/shop/jump", "Next", "GET", "/admin/panel"),  # location.href, from the click's handler
+        ("/shop/post", "Save", "POST", "/admin/close-account"),  # a form the handler builds
+        ("/shop/moved-form", "Save", "GET", "/admin/panel"),  # the server's 303 after the post
+    ],
+)
+def test_a_load_an_allowed_action_causes_is_judged_on_its_own_path(
+    stack: Stack, agent: AgentSetup, origins: Origins, page: str, name: str, method: str, reached: str
+) -> None:
+    session = open_probe(stack, agent, origins, page, path_globs=["/shop/*"])
+    r = session.click(session.find("button", name), timeout_ms=3000)
+    assert origins.settled("home", method, reached, wait_s=0.5) == [], (r.result.outcome, r.result.message)
+    loads = [e for e in entries(stack, session, "navigation") if reached in e.get("url", "")]
+    assert loads and not loads[0]["allowed"], loads  # judged by the sidecar, and refused
+    assert "OUT_OF_SCOPE" in loads[0]["reason"], loads
+
+
+def test_a_redirect_after_an_allowed_post_loads_where_the_grant_reaches(
+    stack: Stack, agent: AgentSetup, origins: Origins
+) -> None:
+    # The answer to the post, redirected within the granted paths, loads (judged on its own).
+    session = open_probe(stack, agent, origins, "/shop/kept-form", path_globs=["/shop/*"])
+    r = session.click(session.find("button", "Save"), timeout_ms=3000)
+    assert r.result.outcome == Outcome.DONE, r.result
+    assert origins.settled("home", "GET", "/shop/thanks", wait_s=1.0) != []
+    assert session.observe().title == "Thanks"

@@ -64,26 +64,34 @@ def test_a_page_load_without_an_action_is_judged_and_logged(sidecar: Sidecar, tm
     run(body)
 
 
-def test_loads_during_an_action_are_its_own_on_its_origin_and_judged_elsewhere(
-    sidecar: Sidecar, tmp_path: Path
-) -> None:
+def test_loads_during_an_action_are_its_own_at_its_urls_and_judged_elsewhere(sidecar: Sidecar, tmp_path: Path) -> None:
     async def body() -> None:
         backend = FakeBackend()
         verdicts: list[bool] = []
+        loads = (
+            (backend.url + "#top", "GET"),  # the action's own page again: its own, not asked about
+            (ORIGIN + "/thanks", "GET"),  # elsewhere on its origin: judged (a grant may name paths)
+            (ORIGIN + "/pay", "POST"),
+            (ELSEWHERE + "/", "GET"),
+        )
 
         async def page_moves(spec: object) -> None:
             assert backend.listener is not None
-            for url, method in ((ORIGIN + "/thanks", "GET"), (ORIGIN + "/pay", "POST"), (ELSEWHERE + "/", "GET")):
+            for url, method in loads:
                 verdicts.append((await backend.listener.judge_load(DocumentLoad(url, method, "t1", "page"))).allow)
 
         backend.on_dispatch = page_moves
         async with running(sidecar, tmp_path / "ledger.sqlite", backend=backend) as rig:
             await rig.observe()
             r = await rig.act()
-            assert verdicts == [True, True, False]
+            assert verdicts == [True, True, True, False]
             assert r.result.outcome is Outcome.DONE and ELSEWHERE in r.result.message
-            (blocked,) = [e for e in rig.ledger.entries(kind="navigation")]
-            assert blocked.action_id == r.result.action_id and not blocked.body_as(NavigationBody).allowed
+            logged = [(e.action_id, e.body_as(NavigationBody)) for e in rig.ledger.entries(kind="navigation")]
+            assert [(a, n.url, n.verb, n.allowed, bool(n.decision_id)) for a, n in logged] == [
+                (r.result.action_id, ORIGIN + "/thanks", "navigate", True, True),
+                (r.result.action_id, ORIGIN + "/pay", "submit", True, True),
+                (r.result.action_id, ELSEWHERE + "/", "navigate", False, True),
+            ]
 
     run(body)
 
