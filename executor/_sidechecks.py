@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from urllib.parse import urlsplit
 
+from handrail._vocabulary import Reason
 from handrail.authz import AsyncAuthzClient, Decision, ElementContext, parse_url
 from handrail.authz import InvalidArgumentError as AuthzInvalidArgumentError
 from handrail.executor._backend import AuthzResource
@@ -55,22 +56,25 @@ async def check_effects(
     """Each effect of the action (a link's URL, a form's target) is a check of its own.
 
     An effect with the action's verb on the page's own URL (its query and fragment aside)
-    is covered by the action's allow, and so is one on the page's origin when the allow
-    was given to this very action (an approval, a single-use grant); any other (another
-    verb, another origin, another path: a grant may name paths) must be allowed as well: the first
-    refusal is the action's. Effects carry no approval fingerprint: one that needs an
-    approval refuses the action.
+    is covered by the action's allow; any other (another verb, another origin, another
+    path: a grant may name paths) must be allowed as well: the first refusal is the
+    action's. Effects carry no approval fingerprint: one that needs an approval refuses the
+    action, unless an operator approved this very action under the grant the effect needs.
+    A single-use grant the action spent is spent for its effects too: the sidecar then
+    refuses one within that grant's scope as ``GRANT_EXHAUSTED`` under that grant's id,
+    which covers it (its path is the grant's), where one outside it is ``OUT_OF_SCOPE``.
     """
     obs = session.latest
     assert obs is not None
     verb = resource.verb or spec.kind.verb
     here = _origin(resource.url)
-    # An allow an operator gave this very action (an approval, a single-use grant) covers
-    # its effects on the page's origin whatever their path: checked again, it is spent.
-    given = bool(allowed.approval_id or allowed.grant_consumed)
+    # What the sidecar may answer for an effect within the grant this action was given.
+    given = {Reason.GRANT_EXHAUSTED.value} if allowed.grant_consumed else set()
+    if allowed.approval_id:
+        given |= {Reason.GRANT_EXHAUSTED.value, Reason.APPROVAL_REQUIRED.value}
     for effect in resource.effects:
         same_origin = effect.verb is verb and here and _origin(effect.url) == here
-        if same_origin and (given or _path(effect.url) == _path(resource.url)):
+        if same_origin and _path(effect.url) == _path(resource.url):
             continue
         decision = await authz.check(
             session.agent,
@@ -85,6 +89,8 @@ async def check_effects(
             context=element_context(resource),
             document_load=True,
         )
+        if not decision.allow and same_origin and decision.reason in given and decision.grant_id == allowed.grant_id:
+            continue  # within the grant given to this very action (spent by it, or approved for it)
         if not decision.allow:
             why = f"its effect ({effect.why}: {effect.verb.value} {effect.method} {effect.url}) is refused"
             return replace(decision, message=f"{why}: {decision.message}")

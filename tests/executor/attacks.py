@@ -299,6 +299,12 @@ HOME: dict[str, str] = {
         "<h1>Moved</h1><form method=post action='/shop/moved' aria-label=Profile>"
         "<input type=hidden name=nick value=ada><button>Save</button></form>",
     ),
+    # A form on /shop/ whose own action is outside it (no script): its effect, judged.
+    "/shop/out-form": _doc(
+        "Out form",
+        "<h1>Out form</h1><form method=post action='/admin/close-account' aria-label=Profile>"
+        "<input type=hidden name=close value=yes><button>Save</button></form>",
+    ),
     # ... and the same post answered by a redirect that stays in /shop/ (it must load).
     "/shop/kept-form": _doc(
         "Kept",

@@ -3,9 +3,11 @@
 Two loopback origins: ``home`` (``127.0.0.1``, the only one granted) and ``elsewhere``
 (``localhost``, another port: another origin and another site), each counting every request
 it receives. Each probe asserts the safe behaviour; the eleven that failed when they were
-written (found by trying them) pass since the guard was fixed. The three of probe 7 (an
-allowed action's page leaving the grant's paths on the same origin) loaded ``/admin/`` until
-an action's own loads were narrowed from its origins to its URLs.
+written (found by trying them) pass since the guard was fixed. Four of probe 7 (an allowed
+action's page leaving the grant's paths on the same origin) reached ``/admin/``: three until
+an action's own loads were narrowed from its origins to its URLs, and the form posting
+outside a single-use grant's paths until a spent grant stopped covering its action's
+effects whatever their path.
 """
 
 from __future__ import annotations
@@ -179,3 +181,18 @@ def test_a_redirect_after_an_allowed_post_loads_where_the_grant_reaches(
     assert r.result.outcome == Outcome.DONE, r.result
     assert origins.settled("home", "GET", "/shop/thanks", wait_s=1.0) != []
     assert session.observe().title == "Thanks"
+
+
+@pytest.mark.parametrize("single_use", [False, True])
+def test_a_form_on_a_granted_path_posting_outside_it_is_refused(
+    stack: Stack, agent: AgentSetup, origins: Origins, single_use: bool
+) -> None:
+    # Its post is an effect of the click, judged on its own path; a single-use grant, spent
+    # by the click's own check, must not stretch to the effect's path either.
+    with stack.operator_client() as ops:
+        ops.grant(agent.principal.name, agent.target, ["navigate"], [origins.home], path_globs=["/shop/*"])
+    verbs = ("input", "submit")
+    session = open_probe(stack, agent, origins, "/shop/out-form", verbs, path_globs=["/shop/*"], single_use=single_use)
+    r = session.click(session.find("button", "Save"), timeout_ms=3000)
+    assert origins.settled("home", "POST", "/admin/close-account", wait_s=0.5) == [], r.result
+    assert (r.result.outcome, r.result.reason) == (Outcome.REFUSED, "OUT_OF_SCOPE"), r.result
