@@ -12,7 +12,12 @@ The order of judgement, each refusal with its own reason:
    holder may take the lease);
 2. the grants of (principal, target) whose scope covers the action (verb, origin, path,
    element role and name, window class and title): none ⇒ ``OUT_OF_SCOPE``; none active ⇒
-   ``GRANT_REVOKED``, ``GRANT_EXHAUSTED`` or ``GRANT_EXPIRED``;
+   ``GRANT_REVOKED``, ``GRANT_EXHAUSTED`` or ``GRANT_EXPIRED`` — except that a check a
+   used-up single-use grant covers is asked of Cedar under it first: a hard ``forbid`` ⇒
+   ``POLICY_FORBID``, and ``@approval`` forbids that fire are named in the
+   ``GRANT_EXHAUSTED`` answer (``policies``). The executor takes a bare ``GRANT_EXHAUSTED``
+   under the grant its action just spent as "within that grant's scope" for the action's
+   effects (another path of its page's origin): a policy must still be able to refuse one;
 3. Cedar, once per active grant (reusable grants before single-use ones, oldest first),
    with the grant's facts in the context; the first grant no ``forbid`` stops allows.
    A hard ``forbid`` ⇒ ``POLICY_FORBID``; forbids annotated ``@approval("required")``, or
@@ -216,7 +221,14 @@ def decide(
         for state, reason, text in _INACTIVE:
             if state in states:
                 grant = states[state]
-                decision = _deny(reason, f"the grant for {what} {text}", lease, grant_id=grant.grant_id)
+                asked: tuple[str, ...] = ()
+                if state is GrantState.EXHAUSTED:
+                    policy = evaluate(grant)
+                    if policy.forbidden and not policy.approval_only:
+                        return Verdict(_forbid(policy, lease, grant), grant, considered=considered)
+                    asked = policy.policies  # @approval forbids that fired: named, never covered
+                message = f"the grant for {what} {text}"
+                decision = _deny(reason, message, lease, grant_id=grant.grant_id, policies=asked)
                 return Verdict(decision, grant, considered=considered)
     if len(active) > 1:  # reusable grants first: a single-use grant is spent only when nothing else allows
         active.sort(key=lambda g: g.single_use)
@@ -247,15 +259,13 @@ def decide(
         return _approval_verdict(request, epoch, needs, now_ms, approval, default_approval_timeout_ms, considered)
     assert forbid is not None
     grant, policy = forbid
+    return Verdict(_forbid(policy, lease, grant), grant, considered=considered)
+
+
+def _forbid(policy: PolicyResult, lease: LeaseInfo | None, grant: GrantInfo) -> Decision:
     names = ", ".join(policy.policies) or "(unnamed)"
-    decision = _deny(
-        Reason.POLICY_FORBID,
-        policy.message or f"forbidden by policy {names}",
-        lease,
-        policies=policy.policies,
-        grant_id=grant.grant_id,
-    )
-    return Verdict(decision, grant, considered=considered)
+    message = policy.message or f"forbidden by policy {names}"
+    return _deny(Reason.POLICY_FORBID, message, lease, policies=policy.policies, grant_id=grant.grant_id)
 
 
 def _approval_verdict(

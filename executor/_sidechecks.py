@@ -62,16 +62,14 @@ async def check_effects(
     action, unless an operator approved this very action under the grant the effect needs.
     A single-use grant the action spent is spent for its effects too: the sidecar then
     refuses one within that grant's scope as ``GRANT_EXHAUSTED`` under that grant's id,
-    which covers it (its path is the grant's), where one outside it is ``OUT_OF_SCOPE``.
+    which covers it (its path is the grant's) unless a policy asked for an approval the
+    action did not have; one outside it is ``OUT_OF_SCOPE``, and a forbidden one
+    ``POLICY_FORBID`` (the sidecar asks Cedar under a spent grant first).
     """
     obs = session.latest
     assert obs is not None
     verb = resource.verb or spec.kind.verb
     here = _origin(resource.url)
-    # What the sidecar may answer for an effect within the grant this action was given.
-    given = {Reason.GRANT_EXHAUSTED.value} if allowed.grant_consumed else set()
-    if allowed.approval_id:
-        given |= {Reason.GRANT_EXHAUSTED.value, Reason.APPROVAL_REQUIRED.value}
     for effect in resource.effects:
         same_origin = effect.verb is verb and here and _origin(effect.url) == here
         if same_origin and _path(effect.url) == _path(resource.url):
@@ -89,12 +87,22 @@ async def check_effects(
             context=element_context(resource),
             document_load=True,
         )
-        if not decision.allow and same_origin and decision.reason in given and decision.grant_id == allowed.grant_id:
+        if same_origin and _given(decision, allowed):
             continue  # within the grant given to this very action (spent by it, or approved for it)
         if not decision.allow:
             why = f"its effect ({effect.why}: {effect.verb.value} {effect.method} {effect.url}) is refused"
             return replace(decision, message=f"{why}: {decision.message}")
     return allowed
+
+
+def _given(effect: Decision, allowed: Decision) -> bool:
+    """Whether the sidecar's refusal of an effect only says that the grant this very action
+    was given is spent (by the action) or needs the approval the action had."""
+    if effect.allow or effect.grant_id != allowed.grant_id:
+        return False
+    if effect.reason == Reason.GRANT_EXHAUSTED.value and allowed.grant_consumed:
+        return allowed.approval_id != "" or not effect.policies  # a policy asked for an approval
+    return effect.reason == Reason.APPROVAL_REQUIRED.value and allowed.approval_id != ""
 
 
 async def check_end(

@@ -185,3 +185,18 @@ def test_origins() -> None:
     for bad in ("http://h/path", "h:80", ""):
         with pytest.raises(InvalidArgumentError):
             normalize_origin("o", bad)
+
+
+def test_a_used_up_grant_still_hears_a_hard_forbid_first() -> None:
+    # The executor takes GRANT_EXHAUSTED under the grant its action spent as "within its
+    # scope" for the action's effects: a policy that forbids the effect must still say so.
+    used = GrantInfo("g5", "a", "t", ("submit",), (), single_use=True, used_at_ms=NOW - 5)
+    forbid = PolicyResult(True, ("no-admin",))
+    v = _verdict(grants=(used,), policy=forbid)
+    assert (v.decision.reason, v.decision.grant_id, v.decision.policies) == ("POLICY_FORBID", "g5", ("no-admin",))
+    assert not v.consume
+    asked = _verdict(grants=(used,), policy=PolicyResult(True, ("ask",), approval_only=True)).decision
+    assert (asked.reason, asked.policies) == ("GRANT_EXHAUSTED", ("ask",))  # named: never stands in for it
+    assert _verdict(grants=(used,)).decision.policies == ()
+    revoked = dataclasses.replace(used, grant_id="g6", single_use=False, revoked=True, revoked_at_ms=NOW - 1)
+    assert _decide(grants=(revoked,), policy=forbid) == "GRANT_REVOKED"  # only a spent grant is asked

@@ -305,6 +305,12 @@ HOME: dict[str, str] = {
         "<h1>Out form</h1><form method=post action='/admin/close-account' aria-label=Profile>"
         "<input type=hidden name=close value=yes><button>Save</button></form>",
     ),
+    # ... and one whose action stays in /shop/ (it must post, under a single-use grant too).
+    "/shop/pay-form": _doc(
+        "Pay form",
+        "<h1>Pay form</h1><form method=post action='/shop/pay' aria-label=Payment>"
+        "<input type=hidden name=amount value=10><button>Pay</button></form>",
+    ),
     # ... and the same post answered by a redirect that stays in /shop/ (it must load).
     "/shop/kept-form": _doc(
         "Kept",

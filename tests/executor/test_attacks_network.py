@@ -196,3 +196,19 @@ def test_a_form_on_a_granted_path_posting_outside_it_is_refused(
     r = session.click(session.find("button", "Save"), timeout_ms=3000)
     assert origins.settled("home", "POST", "/admin/close-account", wait_s=0.5) == [], r.result
     assert (r.result.outcome, r.result.reason) == (Outcome.REFUSED, "OUT_OF_SCOPE"), r.result
+
+
+def test_a_spent_single_use_grant_still_covers_its_actions_effect_within_its_paths(
+    stack: Stack, agent: AgentSetup, origins: Origins
+) -> None:
+    with stack.operator_client() as ops:
+        ops.grant(agent.principal.name, agent.target, ["navigate"], [origins.home], path_globs=["/shop/*"])
+    session = open_probe(
+        stack, agent, origins, "/shop/pay-form", ("input", "submit"), path_globs=["/shop/*"], single_use=True
+    )
+    r = session.click(session.find("button", "Pay"), timeout_ms=3000)
+    assert r.result.outcome == Outcome.DONE, r.result
+    assert [p[3] for p in origins.settled("home", "POST", "/shop/pay", wait_s=1.0)] == ["amount=10"]
+    assert session.navigate(origins.home + "/shop/pay-form").result.outcome == Outcome.DONE
+    again = session.click(session.find("button", "Pay"), timeout_ms=3000)  # the grant is spent
+    assert (again.result.outcome, again.result.reason) == (Outcome.REFUSED, "GRANT_EXHAUSTED"), again.result
