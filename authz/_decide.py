@@ -46,6 +46,7 @@ from handrail.authz._models import (
     HolderKind,
     LeaseInfo,
     PolicyResult,
+    quick_init,
 )
 
 #: What a verdict asks the store to do about approvals.
@@ -53,6 +54,7 @@ APPROVAL_CREATE = "create"
 APPROVAL_USE = "use"
 
 
+@quick_init
 @dataclass(frozen=True)
 class Verdict:
     """A decision and what must be written with it.

@@ -11,9 +11,41 @@ from __future__ import annotations
 import dataclasses
 import enum
 from dataclasses import dataclass
+from typing import TypeVar
 
 #: The deadline of an approval when neither the grant nor the policy sets one.
 DEFAULT_APPROVAL_TIMEOUT_MS = 5 * 60_000
+
+_Record = TypeVar("_Record")
+
+
+def quick_init(cls: type[_Record]) -> type[_Record]:
+    """Give the frozen dataclass ``cls`` an ``__init__`` that fills the instance's dict at once.
+
+    The ``__init__`` :func:`dataclasses.dataclass` writes for a frozen class sets each field
+    through ``object.__setattr__``, about 0.2 µs a field; the records decorated with this are
+    built several times on every check, and one dict update is three times faster. Same
+    parameters, order and defaults; a class this cannot copy exactly (a default factory, a
+    keyword-only field, ``__post_init__``, ``__slots__``) is refused.
+    """
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    if (
+        not cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
+        or hasattr(cls, "__post_init__")
+        or "__slots__" in vars(cls)
+        or any(f.default_factory is not dataclasses.MISSING or f.kw_only or not f.init for f in fields)
+    ):
+        raise TypeError(f"quick_init cannot copy the __init__ of {cls.__name__}")
+    params = ", ".join(f.name if f.default is dataclasses.MISSING else f"{f.name}=_default_{f.name}" for f in fields)
+    values = ", ".join(f"{f.name!r}: {f.name}" for f in fields)
+    namespace = {f"_default_{f.name}": f.default for f in fields if f.default is not dataclasses.MISSING}
+    exec(f"def __init__(self, {params}):\n    self.__dict__.update({{{values}}})\n", namespace)
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__module__ = cls.__module__
+    init.__annotations__ = {f.name: f.type for f in fields} | {"return": None}
+    setattr(cls, "__init__", init)  # noqa: B010 (mypy refuses assigning a method)
+    return cls
 
 
 class Role(enum.StrEnum):
@@ -65,6 +97,7 @@ class PrincipalState(enum.StrEnum):
     EXPIRED = "expired"
 
 
+@quick_init
 @dataclass(frozen=True)
 class Principal:
     """An authenticated caller.
@@ -107,6 +140,7 @@ class PrincipalInfo:
         return PrincipalState.ACTIVE
 
 
+@quick_init
 @dataclass(frozen=True)
 class ElementContext:
     """Where the element an action touches sits, as the page shows it.
@@ -133,6 +167,7 @@ class ElementContext:
         return bool(self.dialog_title or self.form_name or self.heading or self.description or self.visible_text)
 
 
+@quick_init
 @dataclass(frozen=True)
 class CheckInput:
     """One action to decide on, already decoded from the wire.
@@ -159,6 +194,7 @@ class CheckInput:
     approval_asked: str = ""  # why the caller asks for an approval no grant or policy asks for
 
 
+@quick_init
 @dataclass(frozen=True)
 class Decision:
     """The answer to a check.
@@ -372,6 +408,7 @@ class ApprovalInfo:
         return self if status == self.status else dataclasses.replace(self, status=status)
 
 
+@quick_init
 @dataclass(frozen=True)
 class PolicyResult:
     """What the Cedar policies said: whether a ``forbid`` fired, and which ones.
@@ -392,6 +429,7 @@ class PolicyResult:
     approval_timeout_ms: int = 0
 
 
+@quick_init
 @dataclass(frozen=True)
 class DecisionRecord:
     """One logged decision: the request (secrets redacted), what the sidecar saw, the result.

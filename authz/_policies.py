@@ -366,7 +366,7 @@ class PolicyEngine:
         key = self._index[request.verb].candidates(request.principal, context, request.verb)
         self.last_evaluated = len(key)
         if not key:
-            return PolicyResult()  # no policy can fire: nothing to ask Cedar
+            return _NOTHING_FIRED  # no policy can fire: nothing to ask Cedar
         policy_set, attrs = self._policy_set(key)
         if attrs is not None:  # only what the policies read (Cedar parses all it is sent)
             context = {name: context[name] for name in attrs if name in context}
@@ -393,7 +393,7 @@ class PolicyEngine:
                 "a policy failed to evaluate: " + "; ".join(diagnostics.errors),
             )
         if result.allowed:
-            return PolicyResult()
+            return _NOTHING_FIRED
         ids = tuple(names.get(r, r) for r in diagnostics.reasons)
         infos = [self._by_id.get(i) for i in ids]
         approval_only = bool(infos) and all(i is not None and i.approval for i in infos)
@@ -404,6 +404,8 @@ class PolicyEngine:
             message = f"forbidden by policy {', '.join(ids)}"
         return PolicyResult(True, ids, message, approval_only, min(timeouts) if timeouts else 0)
 
+
+_NOTHING_FIRED = PolicyResult()  # frozen: one for every evaluation where no forbid fired
 
 _NO_GRANT: dict[str, Any] = {
     "grant_verbs": [],

@@ -205,8 +205,15 @@ def _resource(request: CheckInput) -> pb.Resource:
     )
 
 
+_NO_CONTEXT = ElementContext()
+
+
 def _context(res: pb.Resource) -> ElementContext:
-    return ElementContext(res.dialog_title, res.form_name, res.heading, res.description, res.visible_text)
+    dialog_title, form_name, heading = res.dialog_title, res.form_name, res.heading
+    description, visible_text = res.description, res.visible_text
+    if not (dialog_title or form_name or heading or description or visible_text):
+        return _NO_CONTEXT  # the usual element: no dialog, form, heading or description
+    return ElementContext(dialog_title, form_name, heading, description, visible_text)
 
 
 def check_request_to_pb(request: CheckInput) -> pb.CheckRequest:
