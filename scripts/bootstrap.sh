@@ -36,6 +36,23 @@ if ((${#need[@]})); then
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
+# Chromium's managed policy: no preloading. A page's speculation rules would otherwise
+# make the browser fetch and run pages where the gate's routes never apply; no switch turns
+# it off (executor/browser/_policy.py). The browser backend will not start without it.
+policy_dir=/etc/chromium/policies/managed
+policy='{"NetworkPredictionOptions": 2}'
+if [ "$(cat "$policy_dir/handrail.json" 2>/dev/null)" != "$policy" ]; then
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  if [ -n "$sudo" ] && ! command -v sudo >/dev/null 2>&1; then
+    echo "bootstrap: not root: write $policy to $policy_dir/handrail.json as root" >&2
+    exit 1
+  fi
+  echo "bootstrap: writing Chromium's policy $policy_dir/handrail.json (no preloading)" >&2
+  $sudo mkdir -p "$policy_dir"
+  echo "$policy" | $sudo tee "$policy_dir/handrail.json" >/dev/null
+fi
+
 PY=${PYTHON:-python3}
 # Reinstall only when this checkout is not the one installed, or the metadata or the pins changed.
 stamp=".bootstrap-stamp"

@@ -51,6 +51,7 @@ from playwright.async_api import BrowserContext, CDPSession, Frame, Page, Reques
 from playwright.async_api import Error as PlaywrightError
 
 from handrail.executor._backend import DocumentLoad, LoadVerdict, SideRequest, SurfaceListener
+from handrail.executor.browser._pagescript import WORKER_SCRIPT
 from handrail.executor.browser._sockets import SocketUrls
 from handrail.executor.browser._workers import Worker
 from handrail.executor.browser._world import session_of
@@ -241,6 +242,11 @@ class NetworkGate:
         finally:
             worker.running.set()
 
+    async def _disarm_worker(self, worker: Worker) -> None:
+        """Take WebTransport away from a worker whose script has loaded (NO_UNROUTED_CONNECTIONS)."""
+        with contextlib.suppress(PlaywrightError):  # the worker (or its tab) is gone
+            await worker.send("Runtime.evaluate", {"expression": WORKER_SCRIPT, "silent": True})
+
     def workers_attached(self, page: Page) -> int:
         """How many dedicated workers of ``page`` have attached so far."""
         return self._attached.get(page, 0)
@@ -259,6 +265,8 @@ class NetworkGate:
             worker.answered(message)
             return
         method, params = message.get("method"), message.get("params")
+        if method == "Inspector.workerScriptLoaded":  # its global scope is there from now on
+            self._spawn(self._disarm_worker(worker))
         if not isinstance(params, dict):
             return
         if method == "Network.requestWillBeSent":

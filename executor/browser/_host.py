@@ -13,11 +13,13 @@ from handrail.executor._errors import BackendError
 from handrail.executor.browser._pagescript import (
     INIT_SCRIPT,
     NO_SHARED_WORKERS,
+    NO_UNROUTED_CONNECTIONS,
     PICK_ENGINE,
     PICK_SELECTOR,
     SNAP_ENGINE,
     SNAP_SELECTOR,
 )
+from handrail.executor.browser._policy import policy_problem
 from handrail.executor.browser._surface import VIEWPORT, BrowserSurface
 
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
@@ -105,6 +107,9 @@ class BrowserHost:
 
     async def start(self) -> None:
         path = chromium_path(self._executable_path)
+        problem = policy_problem()  # without it, a page's speculation rules load past the gate
+        if problem:
+            raise BackendError(problem)
         self._playwright = await async_playwright().start()
         await self._playwright.selectors.register(PICK_SELECTOR, PICK_ENGINE, content_script=True)
         await self._playwright.selectors.register(SNAP_SELECTOR, SNAP_ENGINE, content_script=True)
@@ -131,9 +136,11 @@ class BrowserHost:
             raise BackendError("the browser host is not started")
         # Service workers are blocked: one could answer a navigation without a request the
         # gate sees. Shared workers are taken away (NO_SHARED_WORKERS): their requests
-        # bypass the context's routing, so none would be reported or tracked.
+        # bypass the context's routing, so none would be reported or tracked. Peer
+        # connections and WebTransport are taken away too (NO_UNROUTED_CONNECTIONS): they
+        # reach any host without a request the routes see.
         context = await self._browser.new_context(viewport=VIEWPORT, service_workers="block")  # type: ignore[arg-type]
-        await context.add_init_script(NO_SHARED_WORKERS + INIT_SCRIPT)
+        await context.add_init_script(NO_SHARED_WORKERS + NO_UNROUTED_CONNECTIONS + INIT_SCRIPT)
         surface = BrowserSurface(context, self.upload_dir, pointer_clicks=not self._playwright_clicks)
         try:
             await surface.gate.install()

@@ -128,6 +128,19 @@ SNAP_ENGINE = (
 # workers are blocked for the same kind of reason (``BrowserHost.open_page``).
 NO_SHARED_WORKERS = "delete self.SharedWorker;\n"
 
+# Before any script of a page or frame: no way to open a connection that is no HTTP request
+# through the routes. A peer connection's ICE gathering sends STUN (UDP) and opens TURN
+# (TCP) to any host the page names, with a username it chooses; a WebTransport is QUIC
+# (UDP) to any host. Neither passes the routes nor shows as a request or a socket the gate
+# hears (measured), so neither is left. A dedicated worker (no peer connections there) loses
+# WebTransport as soon as the gate's session reaches it (WORKER_SCRIPT), which is after its
+# first task: Playwright lets a worker run the moment it attaches, and no session can hold
+# it (measured). A worker's script that opens one in its first task still can (docs/browser.md).
+NO_UNROUTED_CONNECTIONS = (
+    "delete self.RTCPeerConnection; delete self.webkitRTCPeerConnection; delete self.WebTransport;\n"
+)
+WORKER_SCRIPT = "delete self.WebTransport;"
+
 INIT_SCRIPT = (
     (
         r"""
