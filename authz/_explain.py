@@ -8,6 +8,7 @@ or secret is replaced by ``[REDACTED]``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import uuid
 from collections.abc import Mapping, Sequence
@@ -39,6 +40,7 @@ SECRET_NAME = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=1024)  # a pure function of the text; every check logs its URL
 def redact_url(url: str) -> str:
     """``url`` with the values of secret-looking query and fragment parameters redacted,
     and any ``user:password@`` removed."""

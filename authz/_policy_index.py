@@ -292,16 +292,14 @@ class VerbIndex:
     def __init__(self, policies: Sequence[Indexed]) -> None:
         self.unguarded: list[Indexed] = []
         self.by_principal: dict[str, list[Indexed]] = {}
-        self.by_eq: dict[tuple[str, str], list[Indexed]] = {}
-        self.eq_fields: set[str] = set()
+        self.by_eq: dict[str, dict[str, list[Indexed]]] = {}  # field -> value -> policies
         self.others: list[Indexed] = []  # guarded by like / true / verb: checked one by one
         likes: dict[str, list[Indexed]] = {}
         for p in policies:
             eq = next((g for g in p.guards if g.kind == "eq"), None)
             like = next((g for g in p.guards if g.kind == "like"), None)
             if eq is not None:
-                self.by_eq.setdefault((eq.field, eq.value), []).append(p)
-                self.eq_fields.add(eq.field)
+                self.by_eq.setdefault(eq.field, {}).setdefault(eq.value, []).append(p)
             elif p.principal is not None:
                 self.by_principal.setdefault(p.principal, []).append(p)
             elif like is not None:
@@ -326,9 +324,13 @@ class VerbIndex:
     def candidates(self, principal: str, context: dict[str, Any], verb: str) -> tuple[int, ...]:
         """Positions of the policies that can fire, in load order."""
         found = [p.position for p in self.unguarded]
-        _add_holding(found, self.by_principal.get(principal, ()), principal, context, verb)
-        for field in self.eq_fields:
-            _add_holding(found, self.by_eq.get((field, context.get(field)), ()), principal, context, verb)  # type: ignore[arg-type]
+        pool = self.by_principal.get(principal)
+        if pool:
+            _add_holding(found, pool, principal, context, verb)
+        for field, by_value in self.by_eq.items():
+            pool = by_value.get(context.get(field))  # type: ignore[arg-type]
+            if pool:
+                _add_holding(found, pool, principal, context, verb)
         _add_holding(found, self.others, principal, context, verb)
         for field, literals, combined, members in self.like_groups:
             value = str(context.get(field, ""))

@@ -36,6 +36,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from handrail.authz._models import quick_init
 from handrail.authz._text import fold_words
 
 __all__ = ["RiskClass", "RiskInput", "classify", "is_destructive_text"]
@@ -48,6 +49,7 @@ class RiskClass(enum.StrEnum):
     NONE = ""
 
 
+@quick_init  # built for every check of a named element
 @dataclass(frozen=True)
 class RiskInput:
     """The element and its context, as the executor read them from the page."""

@@ -188,19 +188,18 @@ class SqlitePrincipals:
             if self._stamp is not None:
                 self._stamp.bump()
 
-    def _fresh(self) -> tuple[sqlite3.Connection, int]:
-        """This thread's reader and the principals' version (read before any row); the
-        version row is read only when the stamp moved."""
-        conn = self._db.reader()
+    def _version(self) -> int:
+        """The principals' version (read before any row); the version row is read only
+        when the stamp moved."""
         if self._stamp is not None:
             stamp = self._stamp.read()
             seen_stamp, seen_version = self._seen
             if stamp == seen_stamp:
-                return conn, seen_version
-        version = int(conn.execute("SELECT v FROM principals_version").fetchone()[0])
+                return seen_version
+        version = int(self._db.reader().execute("SELECT v FROM principals_version").fetchone()[0])
         if self._stamp is not None:
             self._seen = (stamp, version)
-        return conn, version
+        return version
 
     def close(self) -> None:
         """Unmap the stamp."""
@@ -218,11 +217,11 @@ class SqlitePrincipals:
 
     def by_name(self, name: str) -> PrincipalInfo | None:
         """The principal called ``name``, or None."""
-        conn, version = self._fresh()
+        version = self._version()
         known = self._by_name.get(name)
         if known is not None and known[0] == version:
             return known[1]
-        row = conn.execute(f"SELECT {_COLS} FROM principals WHERE name = ?", (name,)).fetchone()
+        row = self._db.reader().execute(f"SELECT {_COLS} FROM principals WHERE name = ?", (name,)).fetchone()
         if row is None:
             return None
         info = _info(row)
@@ -234,14 +233,18 @@ class SqlitePrincipals:
         if not token:
             return None
         digest = hash_token(token)
-        conn, version = self._fresh()
+        version = self._version()
         known = self._by_digest.get(digest)
         if known is not None and known[0] == version:
             return known[1]
-        row = conn.execute(
-            f"SELECT {_COLS}, token_sha256 FROM principals WHERE token_sha256 = ?",
-            (digest,),
-        ).fetchone()
+        row = (
+            self._db.reader()
+            .execute(
+                f"SELECT {_COLS}, token_sha256 FROM principals WHERE token_sha256 = ?",
+                (digest,),
+            )
+            .fetchone()
+        )
         if row is None or not hmac.compare_digest(str(row[5]), digest):
             return None
         info = _info(row[:5])

@@ -195,7 +195,7 @@ def _context_text(r: CheckInput) -> str:
 
 
 def _strings(values: tuple[str, ...]) -> str:
-    return f"[{', '.join(map(_q, values))}]"
+    return f"[{', '.join(map(_q, values))}]" if values else "[]"
 
 
 def as_row(parts: tuple[Any, ...] | list[Any], text: str) -> tuple[Any, ...]:

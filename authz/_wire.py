@@ -266,11 +266,15 @@ def decision_to_pb(decision: Decision) -> pb.CheckResponse:
         decision_id=decision.decision_id,
         grant_id=decision.grant_id,
         lease_epoch=decision.lease_epoch,
-        approval_id=decision.approval_id,
-        grant_consumed=decision.grant_consumed,
-        idempotency_header=decision.idempotency_header,
     )
-    if decision.policies:  # the repeated fields only when set (most decisions have none)
+    # The fields most decisions leave empty, only when set (a default is not sent anyway).
+    if decision.approval_id:
+        msg.approval_id = decision.approval_id
+    if decision.grant_consumed:
+        msg.grant_consumed = True
+    if decision.idempotency_header:
+        msg.idempotency_header = True
+    if decision.policies:
         msg.policies.extend(decision.policies)
     if decision.shadow_policies:
         msg.shadow_policies.extend(decision.shadow_policies)

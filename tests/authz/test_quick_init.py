@@ -18,8 +18,9 @@ from handrail.authz._models import (
     Principal,
     quick_init,
 )
+from handrail.authz._risk import RiskInput
 
-QUICK = (Principal, ElementContext, CheckInput, Decision, PolicyResult, DecisionRecord, Verdict)
+QUICK = (Principal, ElementContext, CheckInput, Decision, PolicyResult, DecisionRecord, Verdict, RiskInput)
 
 
 def _reference(cls: type) -> type:
