@@ -293,17 +293,21 @@ class VerbIndex:
         self.unguarded: list[Indexed] = []
         self.by_principal: dict[str, list[Indexed]] = {}
         self.by_eq: dict[str, dict[str, list[Indexed]]] = {}  # field -> value -> policies
-        self.others: list[Indexed] = []  # guarded by like / true / verb: checked one by one
+        self.by_flag: dict[str, list[Indexed]] = {}  # a boolean context.F guards them
+        self.others: list[Indexed] = []  # guarded by verb or an unless: checked one by one
         likes: dict[str, list[Indexed]] = {}
         for p in policies:
             eq = next((g for g in p.guards if g.kind == "eq"), None)
             like = next((g for g in p.guards if g.kind == "like"), None)
+            flag = next((g for g in p.guards if g.kind == "true"), None)
             if eq is not None:
                 self.by_eq.setdefault(eq.field, {}).setdefault(eq.value, []).append(p)
             elif p.principal is not None:
                 self.by_principal.setdefault(p.principal, []).append(p)
             elif like is not None:
                 likes.setdefault(like.field, []).append(p)
+            elif flag is not None:
+                self.by_flag.setdefault(flag.field, []).append(p)
             elif p.guards or p.condition is not None:
                 self.others.append(p)
             else:
@@ -330,6 +334,9 @@ class VerbIndex:
         for field, by_value in self.by_eq.items():
             pool = by_value.get(context.get(field))  # type: ignore[arg-type]
             if pool:
+                _add_holding(found, pool, principal, context, verb)
+        for field, pool in self.by_flag.items():
+            if context.get(field) is True:  # the flag's guard holds (most flags are false)
                 _add_holding(found, pool, principal, context, verb)
         _add_holding(found, self.others, principal, context, verb)
         for field, literals, combined, members in self.like_groups:

@@ -41,6 +41,9 @@ from handrail.authz._sqlite_schema import (
 #: Bytes of a spare journal whose pages are mapped ahead, off the request path.
 PREFAULT_BYTES = 128 * 1024
 
+#: A decision id from its sequence number and 80 random bits (the format spec built once).
+_DECISION_ID = f"{{:0{SEQ_DIGITS}x}}{{:020x}}".format
+
 
 class DecisionLog:
     """The ``decision_log`` table of one database, and the journal in front of it.
@@ -86,7 +89,7 @@ class DecisionLog:
             self._last_seq += 1
             seq = self._last_seq
         # the random part only keeps ids from being guessed by counting; it is no secret
-        return f"{seq:0{SEQ_DIGITS}x}{random.getrandbits(80):020x}"
+        return _DECISION_ID(seq, random.getrandbits(80))
 
     # --- writing ------------------------------------------------------------------------------
 
