@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import re
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
@@ -314,12 +313,12 @@ def decision_record(row: tuple[Any, ...]) -> DecisionRecord:
 
 
 SEQ_DIGITS = 12
-_HEX = re.compile(r"[0-9a-f]+")
+_HEX_DIGITS = "0123456789abcdef"
 
 
 def seq_of(decision_id: str) -> int | None:
     """The log sequence number a decision id starts with (None for a foreign id)."""
-    if len(decision_id) != 32 or _HEX.fullmatch(decision_id) is None:
+    if len(decision_id) != 32 or decision_id.strip(_HEX_DIGITS):  # not all hex digits (no regex: every check asks)
         return None
     return int(decision_id[:SEQ_DIGITS], 16)
 
