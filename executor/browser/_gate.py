@@ -243,7 +243,8 @@ class NetworkGate:
             worker.running.set()
 
     async def _disarm_worker(self, worker: Worker) -> None:
-        """Take WebTransport away from a worker whose script has loaded (NO_UNROUTED_CONNECTIONS)."""
+        """Take WebTransport away from a worker whose script has loaded, and guard its
+        sockets (``WORKER_SCRIPT``; see NO_UNROUTED_CONNECTIONS)."""
         with contextlib.suppress(PlaywrightError):  # the worker (or its tab) is gone
             await worker.send("Runtime.evaluate", {"expression": WORKER_SCRIPT, "silent": True})
 

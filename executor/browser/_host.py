@@ -137,8 +137,8 @@ class BrowserHost:
         # Service workers are blocked: one could answer a navigation without a request the
         # gate sees. Shared workers are taken away (NO_SHARED_WORKERS): their requests
         # bypass the context's routing, so none would be reported or tracked. Peer
-        # connections and WebTransport are taken away too (NO_UNROUTED_CONNECTIONS): they
-        # reach any host without a request the routes see.
+        # connections and WebTransport are taken away too, and WebSockets reach only the
+        # page's own origin (NO_UNROUTED_CONNECTIONS): they pass no route the gate holds.
         context = await self._browser.new_context(viewport=VIEWPORT, service_workers="block")  # type: ignore[arg-type]
         await context.add_init_script(NO_SHARED_WORKERS + NO_UNROUTED_CONNECTIONS + INIT_SCRIPT)
         surface = BrowserSurface(context, self.upload_dir, pointer_clicks=not self._playwright_clicks)

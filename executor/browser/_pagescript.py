@@ -132,14 +132,57 @@ NO_SHARED_WORKERS = "delete self.SharedWorker;\n"
 # through the routes. A peer connection's ICE gathering sends STUN (UDP) and opens TURN
 # (TCP) to any host the page names, with a username it chooses; a WebTransport is QUIC
 # (UDP) to any host. Neither passes the routes nor shows as a request or a socket the gate
-# hears (measured), so neither is left. A dedicated worker (no peer connections there) loses
-# WebTransport as soon as the gate's session reaches it (WORKER_SCRIPT), which is after its
-# first task: Playwright lets a worker run the moment it attaches, and no session can hold
-# it (measured). A worker's script that opens one in its first task still can (docs/browser.md).
+# hears (measured), so neither is left.
+#
+# A WebSocket's handshake passes no route either (nor the tab's Fetch interceptor), and its
+# messages are effects, as a POST's body is. Only one to the tab's page's own origin (the
+# top of the frame tree, which was judged when it loaded; ``ws:``/``wss:`` as
+# ``http:``/``https:``) is opened, as the page's own requests go on; any other throws a
+# SecurityError where it is made. (A side-effecting request to another origin is asked of
+# the sidecar instead; a socket cannot wait for an answer, so another origin, granted or
+# not, gets none.) The native constructors stay out of reach: the globals and each
+# prototype's ``constructor`` are the guard (a subclass calls it too), and a frame's fresh
+# window runs this script first as well.
+#
+# A dedicated worker (no peer connections there) gets WORKER_SCRIPT as soon as the gate's
+# session reaches it, which is after its first task: Playwright lets a worker run the moment
+# it attaches, and no session can hold it (measured). A worker's script that opens a
+# WebTransport or a socket in its very first task still can (docs/browser.md); its sockets
+# may reach its own origin (its creator's).
+GUARDED_SOCKETS = r"""(() => {
+  const ancestors = self.location && self.location.ancestorOrigins;
+  const home = ancestors && ancestors.length ? ancestors[ancestors.length - 1] : self.origin;
+  const base = self.document ? () => document.baseURI : () => self.location.href;
+  const originOf = (raw) => {
+    let url;
+    try { url = new URL(String(raw), base()); } catch (e) { return ""; }  // the constructor's own error
+    const p = url.protocol;
+    const scheme = p === "wss:" || p === "https:" ? "https:" : p === "ws:" || p === "http:" ? "http:" : p;
+    return scheme + "//" + url.host;
+  };
+  for (const name of ["WebSocket", "WebSocketStream"]) {
+    const Native = self[name];
+    if (typeof Native !== "function") continue;
+    const Guarded = new Proxy(Native, {
+      construct(target, args, newTarget) {
+        const origin = originOf(args[0]);
+        if (origin && origin !== home) {
+          throw new DOMException(
+            "Handrail: a " + name + " to " + origin + " is not opened (only to the page's own origin, " + home + ")",
+            "SecurityError");
+        }
+        return Reflect.construct(target, args, newTarget === Guarded ? Native : newTarget);
+      },
+    });
+    Object.defineProperty(Native.prototype, "constructor", { value: Guarded, writable: true, configurable: true });
+    Object.defineProperty(self, name, { value: Guarded, writable: true, configurable: true });
+  }
+})();
+"""
 NO_UNROUTED_CONNECTIONS = (
-    "delete self.RTCPeerConnection; delete self.webkitRTCPeerConnection; delete self.WebTransport;\n"
+    "delete self.RTCPeerConnection; delete self.webkitRTCPeerConnection; delete self.WebTransport;\n" + GUARDED_SOCKETS
 )
-WORKER_SCRIPT = "delete self.WebTransport;"
+WORKER_SCRIPT = "delete self.WebTransport;\n" + GUARDED_SOCKETS
 
 INIT_SCRIPT = (
     (

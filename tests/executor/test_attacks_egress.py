@@ -11,6 +11,9 @@ locked down (measured on the session's own Chromium, checked again when written)
   chooses; from the page's window, or from a frame's fresh window (``about:blank``).
 - **WebTransport**: QUIC over UDP to any host, from the page or from a worker. A worker's
   very first task still can (an expected failure, kept: ``docs/browser.md``).
+- **WebSockets**: a socket's handshake passes no route; one to another port of the granted
+  host (another origin) connected, by the constructor, its prototype's, a subclass, a fresh
+  frame's window or a worker's later task.
 - **Preloading**: speculation rules make Chromium fetch (prefetch) or load and run
   (prerender) a page in the browser process, where Playwright's routes never apply; here a
   path outside the grant's ``/shop/*`` and another site. ``<link rel=preconnect>`` opens a
@@ -190,20 +193,29 @@ def test_a_preconnect_hint_opens_no_connection(
     assert listeners.since(before, wait_s=1.0) == []
 
 
-@pytest.mark.xfail(strict=True, reason="a WebSocket's handshake passes no route: not judged yet (docs/browser.md)")
-@pytest.mark.parametrize(
-    "make",
-    [
-        "new WebSocket('ws://127.0.0.1:PORT/orders')",
-        "new WebSocketStream('ws://127.0.0.1:PORT/orders').opened.catch(() => {})",
-    ],
-)
-def test_a_websocket_to_an_ungranted_origin_is_not_opened(
+SOCKETS = {
+    "websocket": "new WebSocket('ws://127.0.0.1:PORT/orders')",
+    "websocket-by-http-url": "new WebSocket('http://127.0.0.1:PORT/orders')",
+    "websocketstream": "new WebSocketStream('ws://127.0.0.1:PORT/orders').opened.catch(() => {})",
+    "websocket-by-prototype": "new WebSocket.prototype.constructor('ws://127.0.0.1:PORT/orders')",
+    "websocket-by-subclass": "new (class extends WebSocket {})('ws://127.0.0.1:PORT/orders')",
+    "websocket-by-reflect": "Reflect.construct(WebSocket, ['ws://127.0.0.1:PORT/orders'])",
+    "websocket-from-a-fresh-frame": f"new ({_FRAME}).WebSocket('ws://127.0.0.1:PORT/orders')",
+    "websocket-from-a-worker-later": _in_worker("setTimeout(() => new WebSocket('ws://127.0.0.1:PORT/orders'), 200)"),
+}
+
+
+@pytest.mark.parametrize("make", list(SOCKETS))
+def test_a_websocket_to_another_origin_is_not_opened(
     stack: Stack, agent: AgentSetup, origins: Origins, listeners: Listeners, make: str
 ) -> None:
-    # Its messages are effects, as a POST's body is; the gate hears them but the socket is
-    # opened unasked (another port of the granted host: another origin).
-    open_probe(stack, agent, origins, "/shop/thanks", path_globs=["/shop/*"])
+    # Its messages are effects, as a POST's body is, and its handshake passes no route:
+    # only the page's own origin is reached (here another port of the granted host is
+    # another origin). A same-origin socket still opens: test_websocket_orders.py.
+    session = open_probe(stack, agent, origins, "/shop/thanks", path_globs=["/shop/*"])
     before = listeners.count()
-    origins.run_js(make.replace("PORT", str(listeners.tcp_port)))
+    code = SOCKETS[make].replace("PORT", str(listeners.tcp_port))
+    origins.run_js(f"try {{ {code} }} catch (e) {{ document.title = 'refused: ' + e.name; }}")
     assert listeners.since(before, wait_s=1.0) == []
+    if "worker" not in make:
+        assert session.observe().title == "refused: SecurityError"
