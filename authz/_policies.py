@@ -25,6 +25,7 @@ error is that of the statement it belongs to: files are split into statements at
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -303,7 +304,7 @@ class PolicyEngine:
         risk = RiskClass.NONE
         if request.element_name:
             c = request.context
-            element = RiskInput(
+            risk = _risk_of(
                 request.element_name,
                 request.element_role,
                 c.dialog_title,
@@ -312,7 +313,6 @@ class PolicyEngine:
                 c.description,
                 c.visible_text,
             )
-            risk = classify(element)
         return {
             "target": request.target,
             "url": request.url,
@@ -403,6 +403,13 @@ class PolicyEngine:
         else:
             message = f"forbidden by policy {', '.join(ids)}"
         return PolicyResult(True, ids, message, approval_only, min(timeouts) if timeouts else 0)
+
+
+@functools.lru_cache(maxsize=4096)
+def _risk_of(*texts: str) -> RiskClass:
+    """:func:`classify` of the element these :class:`RiskInput` texts describe, kept by the
+    texts themselves: a plain tuple key is hashed and compared without Python calls."""
+    return classify(RiskInput(*texts))
 
 
 _NOTHING_FIRED = PolicyResult()  # frozen: one for every evaluation where no forbid fired

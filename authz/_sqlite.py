@@ -173,8 +173,10 @@ class SqliteStore(StoreParts):
     def check_snapshot(self, principal: str, target: str, token: str = "", *, recent: bool = False) -> CheckSnapshot:
         """See :meth:`AuthzStore.check_snapshot`: read from memory, no SQL (a principal is
         a dictionary hit while no process changed a principal), so always fresh."""
-        caller = self._principals.by_token(token) if token else None
-        agent = self._principals.by_name(principal)
+        principals = self._principals
+        version = principals.version()  # read once for both lookups
+        caller = principals.by_token(token, version) if token else None
+        agent = principals.by_name(principal, version)
         return CheckSnapshot(
             caller, agent, self._leases.row(target), self._grants.covering(principal, target), self._clock()
         )

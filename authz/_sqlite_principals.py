@@ -188,7 +188,7 @@ class SqlitePrincipals:
             if self._stamp is not None:
                 self._stamp.bump()
 
-    def _version(self) -> int:
+    def version(self) -> int:
         """The principals' version (read before any row); the version row is read only
         when the stamp moved."""
         if self._stamp is not None:
@@ -215,9 +215,11 @@ class SqlitePrincipals:
         rows = self._db.reader().execute(f"SELECT {_COLS} FROM principals ORDER BY name")
         return [_info(r) for r in rows]
 
-    def by_name(self, name: str) -> PrincipalInfo | None:
-        """The principal called ``name``, or None."""
-        version = self._version()
+    def by_name(self, name: str, version: int | None = None) -> PrincipalInfo | None:
+        """The principal called ``name``, or None (``version``: :meth:`version`, when the
+        caller read it already)."""
+        if version is None:
+            version = self.version()
         known = self._by_name.get(name)
         if known is not None and known[0] == version:
             return known[1]
@@ -228,12 +230,14 @@ class SqlitePrincipals:
         self._by_name = {**_current(self._by_name, version), name: (version, info)}
         return info
 
-    def by_token(self, token: str) -> PrincipalInfo | None:
-        """The principal a bearer token names (whatever its state), or None."""
+    def by_token(self, token: str, version: int | None = None) -> PrincipalInfo | None:
+        """The principal a bearer token names (whatever its state), or None (``version``:
+        :meth:`version`, when the caller read it already)."""
         if not token:
             return None
         digest = hash_token(token)
-        version = self._version()
+        if version is None:
+            version = self.version()
         known = self._by_digest.get(digest)
         if known is not None and known[0] == version:
             return known[1]
