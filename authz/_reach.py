@@ -93,12 +93,17 @@ class ConsoleOrigins:
             kept.append(origin.rstrip("/"))
         return cls(tuple(kept))
 
+    @functools.cached_property
+    def _keys(self) -> frozenset[tuple[str, int]]:
+        """The (host, port) of each origin, as :func:`_key` compares them (made once)."""
+        return frozenset(key for key in map(_key, self.origins) if key is not None)
+
     def contains(self, url: str) -> bool:
         """Whether ``url`` (any URL, or an origin) is served by the console."""
         if not self.origins or not url:
             return False
         key = _key(url)
-        return key is not None and any(_key(o) == key for o in self.origins)
+        return key is not None and key in self._keys
 
 
 def decide_human(request: CheckInput, lease: LeaseInfo | None, now_ms: int) -> Decision:
