@@ -33,6 +33,7 @@ OUT = [
     ("link", "Redirected out"),
     ("link", "Redirected twice"),
     ("button", "Post and be sent out"),
+    ("button", "Chat with partner"),
 ]
 STAY = [
     ("link", "Inside page"),

@@ -82,7 +82,8 @@ class WayOut:
         role: the ARIA role of the control to act on; ``""``: loading ``page`` is enough
             (a refresh or a timer leaves by itself).
         label: the control's accessible name (``""`` with no control).
-        how: ``link``, ``form``, ``redirect``, ``script``, ``refresh`` or ``popup``.
+        how: ``link``, ``form``, ``redirect``, ``script``, ``refresh``, ``popup`` or
+            ``socket`` (a WebSocket: its handshake is a GET the other origin receives).
         leaves: it ends on the other origin (a request there is outside the home grant);
             False: it stays on the home origin (nothing in scope may be refused).
         method: the method of the request it starts (``POST`` for a form that posts).
@@ -114,6 +115,7 @@ WAYS_OUT: tuple[WayOut, ...] = (
     WayOut("post-303-in", "/links", "button", "Order and come back", "redirect", False, "POST"),
     WayOut("refresh-out", "/meta-out", "", "", "refresh", True),
     WayOut("timer-out", "/script-out", "", "", "script", True),
+    WayOut("socket-out", "/links", "button", "Chat with partner", "socket", True),
 )
 """Every way out (and back in) the home pages offer; see :class:`WayOut`."""
 
@@ -255,6 +257,7 @@ class HostileSite:
                 f"<button onclick=\"location.href='{there}/landing'\">Go by script</button>"
                 f"<button onclick=\"window.open('{there}/landing')\">Pop up partner</button>"
                 "<button onclick=\"window.open('/inside')\">Pop up inside</button>"
+                f"<button onclick=\"new WebSocket('{there.replace('http', 'ws', 1)}/chat')\">Chat with partner</button>"
                 '<p><a href="/redirect-out">Redirected out</a> <a href="/redirect-in">Redirected in</a> '
                 '<a href="/redirect-chain">Redirected twice</a></p>'
                 '<form method="post" action="/post-redirect-out"><button>Post and be sent out</button></form>'

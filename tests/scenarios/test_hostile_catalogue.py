@@ -30,7 +30,7 @@ def site() -> Iterator[HostileSite]:
 
 def test_the_catalogue_names_each_way_once() -> None:
     assert len({w.name for w in WAYS_OUT}) == len(WAYS_OUT)
-    assert {w.how for w in WAYS_OUT} == {"link", "form", "redirect", "script", "refresh", "popup"}
+    assert {w.how for w in WAYS_OUT} == {"link", "form", "redirect", "script", "refresh", "popup", "socket"}
     assert any(w.leaves for w in WAYS_OUT) and any(not w.leaves for w in WAYS_OUT)
     assert {r.how for r in LOST_RESPONSES} == {"form", "fetch"}
 
@@ -75,7 +75,7 @@ def test_a_raw_driver_leaves_on_every_way_out_and_only_there(site: HostileSite) 
     assert {name for name, n in leaked.items() if n} == {w.name for w in WAYS_OUT if w.leaves}, leaked
 
 
-@pytest.mark.slow  # sixteen ways, one by one (test_scope.py covers them in the quick set)
+@pytest.mark.slow  # seventeen ways, one by one (test_scope.py covers them in the quick set)
 def test_through_handrail_nothing_reaches_the_other_origin(stack: Stack, agent: AgentSetup, site: HostileSite) -> None:
     with stack.operator_client() as ops:
         ops.grant(agent.principal.name, agent.target, ["navigate", "submit", "input"], [site.home])
