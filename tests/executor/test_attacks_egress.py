@@ -17,7 +17,7 @@ page's guards taken out, when they were batched):
   ``Reflect.construct``, a fresh frame's window or a worker's later task.
 - **Preloading**: speculation rules make Chromium fetch (prefetch) or load and run
   (prerender) a page in the browser process, where Playwright's routes never apply; here a
-  path outside the grant's ``/shop/*`` (another site's prefetch was not made either way).
+  path outside the grant's ``/shop/*`` reached the server (another site's URL is probed too).
 
 A ``<link rel=preconnect>`` or ``dns-prefetch`` hint reached nothing even before; it is
 probed too.
