@@ -36,7 +36,6 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from handrail.authz._models import quick_init
 from handrail.authz._text import fold_words
 
 __all__ = ["RiskClass", "RiskInput", "classify", "is_destructive_text"]
@@ -49,7 +48,6 @@ class RiskClass(enum.StrEnum):
     NONE = ""
 
 
-@quick_init  # built for every check of a named element
 @dataclass(frozen=True)
 class RiskInput:
     """The element and its context, as the executor read them from the page."""

@@ -18,9 +18,8 @@ from handrail.authz._models import (
     Principal,
     quick_init,
 )
-from handrail.authz._risk import RiskInput
 
-QUICK = (Principal, ElementContext, CheckInput, Decision, PolicyResult, DecisionRecord, Verdict, RiskInput)
+QUICK = (Principal, ElementContext, CheckInput, Decision, PolicyResult, DecisionRecord, Verdict)
 
 
 def _reference(cls: type) -> type:
