@@ -2,8 +2,8 @@
 
 Speculation rules (``<script type=speculationrules>`` or a ``Speculation-Rules`` header)
 make Chromium prefetch a page, or load and run it (prerender), from the browser process,
-where Playwright's routes never apply: a page's rule reached a path outside the grant and
-another site with no request the gate saw (measured; ``tests/executor/test_attacks_egress.py``).
+where Playwright's routes never apply: a page's rule reached a path outside the grant
+with no request the gate saw (measured; ``tests/executor/test_attacks_egress.py``).
 No command-line switch of Chromium turns preloading off; its ``NetworkPredictionOptions``
 policy does (2: never), and Debian's Chromium reads policies from ``POLICY_DIR``, which
 takes root to write: ``scripts/bootstrap.sh`` writes ``POLICY_FILE`` there. A browser host
@@ -27,7 +27,7 @@ def policy_problem(directory: Path | None = None) -> str | None:
     them): the setting must be there, and no file may give it another value."""
     directory = POLICY_DIR if directory is None else directory
     fix = f"write {json.dumps(POLICY)} to {directory / POLICY_FILE} (scripts/bootstrap.sh does, as root)"
-    found: dict[str, list[str]] = {}
+    found: set[str] = set()
     for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
         try:
             settings = json.loads(path.read_text())
@@ -37,7 +37,7 @@ def policy_problem(directory: Path | None = None) -> str | None:
             return f"Chromium's policy file {path} is not a JSON object: fix it, then {fix}"
         for key, want in POLICY.items():
             if key in settings:
-                found.setdefault(key, []).append(path.name)
+                found.add(key)
                 if settings[key] != want:
                     return (
                         f"Chromium's policy file {path} sets {key} to {settings[key]!r}"
