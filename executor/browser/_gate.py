@@ -54,6 +54,7 @@ from handrail.executor._backend import DocumentLoad, LoadVerdict, SideRequest, S
 from handrail.executor.browser._pagescript import WORKER_SCRIPT
 from handrail.executor.browser._sockets import SocketUrls
 from handrail.executor.browser._workers import Worker
+from handrail.executor.browser._workerstart import WorkerScripts
 from handrail.executor.browser._world import session_of
 
 log = logging.getLogger(__name__)
@@ -109,6 +110,7 @@ class NetworkGate:
         # the CDP session that announces its requests, with the tab it is in.
         self._frame_targets: dict[str, tuple[Page, Frame, CDPSession]] = {}
         self._workers: dict[str, Worker] = {}  # dedicated workers, by their session
+        self._worker_scripts = WorkerScripts()
         self._sockets = SocketUrls()  # the URL of each WebSocket, by its key
         self._attached: dict[Page, int] = {}  # per tab: how many workers have attached
         self._attaching: dict[Page, asyncio.Event] = {}  # per tab: set at each attach
@@ -412,6 +414,8 @@ class NetworkGate:
     async def _route(self, route: Route) -> None:
         request = route.request
         try:
+            if await self._worker_scripts.answer(route):  # a worker's script, guarded
+                return
             if request.is_navigation_request():
                 page = _page_of(request)
                 if page is None or (page not in self._gated and page.main_frame is request.frame):

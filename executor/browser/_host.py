@@ -21,6 +21,7 @@ from handrail.executor.browser._pagescript import (
 )
 from handrail.executor.browser._policy import policy_problem
 from handrail.executor.browser._surface import VIEWPORT, BrowserSurface
+from handrail.executor.browser._workerstart import GUARDED_WORKERS
 
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ENV = "HANDRAIL_CHROMIUM"
@@ -139,8 +140,9 @@ class BrowserHost:
         # bypass the context's routing, so none would be reported or tracked. Peer
         # connections and WebTransport are taken away too, and WebSockets reach only the
         # page's own origin (NO_UNROUTED_CONNECTIONS): they pass no route the gate holds.
+        # A dedicated worker starts with the same guard in front of its source (_workerstart).
         context = await self._browser.new_context(viewport=VIEWPORT, service_workers="block")  # type: ignore[arg-type]
-        await context.add_init_script(NO_SHARED_WORKERS + NO_UNROUTED_CONNECTIONS + INIT_SCRIPT)
+        await context.add_init_script(NO_SHARED_WORKERS + NO_UNROUTED_CONNECTIONS + GUARDED_WORKERS + INIT_SCRIPT)
         surface = BrowserSurface(context, self.upload_dir, pointer_clicks=not self._playwright_clicks)
         try:
             await surface.gate.install()

@@ -144,18 +144,16 @@ NO_SHARED_WORKERS = "delete self.SharedWorker;\n"
 # prototype's ``constructor`` are the guard (a subclass calls it too), and a frame's fresh
 # window runs this script first as well.
 #
-# A dedicated worker (no peer connections there) gets WORKER_SCRIPT as soon as the gate's
-# session reaches it, which is after its first task: Playwright lets a worker run the moment
-# it attaches, and no session can hold it (measured). A worker's script that opens a
-# WebTransport or a socket in its very first task still can (docs/browser.md); its sockets
-# may reach its own origin (its creator's).
+# A dedicated worker (no peer connections there) starts with WORKER_SCRIPT in front of its
+# own source (``_workerstart``), and the gate's session evaluates it again once it reaches
+# the worker; a worker's sockets may reach its own origin (its creator's).
 GUARDED_SOCKETS = r"""(() => {
   const ancestors = self.location && self.location.ancestorOrigins;
   const home = ancestors && ancestors.length ? ancestors[ancestors.length - 1] : self.origin;
   const base = self.document ? () => document.baseURI : () => self.location.href;
   const originOf = (raw) => {
     let url;
-    try { url = new URL(String(raw), base()); } catch (e) { return ""; }  // the constructor's own error
+    try { url = new URL(String(raw), base()); } catch (e) { return ""; }
     const p = url.protocol;
     const scheme = p === "wss:" || p === "https:" ? "https:" : p === "ws:" || p === "http:" ? "http:" : p;
     return scheme + "//" + url.host;
@@ -182,7 +180,13 @@ GUARDED_SOCKETS = r"""(() => {
 NO_UNROUTED_CONNECTIONS = (
     "delete self.RTCPeerConnection; delete self.webkitRTCPeerConnection; delete self.WebTransport;\n" + GUARDED_SOCKETS
 )
-WORKER_SCRIPT = "delete self.WebTransport;\n" + GUARDED_SOCKETS
+# (An unparsable URL gets "" from ``originOf``: the constructor then throws its own error.)
+#
+# In a dedicated worker, on one line (it goes in front of the worker's own first line:
+# ``_workerstart``): no WebTransport, no workers of its own, sockets to its own origin only.
+WORKER_SCRIPT = "delete self.WebTransport; delete self.Worker; " + " ".join(
+    line.strip() for line in GUARDED_SOCKETS.splitlines() if line.strip()
+)
 
 INIT_SCRIPT = (
     (

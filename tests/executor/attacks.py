@@ -318,6 +318,17 @@ HOME: dict[str, str] = {
         "<input type=hidden name=nick value=ada><button>Save</button></form>",
     ),
     "/shop/thanks": _doc("Thanks", "<h1>Thanks</h1>"),
+    # Worker scripts (test_attacks_egress.py): one that opens a WebTransport in its very first
+    # task, to the port its own URL names; one that says what it sees of itself.
+    "/shop/transport-worker.js": (
+        "new WebTransport('https://127.0.0.1:' + new URLSearchParams(location.search).get('port') + '/x')"
+        ".ready.catch(() => {});"
+    ),
+    "/shop/strict-worker.js": (
+        "// a worker of the page's own\n'use strict';\n"
+        "postMessage(JSON.stringify({strict: (function () { return this === undefined; })(),"
+        " href: location.href, transport: typeof WebTransport, worker: typeof Worker}));"
+    ),
     "/admin/panel": _doc("Admin", "<h1>Admin</h1>"),
     # 6c. A label forwards its activation to the control it is for (HTML only, no script):
     # the cited "Save draft" is a span in a label for a "Delete account" button.

@@ -10,11 +10,18 @@ page's guards taken out, when they were batched):
 - **WebRTC**: a peer connection's ICE gathering sends STUN binding requests (UDP) and opens
   TURN allocations over TCP, to any host and port the page names, with a username it
   chooses; from the page's window, or from a frame's fresh window (``about:blank``).
-- **WebTransport**: QUIC over UDP to any host, from the page or from a worker. A worker's
-  very first task still can (an expected failure, kept: ``docs/browser.md``).
+- **WebTransport**: QUIC over UDP to any host, from the page or from a worker (a worker's
+  later task, or its very first: before the gate's session reaches it), or from a worker's
+  own worker (which no session of the gate's ever reached).
 - **WebSockets**: a socket's handshake passes no route; one to another port of the granted
   host (another origin) connected, by the constructor, its prototype's, a subclass,
-  ``Reflect.construct``, a fresh frame's window or a worker's later task.
+  ``Reflect.construct``, a fresh frame's window, a worker's first or later task, or a
+  worker's own worker.
+
+Of the first-task probes (FIRST_TASK), 8 of 13 were heard with the worker guard taken out
+(``GUARDED_WORKERS``; the gate's later evaluation in the worker still in place); the others
+probe the guard itself (a URL or options that answer differently when asked twice) or
+happened to lose the race to that later evaluation.
 - **Preloading**: speculation rules make Chromium fetch (prefetch) or load and run
   (prerender) a page in the browser process, where Playwright's routes never apply; here a
   path outside the grant's ``/shop/*`` reached the server (another site's URL is probed too).
@@ -169,6 +176,12 @@ PROBES: dict[str, Callable[[int, int], str]] = {
     "websocket-by-subclass": _socket("new (class extends WebSocket {})('ws://127.0.0.1:PORT/orders')"),
     "websocket-by-reflect": _socket("Reflect.construct(WebSocket, ['ws://127.0.0.1:PORT/orders'])"),
     "websocket-from-a-fresh-frame": _socket(f"new ({_FRAME}).WebSocket('ws://127.0.0.1:PORT/orders')"),
+    "webtransport-from-a-nested-worker-later": lambda udp, tcp: _in_worker(
+        _in_worker(f"setTimeout(() => {{ {_transport(udp)} }}, 200);")
+    ),
+    "websocket-from-a-nested-worker-later": _socket(
+        _in_worker(_in_worker("setTimeout(() => new WebSocket('ws://127.0.0.1:PORT/orders'), 200)"))
+    ),
     "websocket-from-a-worker-later": _socket(
         _in_worker("setTimeout(() => new WebSocket('ws://127.0.0.1:PORT/orders'), 200)")
     ),
@@ -186,14 +199,92 @@ def test_a_page_opens_no_connection_around_the_routes(stack: Stack, agent: Agent
     assert set(sockets.values()) == {"SecurityError"}, sockets
 
 
-# Playwright lets a worker run the moment it attaches, before the gate's session can take
-# WebTransport away: a worker's first task keeps it (executor/browser/_pagescript.py).
-@pytest.mark.xfail(strict=True, reason="a worker's first task runs before the gate reaches it")
-def test_a_workers_first_task_opens_no_webtransport(stack: Stack, agent: AgentSetup, origins: Origins) -> None:
+def _module_worker(code: str) -> str:
+    return (
+        f"new Worker(URL.createObjectURL(new Blob([{json.dumps(code)}], {{type: 'text/javascript'}})),"
+        " {type: 'module'});"
+    )
+
+
+def _data_module(code: str) -> str:
+    return "data:text/javascript," + code.replace("%", "%25").replace("#", "%23")
+
+
+# A worker's very first task, before any session of the gate's can reach it (Playwright lets
+# a worker run the moment it attaches): the guard must already be in front of its source
+# (executor/browser/_workerstart.py). Each way a page could make that worker, or keep the
+# guard from going in front.
+FIRST_TASK: dict[str, Callable[[int, int], str]] = {
+    "blob-worker": lambda udp, tcp: _in_worker(_transport(udp)),
+    "blob-worker-socket": _socket(_in_worker("new WebSocket('ws://127.0.0.1:PORT/orders')")),
+    "fetched-worker": lambda udp, tcp: f"new Worker('/shop/transport-worker.js?port={udp}');",
+    "data-url-worker": lambda udp, tcp: (
+        f"new Worker('data:text/javascript,' + encodeURIComponent({json.dumps(_transport(udp))}));"
+    ),
+    # A module's imports are evaluated before its body: one of them opens it.
+    "module-worker-import": lambda udp, tcp: _module_worker(f"import {json.dumps(_data_module(_transport(udp)))};"),
+    # "classic" when the guard asks, "module" when the constructor does.
+    "options-that-change": lambda udp, tcp: (
+        "let asked = 0; new Worker(URL.createObjectURL(new Blob(["
+        + json.dumps(f"import {json.dumps(_data_module(_transport(udp)))};")
+        + "])), {get type() { return asked++ ? 'module' : 'classic'; }});"
+    ),
+    # A harmless script when the guard reads the URL, the attack when the constructor does.
+    "url-that-changes": lambda udp, tcp: (
+        "const ok = URL.createObjectURL(new Blob(['1']));"
+        f" const bad = URL.createObjectURL(new Blob([{json.dumps(_transport(udp))}]));"
+        " let read = 0; new Worker({toString() { return read++ ? bad : ok; }});"
+    ),
+    # The prototypes the guard would use, patched first: a read that says nothing, a scheme
+    # that is never blob:, a prologue that swallows the whole source.
+    "patched-prototypes": lambda udp, tcp: (
+        "XMLHttpRequest.prototype.open = function () {}; XMLHttpRequest.prototype.send = function () {};"
+        " Object.defineProperty(URL.prototype, 'protocol', {get() { return 'x:'; }});"
+        " RegExp.prototype.exec = function () { return ['x'.repeat(1e6)]; };" + _in_worker(_transport(udp))
+    ),
+    "subclass": lambda udp, tcp: (
+        f"new (class extends Worker {{}})(URL.createObjectURL(new Blob([{json.dumps(_transport(udp))}])));"
+    ),
+    "prototype-constructor": lambda udp, tcp: (
+        f"new Worker.prototype.constructor(URL.createObjectURL(new Blob([{json.dumps(_transport(udp))}])));"
+    ),
+    "reflect": lambda udp, tcp: (
+        f"Reflect.construct(Worker, [URL.createObjectURL(new Blob([{json.dumps(_transport(udp))}]))]);"
+    ),
+    "fresh-frame": lambda udp, tcp: (
+        f"new ({_FRAME}).Worker(URL.createObjectURL(new Blob([{json.dumps(_transport(udp))}])));"
+    ),
+    # A worker's own worker: no session of the gate's reaches it, nor any route its script.
+    "nested-worker": lambda udp, tcp: _in_worker(_in_worker(_transport(udp))),
+}
+
+
+def test_a_workers_first_task_opens_nothing(stack: Stack, agent: AgentSetup, origins: Origins) -> None:
     session = open_probe(stack, agent, origins, "/shop/thanks", path_globs=["/shop/*"])
-    with listening(["at-once"]) as heard:
-        _run_all(origins, session, {"at-once": _in_worker(_transport(heard["at-once"].udp_port))}, wait_s=1.5)
-        assert heard["at-once"].heard == []
+    with listening(list(FIRST_TASK)) as heard:
+        probes = {name: make(heard[name].udp_port, heard[name].tcp_port) for name, make in FIRST_TASK.items()}
+        thrown = _run_all(origins, session, probes, wait_s=1.5)
+        assert {name: each.heard for name, each in heard.items() if each.heard} == {}, thrown
+    # The guard reads with its own copies of what the page patched: that worker is made
+    # (nothing thrown), and guarded all the same (nothing heard).
+    assert thrown["patched-prototypes"] == "", thrown
+
+
+def test_a_guarded_worker_keeps_its_url_and_its_strictness(stack: Stack, agent: AgentSetup, origins: Origins) -> None:
+    session = open_probe(stack, agent, origins, "/shop/thanks", path_globs=["/shop/*"])
+    origins.run_js(
+        "const w = new Worker('/shop/strict-worker.js?v=1#frag'); w.onmessage = (e) => { document.title = e.data; };"
+    )
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not (title := session.observe().title).startswith("{"):
+        time.sleep(0.1)
+    seen = json.loads(title)
+    assert seen == {
+        "strict": True,  # its "use strict" is still its directive prologue
+        "href": f"{origins.home}/shop/strict-worker.js?v=1#frag",  # relative URLs resolve as before
+        "transport": "undefined",
+        "worker": "undefined",
+    }
 
 
 _SPECULATION = (

@@ -1,0 +1,216 @@
+"""Every dedicated worker starts with Handrail's worker guard as its very first code.
+
+The gate's CDP session reaches a worker only after the worker's first task has run (a
+worker is let go the moment Playwright attaches to it; ``_gate``), and a worker's first
+task could open a WebTransport or a socket to another origin (measured), or make a worker
+of its own that no session ever reaches. So the guard (``WORKER_SCRIPT``: no WebTransport,
+sockets to the worker's own origin only, no workers of its own) is put in front of the
+worker's source, where no code of the page's comes before it:
+
+- ``new Worker(url)`` in a window or frame is the page script GUARDED_WORKERS (in the init
+  script, before any page script; the global and the prototype's ``constructor`` both, as
+  for the sockets). For a ``blob:`` or ``data:`` URL it reads the source itself (a
+  synchronous read, in the constructor's own call) and makes the worker of the guarded
+  source: a new ``blob:`` URL (the same origin, the creator's), or a new ``data:`` URL (an
+  opaque one, as before). For an ``http(s):`` URL it tells the gate first (a synchronous
+  request to REGISTER_PATH on the page's own origin, answered by the gate's route and never
+  sent), so that the gate's route puts the guard in front of that script's response: the
+  worker keeps its URL, so its relative URLs and ``location`` are what they were.
+- The guard goes after the source's directive prologue (``"use strict"`` stays a
+  directive) and on the same line (line numbers stay). A module worker's guard is a first
+  ``import`` of a ``data:`` module: a module's imports are evaluated before its body, in
+  order, so the guard's import is evaluated before every other. (A worker whose content
+  security policy refuses ``data:`` scripts then fails to start: closed, not open.)
+- The wrapper keeps its own copies of what it calls (``XMLHttpRequest``'s methods and
+  getters, ``URL``, ``RegExp.prototype.exec`` ...), taken before any page script runs, and
+  reads the URL and the options once, passing on what it read: a page that patches the
+  prototypes, or hands in an object whose ``toString`` or ``type`` answers differently
+  each time, changes nothing.
+
+Anything the wrapper cannot do (a read that fails, a registration not answered) refuses the
+worker with a ``SecurityError`` where it is made. A worker's own ``new Worker`` is taken
+away (WORKER_SCRIPT): a nested worker's script is fetched with no route of the context's
+(measured), so none could be guarded.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections import OrderedDict
+from urllib.parse import parse_qs, urljoin, urlsplit, urlunsplit
+
+import re2
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Route
+
+from handrail.executor.browser._pagescript import WORKER_SCRIPT
+
+REGISTER_PATH = "/__handrail__/worker-script"
+
+# What may come before a script's first statement and stay there: white space, comments,
+# and the directive prologue's string literals. Linear-time (RE2 here; the same pattern in
+# the page); only the first 64 KiB of a source are scanned.
+PROLOGUE = (
+    r"^(?:\s|//[^\n]*|/\*[\s\S]*?\*/"
+    r"|\"(?:\\[\s\S]|[^\"\\\n])*\"[ \t]*(?:;|\n|$)"
+    r"|'(?:\\[\s\S]|[^'\\\n])*'[ \t]*(?:;|\n|$))*"
+)
+_PROLOGUE = re2.compile(PROLOGUE)
+_SCAN = 65_536
+
+CLASSIC_GUARD = WORKER_SCRIPT
+MODULE_GUARD = 'import "data:text/javascript;base64,' + base64.b64encode(WORKER_SCRIPT.encode()).decode("ascii") + '";'
+
+# How many worker script URLs a context remembers (the oldest forgotten first).
+_REMEMBERED = 256
+
+
+def guarded_source(source: str, module: bool) -> str:
+    """``source`` with the worker guard in front of its first statement."""
+    match = _PROLOGUE.match(source[:_SCAN])
+    at = match.end() if match else 0
+    return source[:at] + (MODULE_GUARD if module else CLASSIC_GUARD) + source[at:]
+
+
+def _bare(url: str) -> str:
+    """``url`` without its fragment (requests are made without one)."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(fragment=""))
+
+
+class WorkerScripts:
+    """The gate's side: the URLs pages made workers of, and their responses, guarded."""
+
+    def __init__(self) -> None:
+        self._kinds: OrderedDict[str, bool] = OrderedDict()  # URL -> is a module
+
+    def note(self, url: str, module: bool) -> None:
+        """``url`` is a worker's script: its next responses get the guard."""
+        key = _bare(url)
+        self._kinds.pop(key, None)
+        self._kinds[key] = module
+        while len(self._kinds) > _REMEMBERED:
+            self._kinds.popitem(last=False)
+
+    def module_of(self, url: str) -> bool | None:
+        """Whether ``url`` is a module worker's script (False: a classic one; None: no
+        worker's script that this context remembers)."""
+        return self._kinds.get(_bare(url))
+
+    def __len__(self) -> int:
+        return len(self._kinds)
+
+    async def answer(self, route: Route) -> bool:
+        """Answer ``route`` when it is a registration or a worker's script; False when it is
+        neither (the caller routes it as usual)."""
+        request = route.request
+        parts = urlsplit(request.url)
+        if parts.path == REGISTER_PATH:
+            query = parse_qs(parts.query)
+            url, kind = query.get("u", [""])[0], query.get("t", [""])[0]
+            if urlsplit(url).scheme not in ("http", "https") or kind not in ("classic", "module"):
+                await route.fulfill(status=400, body="")
+                return True
+            self.note(url, kind == "module")
+            await route.fulfill(status=204, body="")
+            return True
+        if request.method != "GET" or request.resource_type != "script":
+            return False
+        module = self.module_of(request.url)
+        if module is None:
+            return False
+        try:
+            response = await route.fetch(max_redirects=0)
+            location = response.headers.get("location", "")
+            if 300 <= response.status < 400 and location:
+                # The browser follows it, to a script that must be guarded as well.
+                self.note(urljoin(request.url, location), module)
+                await route.fulfill(response=response)
+                return True
+            body = await response.body()
+        except PlaywrightError:
+            await route.abort("connectionfailed")
+            return True
+        headers = {
+            k: v
+            for k, v in response.headers.items()
+            if k.lower() not in ("content-length", "content-encoding", "transfer-encoding")
+        }
+        guarded = guarded_source(body.decode("utf-8", "replace"), module).encode()
+        await route.fulfill(status=response.status, headers=headers, body=guarded)
+        return True
+
+
+# In every window and frame, before any page script (see the module's docstring).
+GUARDED_WORKERS = (
+    r"""(() => {
+  const Native = self.Worker;
+  if (typeof Native !== "function" || !self.document) return;
+  const apply = Reflect.apply, construct = Reflect.construct, define = Object.defineProperty;
+  const getter = (proto, name) => Object.getOwnPropertyDescriptor(proto, name).get;
+  const NativeURL = URL, href = getter(URL.prototype, "href"), protocol = getter(URL.prototype, "protocol");
+  const createObjectURL = URL.createObjectURL, NativeBlob = Blob, encode = encodeURIComponent;
+  const XHR = XMLHttpRequest, open = XHR.prototype.open, send = XHR.prototype.send;
+  const status = getter(XHR.prototype, "status"), text = getter(XHR.prototype, "responseText");
+  const baseURI = getter(Node.prototype, "baseURI"), doc = document;
+  const exec = RegExp.prototype.exec, slice = String.prototype.slice, toString = String;
+  const home = self.location.origin;
+  const PROLOGUE = new RegExp(PATTERN), SCAN = 65536;
+  const CLASSIC = CLASSIC_GUARD, MODULE = MODULE_GUARD, REGISTER = REGISTER_PATH_JSON;
+  const refuse = (why) => new DOMException("Handrail: " + why, "SecurityError");
+  const get = (url) => {
+    const x = new XHR();
+    apply(open, x, ["GET", url, false]);
+    apply(send, x, []);
+    return x;
+  };
+  const guarded = (source, module) => {
+    const found = apply(exec, PROLOGUE, [apply(slice, source, [0, SCAN])]);
+    const at = found ? found[0].length : 0;
+    return apply(slice, source, [0, at]) + (module ? MODULE : CLASSIC) + apply(slice, source, [at]);
+  };
+  const prepare = (raw, module) => {
+    const spec = toString(raw);
+    let url;
+    try { url = new NativeURL(spec, apply(baseURI, doc, [])); } catch (e) { return spec; }  // the constructor throws
+    const scheme = apply(protocol, url, []), where = apply(href, url, []);
+    if (scheme === "blob:" || scheme === "data:") {
+      let x;
+      try { x = get(where); } catch (e) { throw refuse("the worker's script could not be read"); }
+      if (apply(status, x, []) !== 200) throw refuse("the worker's script could not be read");
+      const source = guarded(apply(text, x, []), module);
+      if (scheme === "data:") return "data:text/javascript;charset=utf-8," + encode(source);
+      return apply(createObjectURL, NativeURL, [new NativeBlob([source], { type: "text/javascript" })]);
+    }
+    if ((scheme === "http:" || scheme === "https:") && home !== "null") {
+      let x;
+      const ask = home + REGISTER + "?u=" + encode(where) + "&t=" + (module ? "module" : "classic");
+      try { x = get(ask); } catch (e) { throw refuse("the worker could not be announced"); }
+      if (apply(status, x, []) !== 204) throw refuse("the worker could not be announced");
+    }
+    return spec;
+  };
+  const Guarded = new Proxy(Native, {
+    construct(target, args, newTarget) {
+      // Each option read once, into an object with no prototype (no getter of the page's
+      // can answer the constructor otherwise than it answered here).
+      const given = args[1], options = { __proto__: null, type: "classic", credentials: "same-origin", name: "" };
+      if (given !== undefined && given !== null) {
+        const type = given.type, credentials = given.credentials, name = given.name;
+        if (type !== undefined) options.type = toString(type);
+        if (credentials !== undefined) options.credentials = toString(credentials);
+        if (name !== undefined) options.name = toString(name);
+      }
+      const url = prepare(args[0], options.type === "module");
+      return construct(target, [url, options], newTarget === Guarded ? Native : newTarget);
+    },
+  });
+  define(Native.prototype, "constructor", { value: Guarded, writable: true, configurable: true });
+  define(self, "Worker", { value: Guarded, writable: true, configurable: true });
+})();
+""".replace("PATTERN", json.dumps(PROLOGUE))
+    .replace("CLASSIC_GUARD", json.dumps(CLASSIC_GUARD))
+    .replace("MODULE_GUARD", json.dumps(MODULE_GUARD))
+    .replace("REGISTER_PATH_JSON", json.dumps(REGISTER_PATH))
+)

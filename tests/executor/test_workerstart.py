@@ -1,0 +1,85 @@
+"""Where the worker guard goes in a worker's source (``executor/browser/_workerstart.py``).
+
+The pages that make workers, hostile ones included, are in ``test_attacks_egress.py``;
+these are the placements, on sources a page chooses.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from handrail.executor.browser._workerstart import (
+    CLASSIC_GUARD,
+    MODULE_GUARD,
+    WorkerScripts,
+    guarded_source,
+)
+
+G = CLASSIC_GUARD
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("postMessage(1);", G + "postMessage(1);"),
+        ("'use strict';\nx = 1;", "'use strict';\n" + G + "x = 1;"),
+        ('"use strict"\nx = 1;', '"use strict"\n' + G + "x = 1;"),
+        (
+            "// a comment\n/* and\nanother */ 'use strict'; 'use asm';x",
+            "// a comment\n/* and\nanother */ 'use strict'; 'use asm';" + G + "x",
+        ),
+        # A string that is an expression, not a directive, stays behind the guard.
+        ("'abc'.length; x", G + "'abc'.length; x"),
+        ("'a' + 'b';", G + "'a' + 'b';"),
+        # An escaped quote does not end the directive early.
+        ("'it\\'s';x", "'it\\'s';" + G + "x"),
+        # An unclosed comment or string: nothing is skipped past it.
+        ("/* never closed", G + "/* never closed"),
+        ("'never closed\nx", G + "'never closed\nx"),
+        ("", G),
+    ],
+)
+def test_the_guard_goes_after_the_prologue(source: str, expected: str) -> None:
+    assert guarded_source(source, module=False) == expected
+
+
+def test_a_module_guard_is_its_first_import() -> None:
+    source = "import { a } from './a.js';\nexport const b = a;"
+    assert guarded_source(source, module=True) == MODULE_GUARD + source
+    assert MODULE_GUARD.startswith('import "data:text/javascript;base64,')
+
+
+def test_the_guard_adds_no_line() -> None:
+    assert "\n" not in CLASSIC_GUARD
+    assert "\n" not in MODULE_GUARD
+
+
+@given(st.text(alphabet="'\"/*\\ \t\nusetric;x+.", max_size=60))
+def test_the_source_is_kept_whole(source: str) -> None:
+    out = guarded_source(source, module=False)
+    at = out.index(G)
+    assert out[:at] + out[at + len(G) :] == source
+
+
+@pytest.mark.timeout(20)
+def test_a_long_hostile_prologue_is_scanned_in_linear_time() -> None:
+    # Backtracking engines take exponential time on some of these; RE2 does not.
+    for source in ("/*" * 200_000, "'\\" * 200_000, " " * 400_000 + "!", "''" * 200_000 + "x"):
+        out = guarded_source(source, module=False)
+        assert G in out
+
+
+def test_a_context_remembers_its_latest_worker_scripts() -> None:
+    scripts = WorkerScripts()
+    scripts.note("http://a.test/w.js#frag", module=False)
+    scripts.note("http://a.test/m.js", module=True)
+    for i in range(300):
+        scripts.note(f"http://a.test/{i}.js", module=False)
+    scripts.note("http://a.test/299.js", module=True)  # noted again: kept as the latest
+    assert scripts.module_of("http://a.test/w.js") is None  # the oldest, forgotten
+    assert scripts.module_of("http://a.test/299.js#x") is True
+    assert scripts.module_of("http://a.test/299.js") is True
+    assert scripts.module_of("http://a.test/100.js") is False
+    assert len(scripts) == 256
