@@ -34,6 +34,7 @@ OUT = [
     ("link", "Redirected twice"),
     ("button", "Post and be sent out"),
     ("button", "Chat with partner"),
+    ("button", "Chat through a worker"),
 ]
 STAY = [
     ("link", "Inside page"),

@@ -116,6 +116,7 @@ WAYS_OUT: tuple[WayOut, ...] = (
     WayOut("refresh-out", "/meta-out", "", "", "refresh", True),
     WayOut("timer-out", "/script-out", "", "", "script", True),
     WayOut("socket-out", "/links", "button", "Chat with partner", "socket", True),
+    WayOut("worker-socket-out", "/links", "button", "Chat through a worker", "socket", True),
 )
 """Every way out (and back in) the home pages offer; see :class:`WayOut`."""
 
@@ -258,6 +259,10 @@ class HostileSite:
                 f"<button onclick=\"window.open('{there}/landing')\">Pop up partner</button>"
                 "<button onclick=\"window.open('/inside')\">Pop up inside</button>"
                 f"<button onclick=\"new WebSocket('{there.replace('http', 'ws', 1)}/chat')\">Chat with partner</button>"
+                # ... from a worker's very first task, before any session of the gate's reaches it
+                # (window.URL: in an inline handler, URL is the document's).
+                "<button onclick=\"new Worker(window.URL.createObjectURL(new Blob(['new WebSocket(&quot;"
+                f"{there.replace('http', 'ws', 1)}/chat&quot;)'])))\">Chat through a worker</button>"
                 '<p><a href="/redirect-out">Redirected out</a> <a href="/redirect-in">Redirected in</a> '
                 '<a href="/redirect-chain">Redirected twice</a></p>'
                 '<form method="post" action="/post-redirect-out"><button>Post and be sent out</button></form>'
