@@ -59,8 +59,11 @@ PROLOGUE = (
 _PROLOGUE = re2.compile(PROLOGUE)
 _SCAN = 65_536
 
-CLASSIC_GUARD = WORKER_SCRIPT
-MODULE_GUARD = 'import "data:text/javascript;base64,' + base64.b64encode(WORKER_SCRIPT.encode()).decode("ascii") + '";'
+# Nothing outside a worker: a script that a page loads both as a worker and as its own
+# script keeps its window's Worker (there is no document in a worker, and no code of the
+# worker's has run before this).
+CLASSIC_GUARD = "if (!self.document) { " + WORKER_SCRIPT + " }"
+MODULE_GUARD = 'import "data:text/javascript;base64,' + base64.b64encode(CLASSIC_GUARD.encode()).decode("ascii") + '";'
 
 # How many worker script URLs a context remembers (the oldest forgotten first).
 _REMEMBERED = 256
@@ -177,8 +180,9 @@ GUARDED_WORKERS = (
     const scheme = apply(protocol, url, []), where = apply(href, url, []);
     if (scheme === "blob:" || scheme === "data:") {
       let x;
-      try { x = get(where); } catch (e) { throw refuse("the worker's script could not be read"); }
-      if (apply(status, x, []) !== 200) throw refuse("the worker's script could not be read");
+      const unread = "the worker's script could not be read (a synchronous read: sync-xhr allowed?)";
+      try { x = get(where); } catch (e) { throw refuse(unread); }
+      if (apply(status, x, []) !== 200) throw refuse(unread);
       const source = guarded(apply(text, x, []), module);
       if (scheme === "data:") return "data:text/javascript;charset=utf-8," + encode(source);
       return apply(createObjectURL, NativeURL, [new NativeBlob([source], { type: "text/javascript" })]);
@@ -186,8 +190,9 @@ GUARDED_WORKERS = (
     if ((scheme === "http:" || scheme === "https:") && home !== "null") {
       let x;
       const ask = home + REGISTER + "?u=" + encode(where) + "&t=" + (module ? "module" : "classic");
-      try { x = get(ask); } catch (e) { throw refuse("the worker could not be announced"); }
-      if (apply(status, x, []) !== 204) throw refuse("the worker could not be announced");
+      const unsaid = "the worker could not be announced (a synchronous request: sync-xhr and connect-src allowed?)";
+      try { x = get(ask); } catch (e) { throw refuse(unsaid); }
+      if (apply(status, x, []) !== 204) throw refuse(unsaid);
     }
     return spec;
   };

@@ -324,6 +324,11 @@ HOME: dict[str, str] = {
         "new WebTransport('https://127.0.0.1:' + new URLSearchParams(location.search).get('port') + '/x')"
         ".ready.catch(() => {});"
     ),
+    "/shop/module-worker.js": "import './transport-module.js';",
+    "/shop/transport-module.js": (
+        "new WebTransport('https://127.0.0.1:' + new URLSearchParams(self.location.search).get('port') + '/x')"
+        ".ready.catch(() => {});"
+    ),
     "/shop/strict-worker.js": (
         "// a worker of the page's own\n'use strict';\n"
         "postMessage(JSON.stringify({strict: (function () { return this === undefined; })(),"

@@ -18,10 +18,11 @@ page's guards taken out, when they were batched):
   ``Reflect.construct``, a fresh frame's window, a worker's first or later task, or a
   worker's own worker.
 
-Of the first-task probes (FIRST_TASK), 8 of 13 were heard with the worker guard taken out
-(``GUARDED_WORKERS``; the gate's later evaluation in the worker still in place); the others
-probe the guard itself (a URL or options that answer differently when asked twice) or
-happened to lose the race to that later evaluation.
+With the worker guard taken out (``GUARDED_WORKERS``; the gate's later evaluation in each
+worker still in place), 9 of the 15 first-task probes (FIRST_TASK) were heard in one run
+and 8 of 13 in an earlier one; which ones varies with the race against that evaluation.
+Three probe the guard itself (a URL or options that answer differently when asked twice, a
+frame where it cannot read).
 - **Preloading**: speculation rules make Chromium fetch (prefetch) or load and run
   (prerender) a page in the browser process, where Playwright's routes never apply; here a
   path outside the grant's ``/shop/*`` reached the server (another site's URL is probed too).
@@ -221,6 +222,17 @@ FIRST_TASK: dict[str, Callable[[int, int], str]] = {
     "data-url-worker": lambda udp, tcp: (
         f"new Worker('data:text/javascript,' + encodeURIComponent({json.dumps(_transport(udp))}));"
     ),
+    "fetched-module-worker": lambda udp, tcp: (
+        f"new Worker('/shop/module-worker.js?port={udp}', {{type: 'module'}});"  # its import opens it
+    ),
+    # A frame where synchronous requests are not allowed: the guard cannot read or announce
+    # a worker's script there, so the worker is refused, not let go unguarded.
+    "no-sync-xhr-frame": lambda udp, tcp: (
+        "const f = document.createElement('iframe'); f.allow = \"sync-xhr 'none'\"; f.src = '/shop/thanks';"
+        " f.onload = () => { try { new f.contentWindow.Worker(f.contentWindow.URL.createObjectURL("
+        f"new f.contentWindow.Blob([{json.dumps(_transport(udp))}]))); }} catch (e) {{ window.noSyncXhr = e.name; }} }};"
+        " document.body.append(f);"
+    ),
     # A module's imports are evaluated before its body: one of them opens it.
     "module-worker-import": lambda udp, tcp: _module_worker(f"import {json.dumps(_data_module(_transport(udp)))};"),
     # "classic" when the guard asks, "module" when the constructor does.
@@ -268,6 +280,9 @@ def test_a_workers_first_task_opens_nothing(stack: Stack, agent: AgentSetup, ori
     # The guard reads with its own copies of what the page patched: that worker is made
     # (nothing thrown), and guarded all the same (nothing heard).
     assert thrown["patched-prototypes"] == "", thrown
+    # Where the guard cannot read a worker's script, the worker is refused where it is made.
+    origins.run_js("document.title = String(window.noSyncXhr);")
+    assert session.observe().title == "SecurityError"
 
 
 def test_a_guarded_worker_keeps_its_url_and_its_strictness(stack: Stack, agent: AgentSetup, origins: Origins) -> None:
