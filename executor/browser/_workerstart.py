@@ -9,13 +9,20 @@ worker's source, where no code of the page's comes before it:
 
 - ``new Worker(url)`` in a window or frame is the page script GUARDED_WORKERS (in the init
   script, before any page script; the global and the prototype's ``constructor`` both, as
-  for the sockets). For a ``blob:`` or ``data:`` URL it reads the source itself (a
-  synchronous read, in the constructor's own call) and makes the worker of the guarded
-  source: a new ``blob:`` URL (the same origin, the creator's), or a new ``data:`` URL (an
-  opaque one, as before). For an ``http(s):`` URL it tells the gate first (a synchronous
-  request to REGISTER_PATH on the page's own origin, answered by the gate's route and never
-  sent), so that the gate's route puts the guard in front of that script's response: the
-  worker keeps its URL, so its relative URLs and ``location`` are what they were.
+  for the sockets). For a ``blob:`` or ``data:`` URL it reads the source itself, in the
+  constructor's own call, and makes the worker of the guarded source: a new ``blob:`` URL
+  (the same origin, the creator's), or a new ``data:`` URL (an opaque one, as before). A
+  ``data:`` URL is decoded in place; a ``blob:`` URL's text was kept when the page made its
+  Blob or File (or took a script response as a Blob: ``Blob``, ``File``,
+  ``URL.createObjectURL`` and ``Response.prototype.blob`` are wrapped to keep it), since a
+  request for it is what a content security policy's ``connect-src`` seldom allows (a
+  ``connect-src 'self'`` refuses both). Only a Blob whose text was not kept (a slice, one
+  from another window) is read by a synchronous request. What is kept only decides what
+  runs after the guard: the worker's source is a string the wrapper holds, guard first.
+- For an ``http(s):`` URL the wrapper tells the gate first (a synchronous request to
+  REGISTER_PATH on the page's own origin, answered by the gate's route and never sent), so
+  that the gate's route puts the guard in front of that script's response: the worker
+  keeps its URL, so its relative URLs and ``location`` are what they were.
 - The guard goes after the source's directive prologue (``"use strict"`` stays a
   directive) and on the same line (line numbers stay). A module worker's guard is a first
   ``import`` of a ``data:`` module: a module's imports are evaluated before its body, in
@@ -153,25 +160,121 @@ GUARDED_WORKERS = (
   const apply = Reflect.apply, construct = Reflect.construct, define = Object.defineProperty;
   const getter = (proto, name) => Object.getOwnPropertyDescriptor(proto, name).get;
   const NativeURL = URL, href = getter(URL.prototype, "href"), protocol = getter(URL.prototype, "protocol");
-  const createObjectURL = URL.createObjectURL, NativeBlob = Blob, encode = encodeURIComponent;
+  const createObjectURL = URL.createObjectURL, revokeObjectURL = URL.revokeObjectURL;
+  const NativeBlob = Blob, NativeFile = self.File, encode = encodeURIComponent;
   const XHR = XMLHttpRequest, open = XHR.prototype.open, send = XHR.prototype.send;
   const status = getter(XHR.prototype, "status"), text = getter(XHR.prototype, "responseText");
   const baseURI = getter(Node.prototype, "baseURI"), doc = document;
   const exec = RegExp.prototype.exec, slice = String.prototype.slice, toString = String;
   const home = self.location.origin;
-  const PROLOGUE = new RegExp(PATTERN), SCAN = 65536;
+  const PROLOGUE = new RegExp(PATTERN), SCAN = 65536, KEEP = 8 * 1024 * 1024;
   const CLASSIC = CLASSIC_GUARD, MODULE = MODULE_GUARD, REGISTER = REGISTER_PATH_JSON;
   const refuse = (why) => new DOMException("Handrail: " + why, "SecurityError");
+  const wrap = (Original, trap) => {
+    const Wrapped = new Proxy(Original, {
+      construct(target, args, newTarget) { return trap(target, args, newTarget === Wrapped ? Original : newTarget); },
+    });
+    define(Original.prototype, "constructor", { value: Wrapped, writable: true, configurable: true });
+    return Wrapped;
+  };
   const get = (url) => {
     const x = new XHR();
     apply(open, x, ["GET", url, false]);
     apply(send, x, []);
     return x;
   };
+
+  // The text of each Blob and File the page makes (and of each script response it takes as
+  // a Blob), and of each blob: URL made of one, so that a worker's source is read without a
+  // request (a content security policy's connect-src seldom allows blob: or data:). What
+  // is kept only decides what the worker runs after the guard: the guard goes first anyway.
+  const texts = new WeakMap(), byUrl = new Map();
+  const textOf = (parts, options) => {
+    if (parts === undefined || parts === null) return "";
+    const type = options ? toString(options.type || "") : "";
+    if (type && !/javascript|ecmascript|^text\//i.test(type)) return null;  // an image's bytes are no script
+    if (options && options.endings === "native") return null;  // line endings converted: read it back instead
+    const bytes = new TextDecoder();
+    let out = "";
+    for (const part of parts) {
+      if (typeof part === "string") out += bytes.decode() + part;
+      else if (part instanceof ArrayBuffer || ArrayBuffer.isView(part)) out += bytes.decode(part, { stream: true });
+      else if (part instanceof NativeBlob) {
+        const known = texts.get(part);
+        if (typeof known !== "string") return null;
+        out += bytes.decode() + known;
+      } else out += bytes.decode() + toString(part);
+      if (out.length > KEEP) return null;
+    }
+    return out + bytes.decode();
+  };
+  const keep = (blob, parts, options) => {
+    let kept = null;
+    try { kept = textOf(parts, options); } catch (e) { kept = null; }
+    texts.set(blob, kept);
+    return blob;
+  };
+  // The parts are iterated once (a generator's parts would be gone for a second reading).
+  const made = (at) => (target, args, newTarget) => {
+    const given = args[0], parts = given !== null && typeof given === "object" ? Array.from(given) : given;
+    const passed = [parts];
+    for (let i = 1; i < args.length; i++) passed.push(args[i]);
+    return keep(construct(target, passed, newTarget), parts, args[at]);
+  };
+  self.Blob = wrap(NativeBlob, made(1));
+  if (typeof NativeFile === "function") self.File = wrap(NativeFile, made(2));
+  URL.createObjectURL = function (object) {
+    const url = apply(createObjectURL, NativeURL, [object]);
+    const known = texts.get(object);
+    if (typeof known === "string") {
+      byUrl.set(url, known);
+      if (byUrl.size > 4096) byUrl.delete(byUrl.keys().next().value);
+    }
+    return url;
+  };
+  URL.revokeObjectURL = function (url) {
+    byUrl.delete(toString(url));
+    return apply(revokeObjectURL, NativeURL, [url]);
+  };
+  const responseBlob = Response.prototype.blob;
+  Response.prototype.blob = async function () {
+    let copy = null;
+    try {
+      const type = this.headers.get("content-type") || "";
+      if (/javascript|ecmascript/i.test(type) && !this.bodyUsed) copy = this.clone();
+    } catch (e) { copy = null; }
+    const answer = await apply(responseBlob, this, []);
+    if (copy !== null && answer.size <= KEEP) {
+      try { texts.set(answer, new TextDecoder().decode(await copy.arrayBuffer())); } catch (e) { /* not kept */ }
+    }
+    return answer;
+  };
+
+  // -- the worker: its source, guarded ----------------------------------------------------
   const guarded = (source, module) => {
     const found = apply(exec, PROLOGUE, [apply(slice, source, [0, SCAN])]);
     const at = found ? found[0].length : 0;
     return apply(slice, source, [0, at]) + (module ? MODULE : CLASSIC) + apply(slice, source, [at]);
+  };
+  const dataText = (where) => {
+    const comma = where.indexOf(",");
+    if (comma < 0) return null;
+    const meta = where.slice(5, comma), body = where.slice(comma + 1).split("#")[0];
+    const raw = unescape(body);  // percent-decoded, one char per byte
+    const binary = /;\s*base64\s*$/i.test(meta) ? atob(raw.replace(/[\t\n\f\r ]/g, "")) : raw;
+    const bytes = new Uint8Array(binary.length);
+    for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+    return new TextDecoder().decode(bytes);
+  };
+  const read = (scheme, where) => {
+    let source = null;
+    try { source = scheme === "data:" ? dataText(where) : byUrl.get(where); } catch (e) { source = null; }
+    if (typeof source === "string") return source;
+    const unread = "the worker's script could not be read (a synchronous read of it: sync-xhr allowed?)";
+    let x;
+    try { x = get(where); } catch (e) { throw refuse(unread); }
+    if (apply(status, x, []) !== 200) throw refuse(unread);
+    return apply(text, x, []);
   };
   const prepare = (raw, module) => {
     const spec = toString(raw);
@@ -179,13 +282,10 @@ GUARDED_WORKERS = (
     try { url = new NativeURL(spec, apply(baseURI, doc, [])); } catch (e) { return spec; }  // the constructor throws
     const scheme = apply(protocol, url, []), where = apply(href, url, []);
     if (scheme === "blob:" || scheme === "data:") {
-      let x;
-      const unread = "the worker's script could not be read (a synchronous read: sync-xhr allowed?)";
-      try { x = get(where); } catch (e) { throw refuse(unread); }
-      if (apply(status, x, []) !== 200) throw refuse(unread);
-      const source = guarded(apply(text, x, []), module);
+      const source = guarded(toString(read(scheme, where)), module);
       if (scheme === "data:") return "data:text/javascript;charset=utf-8," + encode(source);
-      return apply(createObjectURL, NativeURL, [new NativeBlob([source], { type: "text/javascript" })]);
+      const made = construct(NativeBlob, [[source], { __proto__: null, type: "text/javascript" }]);
+      return apply(createObjectURL, NativeURL, [made]);
     }
     if ((scheme === "http:" || scheme === "https:") && home !== "null") {
       let x;
@@ -196,23 +296,19 @@ GUARDED_WORKERS = (
     }
     return spec;
   };
-  const Guarded = new Proxy(Native, {
-    construct(target, args, newTarget) {
-      // Each option read once, into an object with no prototype (no getter of the page's
-      // can answer the constructor otherwise than it answered here).
-      const given = args[1], options = { __proto__: null, type: "classic", credentials: "same-origin", name: "" };
-      if (given !== undefined && given !== null) {
-        const type = given.type, credentials = given.credentials, name = given.name;
-        if (type !== undefined) options.type = toString(type);
-        if (credentials !== undefined) options.credentials = toString(credentials);
-        if (name !== undefined) options.name = toString(name);
-      }
-      const url = prepare(args[0], options.type === "module");
-      return construct(target, [url, options], newTarget === Guarded ? Native : newTarget);
-    },
+  self.Worker = wrap(Native, (target, args, newTarget) => {
+    // Each option read once, into an object with no prototype (no getter of the page's
+    // can answer the constructor otherwise than it answered here).
+    const given = args[1], options = { __proto__: null, type: "classic", credentials: "same-origin", name: "" };
+    if (given !== undefined && given !== null) {
+      const type = given.type, credentials = given.credentials, name = given.name;
+      if (type !== undefined) options.type = toString(type);
+      if (credentials !== undefined) options.credentials = toString(credentials);
+      if (name !== undefined) options.name = toString(name);
+    }
+    const url = prepare(args[0], options.type === "module");
+    return construct(target, [url, options], newTarget);
   });
-  define(Native.prototype, "constructor", { value: Guarded, writable: true, configurable: true });
-  define(self, "Worker", { value: Guarded, writable: true, configurable: true });
 })();
 """.replace("PATTERN", json.dumps(PROLOGUE))
     .replace("CLASSIC_GUARD", json.dumps(CLASSIC_GUARD))

@@ -102,6 +102,8 @@ def _handler(site: Origins, origin: str) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", "text/javascript" if js else "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(data)))
             self.send_header("Cache-Control", "no-store")
+            if urlsplit(self.path).path == "/shop/strict-csp":  # what many sites send
+                self.send_header("Content-Security-Policy", "connect-src 'self'; worker-src 'self' blob: data:")
             self.end_headers()
             self.wfile.write(data)
 
@@ -318,6 +320,7 @@ HOME: dict[str, str] = {
         "<input type=hidden name=nick value=ada><button>Save</button></form>",
     ),
     "/shop/thanks": _doc("Thanks", "<h1>Thanks</h1>"),
+    "/shop/strict-csp": _doc("Strict", "<h1>Strict</h1>"),
     # Worker scripts (test_attacks_egress.py): one that opens a WebTransport in its very first
     # task, to the port its own URL names; one that says what it sees of itself.
     "/shop/transport-worker.js": (

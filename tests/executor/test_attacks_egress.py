@@ -225,12 +225,13 @@ FIRST_TASK: dict[str, Callable[[int, int], str]] = {
     "fetched-module-worker": lambda udp, tcp: (
         f"new Worker('/shop/module-worker.js?port={udp}', {{type: 'module'}});"  # its import opens it
     ),
-    # A frame where synchronous requests are not allowed: the guard cannot read or announce
-    # a worker's script there, so the worker is refused, not let go unguarded.
+    # A frame where synchronous requests are not allowed, and a Blob whose text the guard
+    # did not keep (a slice of one): it cannot be read, so the worker is refused, not let go
+    # unguarded.
     "no-sync-xhr-frame": lambda udp, tcp: (
         "const f = document.createElement('iframe'); f.allow = \"sync-xhr 'none'\"; f.src = '/shop/thanks';"
-        " f.onload = () => { try { new f.contentWindow.Worker(f.contentWindow.URL.createObjectURL("
-        f"new f.contentWindow.Blob([{json.dumps(_transport(udp))}]))); }} catch (e) {{ window.noSyncXhr = e.name; }} }};"
+        " f.onload = () => { const w = f.contentWindow; try { new w.Worker(w.URL.createObjectURL("
+        f"new w.Blob([{json.dumps(_transport(udp))}]).slice(0))); }} catch (e) {{ window.noSyncXhr = e.name; }} }};"
         " document.body.append(f);"
     ),
     # A module's imports are evaluated before its body: one of them opens it.
@@ -300,6 +301,38 @@ def test_a_guarded_worker_keeps_its_url_and_its_strictness(stack: Stack, agent: 
         "transport": "undefined",
         "worker": "undefined",
     }
+
+
+_STRICT_WORKERS = (
+    'const code = "postMessage(typeof WebTransport)"; const seen = {};'
+    " const said = (name) => (e) => { seen[name] = e.data; document.title = JSON.stringify(seen); };"
+    " const made = {"
+    "  blob: () => new Worker(URL.createObjectURL(new Blob([code]))),"
+    "  bytes: () => new Worker(URL.createObjectURL(new Blob([new TextEncoder().encode(code)]))),"
+    "  file: () => new Worker(URL.createObjectURL(new File(['/* a file */', code], 'w.js'))),"
+    "  data: () => new Worker('data:text/javascript,' + encodeURIComponent(code)),"
+    "  fetched: () => fetch('/shop/strict-worker.js').then((r) => r.blob())"
+    "    .then((b) => new Worker(URL.createObjectURL(b))),"
+    " };"
+    " for (const [name, make] of Object.entries(made)) {"
+    "  try { Promise.resolve(make()).then((w) => { w.onmessage = said(name); }, (e) => { seen[name] = e.name; }); }"
+    "  catch (e) { seen[name] = e.name; document.title = JSON.stringify(seen); } }"
+)
+
+
+def test_a_strict_connect_src_keeps_its_workers(stack: Stack, agent: AgentSetup, origins: Origins) -> None:
+    # ``connect-src 'self'`` forbids a read of a blob: or data: URL: the guard keeps the
+    # text of the Blobs (and the script responses taken as Blobs) the page makes instead.
+    session = open_probe(stack, agent, origins, "/shop/strict-csp", path_globs=["/shop/*"])
+    origins.run_js(_STRICT_WORKERS)
+    deadline, seen = time.monotonic() + 5, {}
+    while time.monotonic() < deadline and len(seen) < 5:
+        time.sleep(0.1)
+        title = session.observe().title
+        seen = json.loads(title) if title.startswith("{") else {}
+    fetched = json.loads(seen.pop("fetched"))
+    assert seen == {"blob": "undefined", "bytes": "undefined", "file": "undefined", "data": "undefined"}
+    assert (fetched["strict"], fetched["transport"]) == (True, "undefined")
 
 
 _SPECULATION = (
