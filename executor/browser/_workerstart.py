@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections import OrderedDict
 from urllib.parse import parse_qs, urljoin, urlsplit, urlunsplit
 
 import re2
@@ -72,8 +71,10 @@ _SCAN = 65_536
 CLASSIC_GUARD = "if (!self.document) { " + WORKER_SCRIPT + " }"
 MODULE_GUARD = 'import "data:text/javascript;base64,' + base64.b64encode(CLASSIC_GUARD.encode()).decode("ascii") + '";'
 
-# How many worker script URLs a context remembers (the oldest forgotten first).
-_REMEMBERED = 256
+# How many worker script URLs a context keeps. None is forgotten (a page could otherwise
+# push its worker's URL out between the announcement and the script's request); past this,
+# a page's new workers are refused.
+_MOST = 4096
 
 
 def guarded_source(source: str, module: bool) -> str:
@@ -90,18 +91,27 @@ def _bare(url: str) -> str:
 
 
 class WorkerScripts:
-    """The gate's side: the URLs pages made workers of, and their responses, guarded."""
+    """The gate's side: the URLs pages made workers of, and their responses, guarded.
+
+    A URL stays a worker's script for the context's life: every script response for it gets
+    the guard (which does nothing outside a worker), since which request is the worker's
+    and which a page's own cannot be told apart here. Announced once as a module worker's,
+    it keeps the module guard (an ``import``): a classic script then fails to parse, where
+    a classic guard in front of a module would run after the module's imports.
+    """
 
     def __init__(self) -> None:
-        self._kinds: OrderedDict[str, bool] = OrderedDict()  # URL -> is a module
+        self._kinds: dict[str, bool] = {}  # URL -> is a module
 
-    def note(self, url: str, module: bool) -> None:
-        """``url`` is a worker's script: its next responses get the guard."""
+    def note(self, url: str, module: bool) -> bool:
+        """``url`` is a worker's script: its responses get the guard. False when the
+        context keeps as many as it may (the worker is then refused)."""
         key = _bare(url)
-        self._kinds.pop(key, None)
-        self._kinds[key] = module
-        while len(self._kinds) > _REMEMBERED:
-            self._kinds.popitem(last=False)
+        known = self._kinds.get(key)
+        if known is None and len(self._kinds) >= _MOST:
+            return False
+        self._kinds[key] = bool(known) or module
+        return True
 
     def module_of(self, url: str) -> bool | None:
         """Whether ``url`` is a module worker's script (False: a classic one; None: no
@@ -122,8 +132,7 @@ class WorkerScripts:
             if urlsplit(url).scheme not in ("http", "https") or kind not in ("classic", "module"):
                 await route.fulfill(status=400, body="")
                 return True
-            self.note(url, kind == "module")
-            await route.fulfill(status=204, body="")
+            await route.fulfill(status=204 if self.note(url, kind == "module") else 429, body="")
             return True
         if request.method != "GET" or request.resource_type != "script":
             return False
@@ -135,7 +144,9 @@ class WorkerScripts:
             location = response.headers.get("location", "")
             if 300 <= response.status < 400 and location:
                 # The browser follows it, to a script that must be guarded as well.
-                self.note(urljoin(request.url, location), module)
+                if not self.note(urljoin(request.url, location), module):
+                    await route.abort("blockedbyclient")
+                    return True
                 await route.fulfill(response=response)
                 return True
             body = await response.body()

@@ -71,15 +71,20 @@ def test_a_long_hostile_prologue_is_scanned_in_linear_time() -> None:
         assert G in out
 
 
-def test_a_context_remembers_its_latest_worker_scripts() -> None:
+def test_a_context_keeps_its_worker_scripts_and_refuses_past_its_bound() -> None:
     scripts = WorkerScripts()
-    scripts.note("http://a.test/w.js#frag", module=False)
-    scripts.note("http://a.test/m.js", module=True)
-    for i in range(300):
+    assert scripts.note("http://a.test/w.js#frag", module=False)
+    assert scripts.module_of("http://a.test/w.js") is False
+    assert scripts.module_of("http://a.test/other.js") is None
+    # Announced once as a module's, it keeps the module guard (a classic script then fails
+    # to parse; a classic guard in front of a module would run after its imports).
+    assert scripts.note("http://a.test/w.js", module=True)
+    assert scripts.note("http://a.test/w.js", module=False)
+    assert scripts.module_of("http://a.test/w.js") is True
+    # None is forgotten however many a page announces: past the bound, new ones are refused.
+    for i in range(5000):
         scripts.note(f"http://a.test/{i}.js", module=False)
-    scripts.note("http://a.test/299.js", module=True)  # noted again: kept as the latest
-    assert scripts.module_of("http://a.test/w.js") is None  # the oldest, forgotten
-    assert scripts.module_of("http://a.test/299.js#x") is True
-    assert scripts.module_of("http://a.test/299.js") is True
-    assert scripts.module_of("http://a.test/100.js") is False
-    assert len(scripts) == 256
+    assert len(scripts) == 4096
+    assert scripts.module_of("http://a.test/w.js") is True
+    assert not scripts.note("http://a.test/new.js", module=False)
+    assert scripts.note("http://a.test/w.js", module=True)  # a known one still is
