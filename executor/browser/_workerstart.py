@@ -126,7 +126,7 @@ class WorkerScripts:
         neither (the caller routes it as usual)."""
         request = route.request
         parts = urlsplit(request.url)
-        if parts.path == REGISTER_PATH:
+        if parts.path == REGISTER_PATH and not request.is_navigation_request():  # a document is judged
             query = parse_qs(parts.query)
             url, kind = query.get("u", [""])[0], query.get("t", [""])[0]
             if urlsplit(url).scheme not in ("http", "https") or kind not in ("classic", "module"):

@@ -359,3 +359,17 @@ def test_speculation_rules_load_nothing(stack: Stack, agent: AgentSetup, origins
     time.sleep(1.5)
     assert origins.reached("home")[before_home:] == [], session.observe().title
     assert origins.reached("elsewhere")[before_else:] == []
+
+
+def test_the_worker_announcement_path_is_no_way_around_the_gate(
+    stack: Stack, agent: AgentSetup, origins: Origins
+) -> None:
+    # The gate answers a worker's announcement itself; a page that loads that path as a
+    # document (on another origin, with a query the gate would refuse) is judged as any load.
+    session = open_probe(stack, agent, origins, "/shop/thanks", path_globs=["/shop/*"])
+    before = session.observe()
+    origins.run_js(f"location.href = {json.dumps(origins.elsewhere + '/__handrail__/worker-script?u=x&t=x')};")
+    time.sleep(1.0)
+    after = session.observe()
+    assert after.url == before.url, after.url
+    assert origins.reached("elsewhere") == []
