@@ -55,8 +55,10 @@ from handrail.executor.browser._pagescript import WORKER_SCRIPT
 REGISTER_PATH = "/__handrail__/worker-script"
 
 # What may come before a script's first statement and stay there: white space, comments,
-# and the directive prologue's string literals. Linear-time (RE2 here; the same pattern in
-# the page); only the first 64 KiB of a source are scanned.
+# and the directive prologue's string literals. Only the first 64 KiB of a source are
+# scanned: here by RE2 (linear-time: a page's script cannot stall the executor's loop), in
+# the page by the same pattern (its alternatives start apart, so it backtracks little; a
+# page that made it slow would slow only its own worker's start).
 PROLOGUE = (
     r"^(?:\s|//[^\n]*|/\*[\s\S]*?\*/"
     r"|\"(?:\\[\s\S]|[^\"\\\n])*\"[ \t]*(?:;|\n|$)"
