@@ -189,12 +189,21 @@ PROBES: dict[str, Callable[[int, int], str]] = {
 }
 
 
-def test_a_page_opens_no_connection_around_the_routes(stack: Stack, agent: AgentSetup, origins: Origins) -> None:
+def _none_heard(
+    stack: Stack, agent: AgentSetup, origins: Origins, table: dict[str, Callable[[int, int], str]]
+) -> tuple[Session, dict[str, str]]:
+    """Run every probe of ``table`` at once in a granted /shop/ page, each against listeners
+    of its own; assert that none was heard. The session, and what each probe threw."""
     session = open_probe(stack, agent, origins, "/shop/thanks", path_globs=["/shop/*"])
-    with listening(list(PROBES)) as heard:
-        probes = {name: make(heard[name].udp_port, heard[name].tcp_port) for name, make in PROBES.items()}
+    with listening(list(table)) as heard:
+        probes = {name: make(heard[name].udp_port, heard[name].tcp_port) for name, make in table.items()}
         thrown = _run_all(origins, session, probes, wait_s=1.5)
         assert {name: each.heard for name, each in heard.items() if each.heard} == {}, thrown
+    return session, thrown
+
+
+def test_a_page_opens_no_connection_around_the_routes(stack: Stack, agent: AgentSetup, origins: Origins) -> None:
+    _, thrown = _none_heard(stack, agent, origins, PROBES)
     # Made in the page, a socket to another origin is refused where it is made.
     sockets = {name: thrown[name] for name in PROBES if name.startswith("websocket") and "worker" not in name}
     assert set(sockets.values()) == {"SecurityError"}, sockets
@@ -273,11 +282,7 @@ FIRST_TASK: dict[str, Callable[[int, int], str]] = {
 
 
 def test_a_workers_first_task_opens_nothing(stack: Stack, agent: AgentSetup, origins: Origins) -> None:
-    session = open_probe(stack, agent, origins, "/shop/thanks", path_globs=["/shop/*"])
-    with listening(list(FIRST_TASK)) as heard:
-        probes = {name: make(heard[name].udp_port, heard[name].tcp_port) for name, make in FIRST_TASK.items()}
-        thrown = _run_all(origins, session, probes, wait_s=1.5)
-        assert {name: each.heard for name, each in heard.items() if each.heard} == {}, thrown
+    session, thrown = _none_heard(stack, agent, origins, FIRST_TASK)
     # The guard reads with its own copies of what the page patched: that worker is made
     # (nothing thrown), and guarded all the same (nothing heard).
     assert thrown["patched-prototypes"] == "", thrown
