@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import base64
 import json
-from urllib.parse import parse_qs, urljoin, urlsplit, urlunsplit
+from urllib.parse import parse_qs, urljoin, urlsplit
 
 import re2
 from playwright.async_api import Error as PlaywrightError
@@ -87,9 +87,9 @@ def guarded_source(source: str, module: bool) -> str:
 
 
 def _bare(url: str) -> str:
-    """``url`` without its fragment (requests are made without one)."""
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(fragment=""))
+    """``url`` without its fragment (requests are made without one). Both sides are URLs
+    as the browser serialized them, where a ``#`` can only start the fragment."""
+    return url.partition("#")[0]
 
 
 class WorkerScripts:
