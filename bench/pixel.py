@@ -22,6 +22,14 @@ In one run:
 Target: guarded p50 <= 1.2 x raw p50 + the checks' p50 (Check + intent + result + the
 in-page check and report).
 
+The floor under that target (``_pixel_floor.py``, measured right after the guarded clicks):
+a server of its own that takes only those steps, in their order, for each gRPC call (the
+in-page check with the guard armed, ``Check``, the intent, ``mouse.click``, the report,
+the result), with no session, observation, network gate or token check around them. Its
+p50 is what the steps cost when one server takes them one after another; when it is above
+the bound, no executor that takes them meets the bound on this machine, and
+``target_status`` says "below the floor, not met" (``met`` stays false).
+
 Beside it, where a guarded click's CPU goes: milliseconds per click of this process (the
 agent), the executor, its Playwright driver, its Chromium's browser, renderer and GPU
 processes, and the sidecar (``cpu_ms_per_click.*``, with their total and the core count):
@@ -44,6 +52,7 @@ import asyncio
 import os
 import random
 import secrets
+import subprocess
 import sys
 import tempfile
 import time
@@ -52,6 +61,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _pixel_floor
+import grpc
 from _common import ProcessCpu, bench_principals, emit, serve_pages, summary
 
 from handrail.authz import AuthzClient
@@ -191,6 +202,33 @@ def _judge(app: PlansApp, plan: str, done: bool) -> int:
     return int(any(a != f"cancel {plan}" for a in app.state()["actions"]))
 
 
+def floor_clicks(authz_address: str, tokens: dict[str, str], data: Path, n: int) -> list[float]:
+    """Round trips to ``_pixel_floor``'s server: the guard's steps for one click, and nothing else."""
+    with serve_pages({"/": PAGE}) as base:
+        with AuthzClient(authz_address, tokens["ops"]) as ops:
+            ops.grant("bench-agent", _pixel_floor.TARGET, ["submit"], [base])
+        script = Path(__file__).with_name("_pixel_floor.py")
+        args = [sys.executable, str(script), base + "/", authz_address, tokens["exec"], str(data)]
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline().split()
+            if not line or line[0] != "READY":
+                raise SystemExit("the pixel floor's server did not start")
+            with grpc.insecure_channel(line[1]) as channel:
+                call = channel.unary_unary(_pixel_floor.METHOD)
+                samples = []
+                for i in range(n + 10):
+                    t = time.perf_counter()
+                    call(b"", timeout=30)
+                    if i >= 10:
+                        samples.append(time.perf_counter() - t)
+        finally:
+            proc.kill()
+            proc.wait()
+    return samples
+
+
 def measure(
     executor_address: str,
     authz_address: str,
@@ -199,13 +237,15 @@ def measure(
     n: int,
     attempts: int,
     processes: dict[str, int] | None = None,
+    *,
+    floor: bool = False,
 ) -> tuple[dict[str, float | int], dict[str, float | int], bool]:
     """The pixel figures against a running sidecar and executor: (figures, targets, met).
 
     ``tokens`` as ``bench_principals`` made them (``agent``, ``ops``, ``exec``); ``data`` a
     folder for the ledger measured alone; ``processes``: {name: pid} of the process trees
-    whose CPU per guarded click is reported (``cpu_ms_per_click``). Shared with
-    ``bench/front_doors.py``.
+    whose CPU per guarded click is reported (``cpu_ms_per_click``); ``floor``: measure
+    ``_pixel_floor`` too, right after the guarded clicks. Shared with ``bench/front_doors.py``.
     """
     with serve_pages({"/": PAGE}) as base, PlansApp() as plans:
         with AuthzClient(authz_address, tokens["ops"]) as ops:
@@ -240,6 +280,7 @@ def measure(
                     guarded.append(time.perf_counter() - t)
                 assert r.result.outcome is Outcome.DONE, r.result
             cpu = meter.per_op(before, meter.read(), n) if meter is not None else {}
+            floored = floor_clicks(authz_address, tokens, data, n) if floor else []
             ref_clicks = []
             for i in range(n + 10):
                 ref = session.find("button", "Tap")
@@ -259,6 +300,7 @@ def measure(
         **summary("in_page_checks", in_page),
         **summary("guarded_pixel_click", guarded),
         **summary("guarded_ref_click", ref_clicks),
+        **(summary("floor_pixel_click", floored) if floored else {}),
         "handrail_wrong": h_wrong,
         "handrail_done": done,
         "handrail_attempts": h_attempts,
@@ -274,6 +316,11 @@ def measure(
     figures["bound_p50_ms"] = round(bound, 3)
     targets: dict[str, float | int] = {"guarded_pixel_click_p50_ms_max": round(bound, 3), "handrail_wrong": 0}
     met = figures["guarded_pixel_click_p50_ms"] <= bound and h_wrong == 0
+    if floored:
+        figures["floor_over_bound"] = round(figures["floor_pixel_click_p50_ms"] / bound, 3)
+        figures["guarded_over_floor"] = round(
+            figures["guarded_pixel_click_p50_ms"] / figures["floor_pixel_click_p50_ms"], 3
+        )
     return figures, targets, met
 
 
@@ -290,7 +337,7 @@ def main() -> None:
         try:
             processes = {"bench": os.getpid(), "executor": executor.proc.pid, "sidecar": authz.proc.pid}
             figures, targets, met = measure(
-                executor.address, authz.address, tokens, data, args.n, args.attempts, processes
+                executor.address, authz.address, tokens, data, args.n, args.attempts, processes, floor=True
             )
         finally:
             executor.stop()
@@ -302,6 +349,26 @@ def main() -> None:
     print(f"in-page check + report   p50 {figures['in_page_checks_p50_ms']:.2f} ms")
     print(f"guarded click_at (Act)   p50 {figures['guarded_pixel_click_p50_ms']:.2f} ms  (bound {bound:.2f} ms)")
     print(f"guarded ref click (Act)  p50 {figures['guarded_ref_click_p50_ms']:.2f} ms  (the same checks, by ref)")
+    floor = figures["floor_pixel_click_p50_ms"]
+    print(
+        f"floor (the guard's steps alone, served) p50 {floor:.2f} ms: {figures['floor_over_bound']:.2f}x the bound; "
+        f"click_at is {figures['guarded_over_floor']:.2f}x the floor"
+    )
+    click_met = figures["guarded_pixel_click_p50_ms"] <= bound
+    status = "met" if click_met else "not met"
+    if not click_met and floor > bound:
+        # The steps the bound adds up, measured alone, cost more when one server takes them
+        # in their order: no executor that takes them reaches the bound on this machine.
+        status = "below the floor, not met"
+        print(
+            f"the bound ({bound:.2f} ms) is below the floor ({floor:.2f} ms): the guard's steps, taken in order by "
+            "one server with nothing else, cost more than the sum of each measured alone; no executor that takes "
+            "them reaches the bound here"
+        )
+    target_status = {
+        "guarded_pixel_click_p50_ms_max": status,
+        "handrail_wrong": "met" if figures["handrail_wrong"] == 0 else "not met",
+    }
     spent = {k.split(".", 1)[1]: v for k, v in figures.items() if k.startswith("cpu_ms_per_click.")}
     print(
         f"CPU per guarded click_at: {figures['cpu_ms_per_click_total']} ms on {figures['cores']} cores ("
@@ -313,7 +380,7 @@ def main() -> None:
     print(
         f"wrong targets: Handrail {h_wrong}/{h_attempts} ({done} done within 3 tries), raw mouse.click {r_wrong}/{r_attempts}"
     )
-    emit("pixel", figures, targets, met)
+    emit("pixel", {**figures, "target_status": target_status}, targets, met)
 
 
 if __name__ == "__main__":
