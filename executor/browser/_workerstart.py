@@ -180,6 +180,25 @@ GUARDED_WORKERS = (
   const baseURI = getter(Node.prototype, "baseURI"), doc = document;
   const exec = RegExp.prototype.exec, slice = String.prototype.slice, toString = String;
   const home = self.location.origin;
+  // Trusted Types: a page that requires them hands the constructor a TrustedScriptURL. Its
+  // URL is read through the type's own toString (a page's patch of it is not asked), and
+  // the page's object is what the constructor gets; the guard's own sources get a URL of
+  // the guard's own policy, made when first needed.
+  const factory = self.trustedTypes, TTF = self.TrustedTypePolicyFactory, TSU = self.TrustedScriptURL;
+  const isScriptURL = TTF ? TTF.prototype.isScriptURL : null, createPolicy = TTF ? TTF.prototype.createPolicy : null;
+  const trustedText = TSU ? TSU.prototype.toString : null;
+  const createScriptURL = self.TrustedTypePolicy ? self.TrustedTypePolicy.prototype.createScriptURL : null;
+  let policy = null;
+  const trust = (url) => {
+    if (policy === null) {
+      try {
+        policy = apply(createPolicy, factory, ["handrail-worker", { __proto__: null, createScriptURL: (u) => u }]);
+      } catch (e) {
+        throw refuse("the page's Trusted Types forbid the guard's policy (trusted-types handrail-worker)");
+      }
+    }
+    return apply(createScriptURL, policy, [url]);
+  };
   const PROLOGUE = new RegExp(PATTERN), SCAN = 65536, KEEP = 8 * 1024 * 1024;
   const CLASSIC = CLASSIC_GUARD, MODULE = MODULE_GUARD, REGISTER = REGISTER_PATH_JSON;
   const refuse = (why) => new DOMException("Handrail: " + why, "SecurityError");
@@ -290,15 +309,20 @@ GUARDED_WORKERS = (
     return apply(text, x, []);
   };
   const prepare = (raw, module) => {
-    const spec = toString(raw);
+    const trusted = isScriptURL !== null && factory && apply(isScriptURL, factory, [raw]) === true;
+    const spec = trusted ? apply(trustedText, raw, []) : toString(raw);
+    const given = trusted ? raw : spec;  // what the constructor gets when the source is not rebuilt
     let url;
-    try { url = new NativeURL(spec, apply(baseURI, doc, [])); } catch (e) { return spec; }  // the constructor throws
+    try { url = new NativeURL(spec, apply(baseURI, doc, [])); } catch (e) { return given; }  // the constructor throws
     const scheme = apply(protocol, url, []), where = apply(href, url, []);
     if (scheme === "blob:" || scheme === "data:") {
       const source = guarded(toString(read(scheme, where)), module);
-      if (scheme === "data:") return "data:text/javascript;charset=utf-8," + encode(source);
-      const made = construct(NativeBlob, [[source], { __proto__: null, type: "text/javascript" }]);
-      return apply(createObjectURL, NativeURL, [made]);
+      let made = "data:text/javascript;charset=utf-8," + encode(source);
+      if (scheme === "blob:") {
+        const blob = construct(NativeBlob, [[source], { __proto__: null, type: "text/javascript" }]);
+        made = apply(createObjectURL, NativeURL, [blob]);
+      }
+      return trusted ? trust(made) : made;
     }
     if ((scheme === "http:" || scheme === "https:") && home !== "null") {
       let x;
@@ -307,7 +331,7 @@ GUARDED_WORKERS = (
       try { x = get(ask); } catch (e) { throw refuse(unsaid); }
       if (apply(status, x, []) !== 204) throw refuse(unsaid);
     }
-    return spec;
+    return given;
   };
   self.Worker = wrap(Native, (target, args, newTarget) => {
     // Each option read once, into an object with no prototype (no getter of the page's

@@ -12,7 +12,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from handrail.executor import Outcome, Session
 from handrail.recorder import Ledger
@@ -104,6 +104,10 @@ def _handler(site: Origins, origin: str) -> type[BaseHTTPRequestHandler]:
             self.send_header("Cache-Control", "no-store")
             if urlsplit(self.path).path == "/shop/strict-csp":  # what many sites send
                 self.send_header("Content-Security-Policy", "connect-src 'self'; worker-src 'self' blob: data:")
+            if urlsplit(self.path).path == "/shop/trusted-types":  # script URLs only from a policy
+                named = parse_qs(urlsplit(self.path).query).get("policies", [""])[0]  # only these may be made
+                csp = "require-trusted-types-for 'script'" + (f"; trusted-types {named}" if named else "")
+                self.send_header("Content-Security-Policy", csp)
             self.end_headers()
             self.wfile.write(data)
 
@@ -321,6 +325,31 @@ HOME: dict[str, str] = {
     ),
     "/shop/thanks": _doc("Thanks", "<h1>Thanks</h1>"),
     "/shop/strict-csp": _doc("Strict", "<h1>Strict</h1>"),
+    # A page under Trusted Types makes its workers from its own policy's script URLs: one
+    # of its own origin, one of a Blob, one of data:; a plain string is refused (TypeError)
+    # with or without Handrail. What each worker said goes to the title.
+    "/shop/trusted-types": _doc(
+        "Trusted",
+        "<h1>Trusted</h1><script>"
+        "const policy = trustedTypes.createPolicy('app', {createScriptURL: (u) => u});"
+        " const code = 'postMessage(typeof WebTransport)'; const seen = {};"
+        " const said = (name) => (e) => { seen[name] = e.data; document.title = JSON.stringify(seen); };"
+        " const made = {"
+        "  http: () => new Worker(policy.createScriptURL('/shop/strict-worker.js')),"
+        "  blob: () => new Worker(policy.createScriptURL(URL.createObjectURL(new Blob([code])))),"
+        "  data: () => new Worker(policy.createScriptURL('data:text/javascript,' + encodeURIComponent(code))),"
+        "  plain: () => new Worker('/shop/strict-worker.js'),"
+        "  lying: () => {"  # the type's toString patched to name another URL while it is made
+        "   const url = policy.createScriptURL('/shop/strict-worker.js?lying');"
+        "   const real = TrustedScriptURL.prototype.toString;"
+        "   TrustedScriptURL.prototype.toString = () => '/shop/thanks';"
+        "   try { return new Worker(url); } finally { TrustedScriptURL.prototype.toString = real; } },"
+        " };"
+        " for (const [name, make] of Object.entries(made)) {"
+        "  try { make().onmessage = said(name); }"
+        "  catch (e) { seen[name] = e.name; document.title = JSON.stringify(seen); } }"
+        "</script>",
+    ),
     # Worker scripts (test_attacks_egress.py): one that opens a WebTransport in its very first
     # task, to the port its own URL names; one that says what it sees of itself.
     "/shop/transport-worker.js": (

@@ -308,6 +308,17 @@ def test_a_guarded_worker_keeps_its_url_and_its_strictness(stack: Stack, agent: 
     }
 
 
+def _said(session: Session, names: int) -> dict[str, str]:
+    """What the page's workers said, as its title holds it (JSON), once ``names`` have
+    (or after 5 s, with what is there)."""
+    deadline, seen = time.monotonic() + 5, {}
+    while time.monotonic() < deadline and len(seen) < names:
+        time.sleep(0.1)
+        title = session.observe().title
+        seen = json.loads(title) if title.startswith("{") else {}
+    return seen
+
+
 _STRICT_WORKERS = (
     'const code = "postMessage(typeof WebTransport)"; const seen = {};'
     " const said = (name) => (e) => { seen[name] = e.data; document.title = JSON.stringify(seen); };"
@@ -330,14 +341,36 @@ def test_a_strict_connect_src_keeps_its_workers(stack: Stack, agent: AgentSetup,
     # text of the Blobs (and the script responses taken as Blobs) the page makes instead.
     session = open_probe(stack, agent, origins, "/shop/strict-csp", path_globs=["/shop/*"])
     origins.run_js(_STRICT_WORKERS)
-    deadline, seen = time.monotonic() + 5, {}
-    while time.monotonic() < deadline and len(seen) < 5:
-        time.sleep(0.1)
-        title = session.observe().title
-        seen = json.loads(title) if title.startswith("{") else {}
+    seen = _said(session, 5)
     fetched = json.loads(seen.pop("fetched"))
     assert seen == {"blob": "undefined", "bytes": "undefined", "file": "undefined", "data": "undefined"}
     assert (fetched["strict"], fetched["transport"]) == (True, "undefined")
+
+
+def test_trusted_types_keep_their_workers(stack: Stack, agent: AgentSetup, origins: Origins) -> None:
+    # Under ``require-trusted-types-for 'script'`` a worker's URL must be a TrustedScriptURL:
+    # the guard hands the page's own on (its URL announced as read through the type's own
+    # toString), and makes one of its own for the guarded Blob and data: sources it builds.
+    session = open_probe(stack, agent, origins, "/shop/trusted-types", path_globs=["/shop/*"])
+    seen = _said(session, 5)
+    http, lying = json.loads(seen.pop("http")), json.loads(seen.pop("lying"))
+    assert seen == {"blob": "undefined", "data": "undefined", "plain": "TypeError"}
+    assert (http["strict"], http["transport"], http["worker"]) == (True, "undefined", "undefined")
+    # Announced by its real URL (a lying toString is not asked): guarded from its first task.
+    assert (lying["href"].endswith("?lying"), lying["transport"]) == (True, "undefined")
+
+
+def test_trusted_types_that_forbid_the_guards_policy_refuse_rebuilt_workers(
+    stack: Stack, agent: AgentSetup, origins: Origins
+) -> None:
+    # ``trusted-types app``: no policy of another name may be made, so a Blob or data:
+    # worker, whose guarded source needs the guard's own policy, is refused where it is
+    # made (never made unguarded); a worker of the page's origin needs none.
+    session = open_probe(stack, agent, origins, "/shop/trusted-types?policies=app", path_globs=["/shop/*"])
+    seen = _said(session, 5)
+    http = json.loads(seen.pop("http"))
+    assert seen.pop("blob") == seen.pop("data") == "SecurityError"
+    assert (http["transport"], seen["plain"]) == ("undefined", "TypeError")
 
 
 _SPECULATION = (
