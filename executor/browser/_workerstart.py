@@ -55,14 +55,23 @@ from handrail.executor.browser._pagescript import WORKER_SCRIPT
 REGISTER_PATH = "/__handrail__/worker-script"
 
 # What may come before a script's first statement and stay there: white space, comments,
-# and the directive prologue's string literals. Only the first 64 KiB of a source are
+# and the directive prologue's string literals (after a first line's hashbang). Only the first 64 KiB of a source are
 # scanned: here by RE2 (linear-time: a page's script cannot stall the executor's loop), in
 # the page by the same pattern (its alternatives start apart, so it backtracks little; a
-# page that made it slow would slow only its own worker's start).
+# page that made it slow would slow only its own worker's start). White space and line
+# terminators are JavaScript's, spelled out (``\s`` means less in RE2): a line comment
+# ends at a carriage return or a line or paragraph separator as well, and what follows
+# one is code, which must stay behind the guard.
+_LINE_END = "\n\r\u2028\u2029"
+_SPACE = "\t\v\f \u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\ufeff"
 PROLOGUE = (
-    r"^(?:\s|//[^\n]*|/\*[\s\S]*?\*/"
-    r"|\"(?:\\[\s\S]|[^\"\\\n])*\"[ \t]*(?:;|\n|$)"
-    r"|'(?:\\[\s\S]|[^'\\\n])*'[ \t]*(?:;|\n|$))*"
+    (
+        r"^(?:#![^<END>]*)?(?:[<SPACE><END>]|//[^<END>]*|/\*[\s\S]*?\*/"
+        r"|\"(?:\\[\s\S]|[^\"\\<END>])*\"[<SPACE>]*(?:;|[<END>]|$)"
+        r"|'(?:\\[\s\S]|[^'\\<END>])*'[<SPACE>]*(?:;|[<END>]|$))*"
+    )
+    .replace("<SPACE>", _SPACE)
+    .replace("<END>", _LINE_END)
 )
 _PROLOGUE = re2.compile(PROLOGUE)
 _SCAN = 65_536
@@ -80,7 +89,10 @@ _MOST = 4096
 
 
 def guarded_source(source: str, module: bool) -> str:
-    """``source`` with the worker guard in front of its first statement."""
+    """``source`` with the worker guard in front of its first statement. A leading byte
+    order mark is dropped, as the browser's UTF-8 decoding of a worker's script drops it
+    (else the guard, in front of it, would end the directive prologue behind it)."""
+    source = source.removeprefix("\ufeff")
     match = _PROLOGUE.match(source[:_SCAN])
     at = match.end() if match else 0
     return source[:at] + (MODULE_GUARD if module else CLASSIC_GUARD) + source[at:]

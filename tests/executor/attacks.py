@@ -366,6 +366,12 @@ HOME: dict[str, str] = {
         "postMessage(JSON.stringify({strict: (function () { return this === undefined; })(),"
         " href: location.href, transport: typeof WebTransport, worker: typeof Worker}));"
     ),
+    # A line comment ended by a carriage return, as JavaScript ends it: what follows is code.
+    "/shop/cr-worker.js": "// a comment\rpostMessage(typeof WebTransport)\n",
+    "/shop/bom-worker.js": (  # a byte order mark first, as some build tools write
+        "\ufeff'use strict';\npostMessage(JSON.stringify({strict: (function () { return this === undefined; })(),"
+        " transport: typeof WebTransport}));"
+    ),
     "/admin/panel": _doc("Admin", "<h1>Admin</h1>"),
     # 6c. A label forwards its activation to the control it is for (HTML only, no script):
     # the cited "Save draft" is a span in a label for a "Delete account" button.

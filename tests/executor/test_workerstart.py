@@ -39,6 +39,16 @@ G = CLASSIC_GUARD
         ("/* never closed", G + "/* never closed"),
         ("'never closed\nx", G + "'never closed\nx"),
         ("", G),
+        # A line comment ends at any of JavaScript's line terminators: the code after a
+        # carriage return or a line or paragraph separator runs, so it stays behind the guard.
+        ("// x\rnew WebTransport(u)\n", "// x\r" + G + "new WebTransport(u)\n"),
+        ("// x\u2028new WebTransport(u)\n", "// x\u2028" + G + "new WebTransport(u)\n"),
+        ("// x\u2029new WebTransport(u)\n", "// x\u2029" + G + "new WebTransport(u)\n"),
+        # A hashbang comment is one only at the very start: the guard goes after it.
+        ("#!/usr/bin/env node\n'use strict';x", "#!/usr/bin/env node\n'use strict';" + G + "x"),
+        ("x;\n#!/not/first\n", G + "x;\n#!/not/first\n"),
+        # JavaScript's white space beyond ASCII, and a directive ended by a carriage return.
+        ("\u00a0\u3000'use strict'\rx", "\u00a0\u3000'use strict'\r" + G + "x"),
     ],
 )
 def test_the_guard_goes_after_the_prologue(source: str, expected: str) -> None:
@@ -88,3 +98,10 @@ def test_a_context_keeps_its_worker_scripts_and_refuses_past_its_bound() -> None
     assert scripts.module_of("http://a.test/w.js") is True
     assert not scripts.note("http://a.test/new.js", module=False)
     assert scripts.note("http://a.test/w.js", module=True)  # a known one still is
+
+
+def test_a_byte_order_mark_is_dropped_and_the_prologue_kept() -> None:
+    # As the browser's UTF-8 decoding of a worker's script drops it.
+    source = "'use strict';\nrun();"
+    assert guarded_source("\ufeff" + source, module=False) == guarded_source(source, module=False)
+    assert guarded_source(source, module=False).startswith("'use strict';")
