@@ -308,17 +308,23 @@ def test_a_guarded_worker_keeps_its_url_and_its_strictness(stack: Stack, agent: 
     }
 
 
-def test_a_worker_script_with_a_byte_order_mark_stays_strict(stack: Stack, agent: AgentSetup, origins: Origins) -> None:
-    # A worker's script is decoded as UTF-8 with a leading BOM dropped: the guard goes
-    # after the directive prologue behind it, not in front of the mark.
+def _workers_say(stack: Stack, agent: AgentSetup, origins: Origins, url: str, blob: str) -> dict[str, str]:
+    """What a worker of ``url`` and one of a Blob of the JavaScript text ``blob`` post
+    first, made by a granted page (keys ``http`` and ``blob``)."""
     session = open_probe(stack, agent, origins, "/shop/thanks", path_globs=["/shop/*"])
     origins.run_js(
         "const said = {}; const hear = (name) => (e) => { said[name] = e.data; document.title = JSON.stringify(said); };"
-        " new Worker('/shop/bom-worker.js').onmessage = hear('http');"
-        " const code = '\\ufeff\\'use strict\\'; postMessage(String((function () { return this === undefined; })()));';"
-        " new Worker(URL.createObjectURL(new Blob([code]))).onmessage = hear('blob');"
+        f" new Worker({json.dumps(url)}).onmessage = hear('http');"
+        f" new Worker(URL.createObjectURL(new Blob([{json.dumps(blob)}]))).onmessage = hear('blob');"
     )
-    seen = _said(session, 2)
+    return _said(session, 2)
+
+
+def test_a_worker_script_with_a_byte_order_mark_stays_strict(stack: Stack, agent: AgentSetup, origins: Origins) -> None:
+    # A worker's script is decoded as UTF-8 with a leading BOM dropped: the guard goes
+    # after the directive prologue behind it, not in front of the mark.
+    code = "\ufeff'use strict'; postMessage(String((function () { return this === undefined; })()));"
+    seen = _workers_say(stack, agent, origins, "/shop/bom-worker.js", code)
     assert json.loads(seen.pop("http")) == {"strict": True, "transport": "undefined"}
     assert seen == {"blob": "true"}
 
@@ -326,14 +332,9 @@ def test_a_worker_script_with_a_byte_order_mark_stays_strict(stack: Stack, agent
 def test_a_comment_ended_by_a_carriage_return_hides_no_code(stack: Stack, agent: AgentSetup, origins: Origins) -> None:
     # JavaScript ends a line comment at \r, \u2028 and \u2029 too: a worker's code behind
     # one runs after the guard, from a URL and from a Blob alike.
-    session = open_probe(stack, agent, origins, "/shop/thanks", path_globs=["/shop/*"])
-    origins.run_js(
-        "const said = {}; const hear = (name) => (e) => { said[name] = e.data; document.title = JSON.stringify(said); };"
-        " new Worker('/shop/cr-worker.js').onmessage = hear('http');"
-        " const code = '// a comment\\u2028postMessage(typeof WebTransport)\\n';"
-        " new Worker(URL.createObjectURL(new Blob([code]))).onmessage = hear('blob');"
-    )
-    assert _said(session, 2) == {"http": "undefined", "blob": "undefined"}
+    code = "// a comment\u2028postMessage(typeof WebTransport)\n"
+    seen = _workers_say(stack, agent, origins, "/shop/cr-worker.js", code)
+    assert seen == {"http": "undefined", "blob": "undefined"}
 
 
 def _said(session: Session, names: int) -> dict[str, str]:
