@@ -35,6 +35,7 @@ OUT = [
     ("button", "Post and be sent out"),
     ("button", "Chat with partner"),
     ("button", "Chat through a worker"),
+    ("button", "Chat behind a comment"),
 ]
 STAY = [
     ("link", "Inside page"),

@@ -117,6 +117,7 @@ WAYS_OUT: tuple[WayOut, ...] = (
     WayOut("timer-out", "/script-out", "", "", "script", True),
     WayOut("socket-out", "/links", "button", "Chat with partner", "socket", True),
     WayOut("worker-socket-out", "/links", "button", "Chat through a worker", "socket", True),
+    WayOut("comment-socket-out", "/links", "button", "Chat behind a comment", "socket", True),
 )
 """Every way out (and back in) the home pages offer; see :class:`WayOut`."""
 
@@ -263,6 +264,9 @@ class HostileSite:
                 # (window.URL: in an inline handler, URL is the document's).
                 "<button onclick=\"new Worker(window.URL.createObjectURL(new Blob(['new WebSocket(&quot;"
                 f"{there.replace('http', 'ws', 1)}/chat&quot;)'])))\">Chat through a worker</button>"
+                # ... from behind a line comment that JavaScript ends at U+2028, not at a newline
+                "<button onclick=\"new Worker(window.URL.createObjectURL(new Blob(['// chat\\u2028new WebSocket(&quot;"
+                f"{there.replace('http', 'ws', 1)}/chat&quot;)\\n'])))\">Chat behind a comment</button>"
                 '<p><a href="/redirect-out">Redirected out</a> <a href="/redirect-in">Redirected in</a> '
                 '<a href="/redirect-chain">Redirected twice</a></p>'
                 '<form method="post" action="/post-redirect-out"><button>Post and be sent out</button></form>'

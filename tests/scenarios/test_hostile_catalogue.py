@@ -75,7 +75,7 @@ def test_a_raw_driver_leaves_on_every_way_out_and_only_there(site: HostileSite) 
     assert {name for name, n in leaked.items() if n} == {w.name for w in WAYS_OUT if w.leaves}, leaked
 
 
-@pytest.mark.slow  # eighteen ways, one by one (test_scope.py covers them in the quick set)
+@pytest.mark.slow  # nineteen ways, one by one (test_scope.py covers them in the quick set)
 def test_through_handrail_nothing_reaches_the_other_origin(stack: Stack, agent: AgentSetup, site: HostileSite) -> None:
     with stack.operator_client() as ops:
         ops.grant(agent.principal.name, agent.target, ["navigate", "submit", "input"], [site.home])
