@@ -54,14 +54,14 @@ from handrail.executor.browser._pagescript import WORKER_SCRIPT
 
 REGISTER_PATH = "/__handrail__/worker-script"
 
-# What may come before a script's first statement and stay there: white space, comments,
-# and the directive prologue's string literals (after a first line's hashbang). Only the first 64 KiB of a source are
-# scanned: here by RE2 (linear-time: a page's script cannot stall the executor's loop), in
-# the page by the same pattern (its alternatives start apart, so it backtracks little; a
-# page that made it slow would slow only its own worker's start). White space and line
-# terminators are JavaScript's, spelled out (``\s`` means less in RE2): a line comment
-# ends at a carriage return or a line or paragraph separator as well, and what follows
-# one is code, which must stay behind the guard.
+# What may come before a script's first statement and stay there: a first line's hashbang,
+# white space, comments, and the directive prologue's string literals. Only the first
+# 64 KiB of a source are scanned: here by RE2 (linear-time: a page's script cannot stall
+# the executor's loop), in the page by the same pattern (its alternatives start apart, so
+# it backtracks little; a page that made it slow would slow only its own worker's start).
+# White space and line terminators are JavaScript's, spelled out (``\s`` means less in
+# RE2): a line comment ends at a carriage return or a line or paragraph separator as
+# well, and what follows one is code, which must stay behind the guard.
 _LINE_END = "\n\r\u2028\u2029"
 _SPACE = "\t\v\f \u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\ufeff"
 PROLOGUE = (
