@@ -19,7 +19,7 @@ step needs the one before it (the decision is judged on the live page's facts; t
 names the decision; the report follows the input; the result follows the report).
 
 Run by ``pixel.floor_clicks`` as ``python bench/_pixel_floor.py URL AUTHZ TOKEN DATA``;
-prints ``READY ADDRESS X Y`` (the button's centre) once serving.
+prints ``READY ADDRESS`` once serving (it clicks the centre of the page's button).
 """
 
 from __future__ import annotations
@@ -46,6 +46,16 @@ TARGET = "browser:floor"
 AGENT = "bench-agent"
 
 
+async def with_page_script(page: Any, url: str) -> tuple[str, float]:
+    """Load ``url`` (the bench's page) in ``page`` with Handrail's page script: the ref of
+    its "Tap" button and the page's clock, as the guard's in-page check takes them."""
+    await page.context.add_init_script(INIT_SCRIPT)
+    await page.goto(url)
+    snapshot = await page.locator("body").aria_snapshot(mode="ai")
+    ref = snapshot.split('button "Tap" [ref=')[1].split("]")[0]
+    return ref, (await run(page, READ_CLOCK))[1]
+
+
 async def serve(url: str, authz_address: str, token: str, data: Path) -> None:
     from playwright.async_api import async_playwright
 
@@ -53,14 +63,10 @@ async def serve(url: str, authz_address: str, token: str, data: Path) -> None:
         await p.selectors.register(PICK_SELECTOR, PICK_ENGINE, content_script=True)
         browser = await p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         page = await browser.new_page(viewport={"width": 1280, "height": 800})
-        await page.context.add_init_script(INIT_SCRIPT)
-        await page.goto(url)
-        snapshot = await page.locator("body").aria_snapshot(mode="ai")
-        ref = snapshot.split('button "Tap" [ref=')[1].split("]")[0]
+        ref, since = await with_page_script(page, url)
         box = await page.locator("button").bounding_box()
         assert box is not None
         x, y = round(box["x"] + box["width"] / 2), round(box["y"] + box["height"] / 2)
-        since = (await run(page, READ_CLOCK))[1]
         with AuthzClient(authz_address, token) as sync_client:
             epoch = sync_client.acquire(TARGET, holder=AGENT, ttl_ms=3_600_000).epoch
         authz = AsyncAuthzClient(authz_address, token)
@@ -94,7 +100,7 @@ async def serve(url: str, authz_address: str, token: str, data: Path) -> None:
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("bench.PixelFloor", {"Click": handler}),))
         port = server.add_insecure_port("127.0.0.1:0")
         await server.start()
-        print(f"READY 127.0.0.1:{port} {x} {y}", flush=True)
+        print(f"READY 127.0.0.1:{port}", flush=True)
         await server.wait_for_termination()
 
 

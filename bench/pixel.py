@@ -71,10 +71,8 @@ from handrail.executor.browser import CHROMIUM_ARGS, chromium_path
 from handrail.executor.browser._context import CHECK_ARM_CONTEXT
 from handrail.executor.browser._pagescript import (
     DISARM,
-    INIT_SCRIPT,
     PICK_ENGINE,
     PICK_SELECTOR,
-    READ_CLOCK,
 )
 from handrail.executor.browser._pointer import on_picked
 from handrail.executor.browser._world import run
@@ -110,11 +108,7 @@ async def _guard_in_page(page: Any, url: str, point: tuple[float, float], n: int
     """The guard's calls into the page for one click at ``point``, without the click: the
     check of the element there with the guard armed (as ``check_point`` sends it), and the
     report (``DISARM``), on the page with Handrail's page script."""
-    await page.context.add_init_script(INIT_SCRIPT)
-    await page.goto(url)
-    snapshot = await page.locator("body").aria_snapshot(mode="ai")
-    ref = snapshot.split('button "Tap" [ref=')[1].split("]")[0]
-    since = (await run(page, READ_CLOCK))[1]
+    ref, since = await _pixel_floor.with_page_script(page, url)
     samples = []
     for _ in range(n):
         token = secrets.token_hex(8)

@@ -98,14 +98,15 @@ def _handler(site: Origins, origin: str) -> type[BaseHTTPRequestHandler]:
         def _send(self, code: int, body: str) -> None:
             data = body.encode()
             self.send_response(code)
-            js = urlsplit(self.path).path.endswith(".js")
+            path, query = urlsplit(self.path)[2:4]
+            js = path.endswith(".js")
             self.send_header("Content-Type", "text/javascript" if js else "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(data)))
             self.send_header("Cache-Control", "no-store")
-            if urlsplit(self.path).path == "/shop/strict-csp":  # what many sites send
+            if path == "/shop/strict-csp":  # what many sites send
                 self.send_header("Content-Security-Policy", "connect-src 'self'; worker-src 'self' blob: data:")
-            if urlsplit(self.path).path == "/shop/trusted-types":  # script URLs only from a policy
-                named = parse_qs(urlsplit(self.path).query).get("policies", [""])[0]  # only these may be made
+            if path == "/shop/trusted-types":  # script URLs only from a policy
+                named = parse_qs(query).get("policies", [""])[0]  # only these may be made
                 csp = "require-trusted-types-for 'script'" + (f"; trusted-types {named}" if named else "")
                 self.send_header("Content-Security-Policy", csp)
             self.end_headers()
