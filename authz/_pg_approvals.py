@@ -16,6 +16,7 @@ change is inserted in that change's transaction instead.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
 from typing import Any
@@ -25,7 +26,7 @@ import psycopg
 from handrail.authz._core import check_text
 from handrail.authz._errors import InvalidArgumentError, LeaseConflictError, NotFoundError
 from handrail.authz._models import ApprovalInfo, ApprovalStatus, DecisionRecord
-from handrail.authz._pg_db import NOW, PgDatabase
+from handrail.authz._pg_db import NOW, PgDatabase, Statement
 from handrail.authz._pg_schema import APPROVAL_COLS, DECISION_COLS
 from handrail.authz._sqlite_schema import APPROVAL_ACTION_FIELDS, approval_row, decision_record, decision_row
 
@@ -35,11 +36,19 @@ _INSERT_DECISION = (
 )
 
 _DECISION_PARAMS = tuple(f"d_{c.strip()}" for c in DECISION_COLS.split(","))
+_RECORD = Statement(
+    "handrail_record_decision",
+    f"INSERT INTO decision_log ({DECISION_COLS}) VALUES ({', '.join(f'%({p})s' for p in _DECISION_PARAMS)})"
+    " ON CONFLICT (decision_id) DO NOTHING",
+)
 _INSERT_DECISION_IF = (
     f"INSERT INTO decision_log ({DECISION_COLS}) SELECT {', '.join(f'%({p})s' for p in _DECISION_PARAMS)}"
     f" FROM (SELECT {NOW} AS now) AS c WHERE {{condition}}"
     " ON CONFLICT (decision_id) DO UPDATE SET at_ms = EXCLUDED.at_ms RETURNING seq"
 )
+
+#: The statement of :meth:`PgDecisions.record_if` for each condition it was given.
+_RECORD_IF: dict[str, Statement] = {}
 
 
 class PgApprovals:
@@ -201,20 +210,21 @@ class PgDecisions:
     def record(self, record: DecisionRecord) -> None:
         """Insert one decision (idempotent by id: retried after a lost connection); the
         statement is prepared on each connection (it runs once per check)."""
-        row = decision_row(record)[1:]
-        self._log_db.run(lambda c: c.execute(_INSERT_DECISION, row, prepare=True), idempotent=True)
+        values = dict(zip(_DECISION_PARAMS, decision_row(record)[1:], strict=True))
+        self._log_db.execute(_RECORD, values, idempotent=True)
 
     def record_if(self, record: DecisionRecord, condition: str, params: dict[str, Any]) -> bool:
         """Insert one decision only if ``condition`` holds (SQL over the store's clock as
         ``c.now``, with ``params``), judged in the same statement; whether it was inserted.
         Retried after a lost connection, an insert that had gone through counts as done."""
+        statement = _RECORD_IF.get(condition)
+        if statement is None:  # one per condition (the store has one), named by it
+            name = f"handrail_record_decision_if_{hashlib.sha256(condition.encode()).hexdigest()[:16]}"
+            statement = Statement(name, _INSERT_DECISION_IF.format(condition=condition))
+            _RECORD_IF[condition] = statement
         values = dict(zip(_DECISION_PARAMS, decision_row(record)[1:], strict=True))
         values.update(params, now=self._log_db.now())
-        row = self._log_db.run(
-            lambda c: c.execute(_INSERT_DECISION_IF.format(condition=condition), values, prepare=True).fetchone(),
-            idempotent=True,
-        )
-        return row is not None
+        return self._log_db.execute(statement, values, idempotent=True) > 0
 
     @staticmethod
     def insert(conn: psycopg.Connection[Any], record: DecisionRecord) -> None:

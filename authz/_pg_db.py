@@ -17,19 +17,27 @@ server that is down or a pool that has no connection in time become
 :class:`StoreUnavailableError` (UNAVAILABLE on the wire, so a client fails over or fails
 closed). A call marked idempotent is tried once more on a fresh connection first (a
 connection the server ended while it sat in the pool fails on first use).
+
+**The check path's statements** (:class:`Statement`) go through libpq's prepared-statement
+calls directly, not psycopg's cursor: a check's one statement cost 165 us less CPU that way
+(its query conversion, parameter adaptation and cursor cost more than the statement's own
+round trip took of this process's time).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import threading
+import weakref
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar, cast
 
 import psycopg
 import psycopg_pool
+from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
 
 from handrail.authz._errors import StoreUnavailableError
@@ -74,6 +82,70 @@ class _LastInFirstOut(psycopg_pool.ConnectionPool[psycopg.Connection[Any]]):
         return super()._get_ready_connection(timeout)
 
 
+class Statement:
+    """One statement run through libpq's ``PQprepare`` (once per connection) and
+    ``PQexecPrepared``: see :meth:`PgDatabase.execute`.
+
+    Its SQL takes named parameters as psycopg's does (``%(name)s``; ``%%`` is ``%``). They
+    are sent as text, untyped, so the server infers each one's type from where it stands;
+    cast it in the SQL (``%(now)s::bigint``) where it cannot.
+
+    Args:
+        name: the prepared statement's name on each connection (unique in the process).
+        sql: the statement.
+
+    Attributes:
+        name, sql: as libpq takes them (bytes, ``$1``... for the parameters).
+        params: the parameters' names, in the order of their numbers.
+    """
+
+    def __init__(self, name: str, sql: str) -> None:
+        params: list[str] = []
+
+        def number(match: re.Match[str]) -> str:
+            if match.group(0) == "%%":
+                return "%"
+            param = match.group(1)
+            if param is None:
+                raise ValueError(f"statement {name!r}: only named parameters, not {match.group(0)!r}")
+            if param not in params:
+                params.append(param)
+            return f"${params.index(param) + 1}"
+
+        self.name = name.encode()
+        self.sql = re.sub(r"%%|%\((\w+)\)s|%[a-z]", number, sql).encode()
+        self.params = tuple(params)
+
+    def args(self, values: Mapping[str, object]) -> list[bytes | None]:
+        """The parameters as text (None, bool, int or str; a missing one is a KeyError)."""
+        return [_text(values[p]) for p in self.params]
+
+
+def _text(value: object) -> bytes | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value.encode()
+    if isinstance(value, bool):
+        return b"t" if value else b"f"
+    if isinstance(value, int):
+        return str(value).encode()
+    raise TypeError(f"a statement parameter is None, bool, int or str, not {type(value).__name__}")
+
+
+_DONE = (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK)
+
+
+def _outcome(conn: psycopg.Connection[Any], result: pq.abc.PGresult) -> pq.abc.PGresult:
+    """``result``, or the error it is, as psycopg's cursor raises it: a connection that
+    broke is :class:`psycopg.OperationalError`; an error of the statement, its class."""
+    if result.status in _DONE:
+        return result
+    if conn.pgconn.status != pq.ConnStatus.OK:
+        raise psycopg.OperationalError(result.get_error_message() or "the connection was lost")
+    raise psycopg.errors.error_from_result(result, encoding=conn.info.encoding)
+
+
 class Migration(NamedTuple):
     """One step of the PostgreSQL schema: a version, a name, and its SQL (one script)."""
 
@@ -113,6 +185,8 @@ class PgDatabase:
         self._clock = clock
         self._closed = False
         self._check_lock = threading.Lock()
+        # The statements prepared on each pooled connection (it is used by one thread at a time).
+        self._prepared: weakref.WeakKeyDictionary[psycopg.Connection[Any], set[bytes]] = weakref.WeakKeyDictionary()
 
         def configure(conn: psycopg.Connection[Any]) -> None:
             conn.execute(f"SET synchronous_commit = {synchronous_commit}")
@@ -181,6 +255,33 @@ class PgDatabase:
             except psycopg_pool.PoolClosed:
                 raise StoreUnavailableError("the store is closed") from None
         raise AssertionError("unreachable")
+
+    def execute(self, statement: Statement, values: Mapping[str, object], *, idempotent: bool = False) -> int:
+        """Run ``statement`` with ``values`` on a pooled connection (autocommit), prepared
+        there the first time; return how many rows it returned. Errors as :meth:`run`'s
+        (an error of the statement itself is psycopg's, as a cursor raises it)."""
+        # NULLs are None, which libpq takes (psycopg's own calls pass them; its stub of
+        # exec_prepared leaves them out)
+        args = cast("list[bytes]", statement.args(values))
+
+        def work(conn: psycopg.Connection[Any]) -> int:
+            pgconn = conn.pgconn
+            prepared = self._prepared.get(conn)
+            if prepared is None:
+                prepared = self._prepared[conn] = set()
+            for retry in (False, True):
+                if statement.name not in prepared:
+                    _outcome(conn, pgconn.prepare(statement.name, statement.sql))
+                    prepared.add(statement.name)
+                try:
+                    return _outcome(conn, pgconn.exec_prepared(statement.name, args)).ntuples
+                except psycopg.errors.InvalidSqlStatementName:  # deallocated behind our back
+                    if retry:  # (DEALLOCATE, a pooler in between): prepared anew, once
+                        raise
+                    prepared.discard(statement.name)
+            raise AssertionError("unreachable")
+
+        return self.run(work, idempotent=idempotent)
 
     @contextmanager
     def transaction(self, conn: psycopg.Connection[Any]) -> Iterator[psycopg.Connection[Any]]:

@@ -1,0 +1,133 @@
+"""The check path's statements on PostgreSQL (:class:`~handrail.authz._pg_db.Statement`), run
+through libpq's prepared-statement calls: parameters stay data whatever they hold, errors are
+psycopg's as a cursor raises them, a lost connection is retried or UNAVAILABLE, and a
+statement deallocated behind the store's back is prepared anew.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import psycopg
+import pytest
+
+from handrail.authz._errors import StoreUnavailableError
+from handrail.authz._pg_db import PgDatabase, Statement
+
+INSERT = Statement(
+    "test_insert_note",
+    "INSERT INTO notes (id, body, n, flag) VALUES (%(id)s, %(body)s, %(n)s, %(flag)s) RETURNING id",
+)
+HOSTILE = [
+    "'); DROP TABLE notes; --",
+    "%(id)s $1 %s %% \\x00 \\\\",
+    "naïve — 漢字 🙂",
+    "line\nbreak\ttab",
+    "",
+]
+
+
+def test_named_parameters_are_numbered_in_order_and_shared() -> None:
+    s = Statement("t", "SELECT %(a)s, %(b)s, %(a)s::bigint WHERE x LIKE 'a%%'")
+    assert s.sql == b"SELECT $1, $2, $1::bigint WHERE x LIKE 'a%'"
+    assert s.params == ("a", "b")
+    assert s.args({"a": 7, "b": None, "unused": "x"}) == [b"7", None]
+    assert Statement("t", "SELECT 1").args({}) == []
+
+
+@pytest.mark.parametrize("sql", ["SELECT %s", "SELECT %(a)s, %d"])
+def test_a_positional_parameter_is_refused_with_the_statement_named(sql: str) -> None:
+    with pytest.raises(ValueError, match="statement 'odd': only named parameters"):
+        Statement("odd", sql)
+
+
+def test_parameters_are_text_of_none_bool_int_or_str_only() -> None:
+    s = Statement("t", "SELECT %(v)s")
+    assert [s.args({"v": v})[0] for v in (None, True, False, 0, -12, 2**62, "é")] == [
+        None,
+        b"t",
+        b"f",
+        b"0",
+        b"-12",
+        str(2**62).encode(),
+        "é".encode(),
+    ]
+    with pytest.raises(TypeError, match="not float"):
+        s.args({"v": 1.5})
+    with pytest.raises(KeyError):
+        s.args({})
+
+
+# --- against the session's PostgreSQL ------------------------------------------------------------
+
+
+@pytest.fixture
+def db(pg_dsn: Callable[[], str]) -> Iterator[PgDatabase]:
+    database = PgDatabase(pg_dsn(), min_size=1, max_size=1)  # one connection: the tests reach it
+    database.run(lambda c: c.execute("CREATE TABLE notes (id TEXT PRIMARY KEY, body TEXT, n BIGINT, flag BOOLEAN)"))
+    try:
+        yield database
+    finally:
+        database.close()
+
+
+def _rows(db: PgDatabase) -> list[tuple[object, ...]]:
+    return db.run(lambda c: c.execute("SELECT id, body, n, flag FROM notes ORDER BY n").fetchall())
+
+
+@pytest.mark.slow
+def test_parameters_stay_data_whatever_they_hold(db: PgDatabase) -> None:
+    for i, body in enumerate(HOSTILE):
+        assert db.execute(INSERT, {"id": f"note-{i}", "body": body, "n": 2**62 + i, "flag": i % 2 == 0}) == 1
+    assert db.execute(INSERT, {"id": "null", "body": None, "n": -1, "flag": None}) == 1
+    assert _rows(db) == [
+        ("null", None, -1, None),
+        *((f"note-{i}", body, 2**62 + i, i % 2 == 0) for i, body in enumerate(HOSTILE)),
+    ]
+
+
+@pytest.mark.slow
+def test_an_error_of_the_statement_is_psycopgs_own(db: PgDatabase) -> None:
+    db.execute(INSERT, {"id": "a", "body": "x", "n": 1, "flag": True})
+    with pytest.raises(psycopg.errors.UniqueViolation):
+        db.execute(INSERT, {"id": "a", "body": "y", "n": 2, "flag": True})
+    with pytest.raises(psycopg.errors.InvalidTextRepresentation):
+        db.execute(INSERT, {"id": "b", "body": "x", "n": "twelve", "flag": True})
+    with pytest.raises(psycopg.errors.UndefinedTable):
+        db.execute(Statement("test_missing", "SELECT * FROM no_such_table WHERE id = %(id)s::text"), {"id": "a"})
+    # the connection is still good, and the statement still prepared on it
+    assert db.execute(INSERT, {"id": "c", "body": "x", "n": 3, "flag": False}) == 1
+    assert [r[0] for r in _rows(db)] == ["a", "c"]
+
+
+@pytest.mark.slow
+def test_a_statement_deallocated_behind_the_stores_back_is_prepared_anew(db: PgDatabase) -> None:
+    db.execute(INSERT, {"id": "a", "body": "x", "n": 1, "flag": True})
+    db.run(lambda c: c.execute("DEALLOCATE ALL"))  # as a pooler in between might
+    assert db.execute(INSERT, {"id": "b", "body": "x", "n": 2, "flag": True}) == 1
+    assert [r[0] for r in _rows(db)] == ["a", "b"]
+
+
+@pytest.mark.slow
+def test_a_lost_connection_is_retried_when_idempotent_else_unavailable(
+    db: PgDatabase, pg_dsn: Callable[[], str]
+) -> None:
+    upsert = Statement(
+        "test_upsert_note",
+        "INSERT INTO notes (id, body, n, flag) VALUES (%(id)s, %(body)s, %(n)s, %(flag)s)"
+        " ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body",
+    )
+
+    def kill_the_connection() -> None:
+        pid = db.run(lambda c: c.info.backend_pid)
+        with psycopg.connect(pg_dsn(), autocommit=True) as other:
+            other.execute("SELECT pg_terminate_backend(%s)", (pid,))
+
+    db.execute(upsert, {"id": "a", "body": "first", "n": 1, "flag": True})
+    kill_the_connection()
+    db.execute(upsert, {"id": "a", "body": "second", "n": 1, "flag": True}, idempotent=True)
+    assert _rows(db) == [("a", "second", 1, True)]
+    kill_the_connection()
+    with pytest.raises(StoreUnavailableError, match="the store's database is unavailable"):
+        db.execute(upsert, {"id": "a", "body": "third", "n": 1, "flag": True})
+    assert _rows(db) == [("a", "second", 1, True)]
