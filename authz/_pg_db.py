@@ -241,8 +241,15 @@ class PgDatabase:
         attempts = 2 if idempotent else 1
         for attempt in range(attempts):
             try:
-                with self.pool.connection() as conn:
+                # getconn/putconn, not pool.connection(): half the CPU, and on a connection in
+                # autocommit the "with conn" that adds has nothing to commit or roll back (an
+                # explicit transaction is the work's own, and a connection put back in one is
+                # rolled back by the pool)
+                conn = self.pool.getconn()
+                try:
                     return work(conn)
+                finally:
+                    self.pool.putconn(conn)
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
                 if attempt + 1 < attempts and not self._closed:
                     self._check()
