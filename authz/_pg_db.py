@@ -19,9 +19,11 @@ closed). A call marked idempotent is tried once more on a fresh connection first
 connection the server ended while it sat in the pool fails on first use).
 
 **The check path's statements** (:class:`Statement`) go through libpq's prepared-statement
-calls directly, not psycopg's cursor: a check's one statement cost 165 us less CPU that way
-(its query conversion, parameter adaptation and cursor cost more than the statement's own
-round trip took of this process's time).
+calls directly, not psycopg's cursor, and :meth:`PgDatabase.run` takes its connection from
+the pool without the pool's context manager: a check on a remembered snapshot took 410 us
+of this process's CPU in a warm loop through the cursor and 225 us this way (the query's
+conversion, each parameter's adaptation, the cursor and its waiting generator cost more
+CPU than the rest of the check).
 """
 
 from __future__ import annotations
