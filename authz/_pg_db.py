@@ -40,6 +40,7 @@ from typing import Any, NamedTuple, TypeVar, cast
 import psycopg
 import psycopg_pool
 from psycopg import pq
+from psycopg.adapt import Transformer
 from psycopg.conninfo import conninfo_to_dict
 
 from handrail.authz._errors import StoreUnavailableError
@@ -269,28 +270,43 @@ class PgDatabase:
         """Run ``statement`` with ``values`` on a pooled connection (autocommit), prepared
         there the first time; return how many rows it returned. Errors as :meth:`run`'s
         (an error of the statement itself is psycopg's, as a cursor raises it)."""
-        # NULLs are None, which libpq takes (psycopg's own calls pass them; its stub of
-        # exec_prepared leaves them out)
-        args = cast("list[bytes]", statement.args(values))
+        args = statement.args(values)
+        return self.run(lambda conn: self._exec(conn, statement, args).ntuples, idempotent=idempotent)
 
-        def work(conn: psycopg.Connection[Any]) -> int:
-            pgconn = conn.pgconn
-            prepared = self._prepared.get(conn)
-            if prepared is None:
-                prepared = self._prepared[conn] = set()
-            for retry in (False, True):
-                if statement.name not in prepared:
-                    _outcome(conn, pgconn.prepare(statement.name, statement.sql))
-                    prepared.add(statement.name)
-                try:
-                    return _outcome(conn, pgconn.exec_prepared(statement.name, args)).ntuples
-                except psycopg.errors.InvalidSqlStatementName:  # deallocated behind our back
-                    if retry:  # (DEALLOCATE, a pooler in between): prepared anew, once
-                        raise
-                    prepared.discard(statement.name)
-            raise AssertionError("unreachable")
+    def fetch(
+        self, statement: Statement, values: Mapping[str, object], *, idempotent: bool = False
+    ) -> list[tuple[Any, ...]]:
+        """:meth:`execute`, returning the rows, each value loaded as a cursor loads it."""
+        args = statement.args(values)
+
+        def work(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
+            result = self._exec(conn, statement, args)
+            loader = Transformer(conn)
+            loader.set_pgresult(result)
+            return loader.load_rows(0, result.ntuples, tuple)
 
         return self.run(work, idempotent=idempotent)
+
+    def _exec(self, conn: psycopg.Connection[Any], statement: Statement, args: list[bytes | None]) -> pq.abc.PGresult:
+        """``statement``'s result on ``conn``, prepared there first if it is not yet."""
+        pgconn = conn.pgconn
+        prepared = self._prepared.get(conn)
+        if prepared is None:
+            prepared = self._prepared[conn] = set()
+        # NULLs are None, which libpq takes (psycopg's own calls pass them; its stub of
+        # exec_prepared leaves them out)
+        values = cast("list[bytes]", args)
+        for retry in (False, True):
+            if statement.name not in prepared:
+                _outcome(conn, pgconn.prepare(statement.name, statement.sql))
+                prepared.add(statement.name)
+            try:
+                return _outcome(conn, pgconn.exec_prepared(statement.name, values))
+            except psycopg.errors.InvalidSqlStatementName:  # deallocated behind our back
+                if retry:  # (DEALLOCATE, a pooler in between): prepared anew, once
+                    raise
+                prepared.discard(statement.name)
+        raise AssertionError("unreachable")
 
     @contextmanager
     def transaction(self, conn: psycopg.Connection[Any]) -> Iterator[psycopg.Connection[Any]]:

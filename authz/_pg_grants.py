@@ -30,7 +30,7 @@ from handrail.authz._core import check_text, validate_grant
 from handrail.authz._decide import target_matches
 from handrail.authz._errors import NotFoundError
 from handrail.authz._models import GrantInfo
-from handrail.authz._pg_db import NOW, PgDatabase
+from handrail.authz._pg_db import NOW, PgDatabase, Statement
 from handrail.authz._pg_principals import PRINCIPAL_COLS_P, PRINCIPAL_COLS_T, principal_info
 from handrail.authz._pg_schema import ENDED_GRANT_RETENTION_MS, GRANT_COLS, LEASE_COLS
 from handrail.authz._sqlite_schema import grant_row, grant_scope_json, hash_token, lease_row
@@ -68,6 +68,7 @@ SNAPSHOT = (
     + f" LEFT JOIN grants AS g ON {_CANDIDATES}"
     " ORDER BY g.created_at_ms, g.grant_id"
 )
+_SNAPSHOT = Statement("handrail_check_snapshot", SNAPSHOT)
 _N_COLS = 18 + len(GRANT_COLS.split(","))  # the columns before the row versions
 
 # The condition under which a snapshot read earlier is still what the database holds, for
@@ -145,7 +146,7 @@ class PgGrants:
         its ``stamp`` is the :class:`Reading` that can tell later whether it still holds."""
         digest = hash_token(token) if token else ""
         params = {"digest": digest, "principal": principal, "target": target, "now": self._db.now()}
-        rows = self._db.run(lambda c: c.execute(SNAPSHOT, params, prepare=True).fetchall(), idempotent=True)
+        rows = self._db.fetch(_SNAPSHOT, params, idempotent=True)
         at = time.monotonic()
         first = rows[0]
         caller = None

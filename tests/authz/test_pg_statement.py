@@ -131,3 +131,18 @@ def test_a_lost_connection_is_retried_when_idempotent_else_unavailable(
     with pytest.raises(StoreUnavailableError, match="the store's database is unavailable"):
         db.execute(upsert, {"id": "a", "body": "third", "n": 1, "flag": True})
     assert _rows(db) == [("a", "second", 1, True)]
+
+
+@pytest.mark.slow
+def test_fetched_rows_are_what_a_cursor_reads(db: PgDatabase) -> None:
+    for i, body in enumerate(HOSTILE):
+        db.execute(INSERT, {"id": f"note-{i}", "body": body, "n": -(2**62) + i, "flag": i % 2 == 0})
+    db.execute(INSERT, {"id": "null", "body": None, "n": 0, "flag": None})
+    sql = "SELECT id, body, n, flag, n::text, xmin::text, %(tag)s::text, %(n)s::bigint FROM notes WHERE n <= %(n)s"
+    values = {"tag": "it's %(n)s", "n": 0}
+    fetched = db.fetch(Statement("test_fetch_notes", sql + " ORDER BY notes.n"), values)
+    read = db.run(lambda c: c.execute(sql + " ORDER BY notes.n", values).fetchall())
+    assert len(fetched) == len(HOSTILE) + 1
+    assert fetched == read
+    assert [[type(v) for v in row] for row in fetched] == [[type(v) for v in row] for row in read]
+    assert db.fetch(Statement("test_fetch_none", "SELECT 1 WHERE false"), {}) == []
