@@ -56,7 +56,7 @@ from typing import Any
 import psycopg
 
 from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, PrincipalInfo
-from handrail.authz._pg_approvals import PgApprovals, PgDecisions
+from handrail.authz._pg_approvals import PgApprovals, PgDecisions, conditional_insert
 from handrail.authz._pg_db import PgDatabase, describe
 from handrail.authz._pg_grants import STILL_CURRENT, PgGrants, Reading
 from handrail.authz._pg_leases import PgLeases
@@ -262,7 +262,7 @@ class PgStore(StoreParts):
             self._decisions.record(record)
             return True
         assert isinstance(reading, Reading)
-        return self._decisions.record_if(record, STILL_CURRENT, reading.params(snapshot.now))
+        return self._decisions.record_if(record, _RECORD_IF_CURRENT, reading.params(snapshot.now))
 
     def commit_check(
         self,
@@ -295,6 +295,9 @@ class PgStore(StoreParts):
 
         return self.db.run(work)
 
+
+#: The decision insert of a check on a remembered snapshot.
+_RECORD_IF_CURRENT = conditional_insert("handrail_record_decision_if_current", STILL_CURRENT)
 
 #: How many snapshots a replica remembers (one per principal, target and token checked).
 _RECENT_MAX = 4096

@@ -16,7 +16,6 @@ change is inserted in that change's transaction instead.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import secrets
 from typing import Any
@@ -31,24 +30,27 @@ from handrail.authz._pg_schema import APPROVAL_COLS, DECISION_COLS
 from handrail.authz._sqlite_schema import APPROVAL_ACTION_FIELDS, approval_row, decision_record, decision_row
 
 _INSERT_APPROVAL = f"INSERT INTO approvals ({APPROVAL_COLS}) VALUES ({', '.join(['%s'] * 16)})"
-_INSERT_DECISION = (
-    f"INSERT INTO decision_log ({DECISION_COLS}) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (decision_id) DO NOTHING"
-)
-
 _DECISION_PARAMS = tuple(f"d_{c.strip()}" for c in DECISION_COLS.split(","))
-_RECORD = Statement(
-    "handrail_record_decision",
-    f"INSERT INTO decision_log ({DECISION_COLS}) VALUES ({', '.join(f'%({p})s' for p in _DECISION_PARAMS)})"
-    " ON CONFLICT (decision_id) DO NOTHING",
+_DECISION_VALUES = ", ".join(f"%({p})s" for p in _DECISION_PARAMS)
+_INSERT_DECISION = (
+    f"INSERT INTO decision_log ({DECISION_COLS}) VALUES ({_DECISION_VALUES}) ON CONFLICT (decision_id) DO NOTHING"
 )
-_INSERT_DECISION_IF = (
-    f"INSERT INTO decision_log ({DECISION_COLS}) SELECT {', '.join(f'%({p})s' for p in _DECISION_PARAMS)}"
-    f" FROM (SELECT {NOW} AS now) AS c WHERE {{condition}}"
-    " ON CONFLICT (decision_id) DO UPDATE SET at_ms = EXCLUDED.at_ms RETURNING seq"
-)
+_RECORD = Statement("handrail_record_decision", _INSERT_DECISION)
 
-#: The statement of :meth:`PgDecisions.record_if` for each condition it was given.
-_RECORD_IF: dict[str, Statement] = {}
+
+def conditional_insert(name: str, condition: str) -> Statement:
+    """The statement of :meth:`PgDecisions.record_if` for ``condition`` (SQL over the
+    store's clock as ``c.now``), prepared as ``name``."""
+    return Statement(
+        name,
+        f"INSERT INTO decision_log ({DECISION_COLS}) SELECT {_DECISION_VALUES}"
+        f" FROM (SELECT {NOW} AS now) AS c WHERE {condition}"
+        " ON CONFLICT (decision_id) DO UPDATE SET at_ms = EXCLUDED.at_ms RETURNING seq",
+    )
+
+
+def _decision_values(record: DecisionRecord) -> dict[str, Any]:
+    return dict(zip(_DECISION_PARAMS, decision_row(record)[1:], strict=True))
 
 
 class PgApprovals:
@@ -210,26 +212,21 @@ class PgDecisions:
     def record(self, record: DecisionRecord) -> None:
         """Insert one decision (idempotent by id: retried after a lost connection); the
         statement is prepared on each connection (it runs once per check)."""
-        values = dict(zip(_DECISION_PARAMS, decision_row(record)[1:], strict=True))
-        self._log_db.execute(_RECORD, values, idempotent=True)
+        self._log_db.execute(_RECORD, _decision_values(record), idempotent=True)
 
-    def record_if(self, record: DecisionRecord, condition: str, params: dict[str, Any]) -> bool:
-        """Insert one decision only if ``condition`` holds (SQL over the store's clock as
-        ``c.now``, with ``params``), judged in the same statement; whether it was inserted.
-        Retried after a lost connection, an insert that had gone through counts as done."""
-        statement = _RECORD_IF.get(condition)
-        if statement is None:  # one per condition (the store has one), named by it
-            name = f"handrail_record_decision_if_{hashlib.sha256(condition.encode()).hexdigest()[:16]}"
-            statement = Statement(name, _INSERT_DECISION_IF.format(condition=condition))
-            _RECORD_IF[condition] = statement
-        values = dict(zip(_DECISION_PARAMS, decision_row(record)[1:], strict=True))
+    def record_if(self, record: DecisionRecord, statement: Statement, params: dict[str, Any]) -> bool:
+        """Insert one decision only if the condition of ``statement`` (a
+        :func:`conditional_insert`) holds, with ``params``, judged in the same statement;
+        whether it was inserted. Retried after a lost connection, an insert that had gone
+        through counts as done."""
+        values = _decision_values(record)
         values.update(params, now=self._log_db.now())
         return self._log_db.execute(statement, values, idempotent=True) > 0
 
     @staticmethod
     def insert(conn: psycopg.Connection[Any], record: DecisionRecord) -> None:
         """Insert one decision inside the caller's transaction."""
-        conn.execute(_INSERT_DECISION, decision_row(record)[1:])
+        conn.execute(_INSERT_DECISION, _decision_values(record))
 
     def get(self, decision_id: str) -> DecisionRecord:
         """One logged decision (NotFoundError)."""
