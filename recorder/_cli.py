@@ -98,7 +98,8 @@ def _add_location(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data-dir",
         default=None,
-        help=f"folder holding {LEDGER_FILE} (default ${DATA_DIR_ENV} or {DEFAULT_DATA_DIR})",
+        help=f"folder holding {LEDGER_FILE}; with a PostgreSQL ledger, the executors' head files "
+        f"ledger-<id>.head, checked against their chains (default ${DATA_DIR_ENV} or {DEFAULT_DATA_DIR})",
     )
 
 
@@ -203,12 +204,13 @@ def _open_existing(args: argparse.Namespace) -> Chains | None:
         try:
             from ._postgres import ledger_executors  # psycopg only when a database is named
 
+            heads = _head_dir(args)
             executors = [args.executor] if args.executor else ledger_executors(args.db)
             if not executors:
                 print("error: the ledger database holds no executor's chain yet", file=sys.stderr)
                 return None
             for exe in executors:
-                chains.append((exe, open_ledger(args.db, executor_id=exe, read_only=True)))
+                chains.append((exe, open_ledger(args.db, executor_id=exe, head_dir=heads, read_only=True)))
             return chains
         except LedgerError as exc:
             for _, opened in chains:
@@ -224,6 +226,22 @@ def _open_existing(args: argparse.Namespace) -> Chains | None:
     except LedgerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
+
+
+def _head_dir(args: argparse.Namespace) -> Path | None:
+    """Where a PostgreSQL ledger's head files are: the data dir an executor keeps its own
+    in (``ledger-<id>.head``), when it is named or the default one exists here.
+
+    Raises:
+        LedgerError: ``--data-dir`` names no folder.
+    """
+    if args.data_dir:
+        folder = Path(args.data_dir)
+        if not folder.is_dir():
+            raise LedgerError(f"--data-dir {folder}: no such folder (it holds the executors' head files)")
+        return folder
+    folder = Path(os.environ.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR)
+    return folder if folder.is_dir() else None
 
 
 @contextmanager

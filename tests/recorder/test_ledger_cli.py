@@ -235,13 +235,15 @@ def test_tail_follow_with_a_filter_stops_on_ctrl_c(story: Path) -> None:
 
 @pytest.mark.slow
 def test_the_commands_read_every_executors_chain_in_postgresql(
-    pg_dsn: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    pg_dsn: object, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import psycopg
 
     from handrail.recorder import open_ledger
 
     dsn = pg_dsn()  # type: ignore[operator]
+    monkeypatch.chdir(tmp_path)  # no ./handrail-data: no head files are read
+    monkeypatch.delenv("HANDRAIL_DATA_DIR", raising=False)
     for exe, n in (("exe-a", 3), ("exe-b", 2)):
         with open_ledger(dsn, executor_id=exe, head_dir=tmp_path) as ledger:
             for i in range(n):
@@ -283,3 +285,54 @@ def test_the_commands_read_every_executors_chain_in_postgresql(
     assert run_cli(["ledger", "verify", "--db", "postgresql://handrail@127.0.0.1:1/nothing"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: cannot read the ledger database") and err.count("\n") == 1
+
+
+@pytest.mark.slow
+def test_verify_of_a_postgresql_ledger_checks_the_executors_head_files(
+    pg_dsn: object, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The attack: someone with the database's owner rights cuts the tail of one chain and
+    moves its recorded head back to match. The database alone then verifies; the head file
+    the executor kept in its data dir does not."""
+    import psycopg
+
+    from handrail.recorder import open_ledger
+
+    dsn = pg_dsn()  # type: ignore[operator]
+    heads = tmp_path / "handrail-data"
+    for exe in ("exe-a", "exe-b"):
+        with open_ledger(dsn, executor_id=exe, head_dir=heads) as ledger:
+            for i in range(3):
+                ledger.intent("s1", f"{exe}-{i}", f"k{i}", "agent", 1, {"action": "click"})
+    assert sorted(p.name for p in heads.iterdir()) == ["ledger-exe-a.head", "ledger-exe-b.head"]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("ALTER TABLE ledger_entries DISABLE TRIGGER USER")
+        conn.execute("DELETE FROM ledger_entries WHERE executor_id = 'exe-a' AND seq = 3")
+        conn.execute(
+            "UPDATE ledger_heads SET head_seq = 2, head_hash = e.entry_hash FROM ledger_entries AS e"
+            " WHERE ledger_heads.executor_id = 'exe-a' AND e.executor_id = 'exe-a' AND e.seq = 2"
+        )
+        conn.execute("ALTER TABLE ledger_entries ENABLE TRIGGER USER")
+    monkeypatch.chdir(tmp_path / "..")  # no ./handrail-data here: only the database is read
+    monkeypatch.delenv("HANDRAIL_DATA_DIR", raising=False)
+    assert run_cli(["ledger", "verify", "--db", dsn]) == 0
+    assert "executor exe-a: ok: 2 entries, chain verified; head file: none" in capsys.readouterr().out
+    # with the executors' data dir: named, from the environment, or ./handrail-data by default
+    for argv, cwd, env in (
+        (["--data-dir", str(heads)], tmp_path / "..", ""),
+        ([], tmp_path / "..", str(heads)),
+        ([], tmp_path, ""),
+    ):
+        monkeypatch.chdir(cwd)
+        if env:
+            monkeypatch.setenv("HANDRAIL_DATA_DIR", env)
+        else:
+            monkeypatch.delenv("HANDRAIL_DATA_DIR", raising=False)
+        assert run_cli(["ledger", "verify", "--db", dsn, *argv]) == 1
+        out = capsys.readouterr().out
+        assert "executor exe-a: BAD at entry #3: truncated: head file says seq 3" in out and "ends at seq 2" in out
+        assert "executor exe-b: ok: 3 entries, chain verified; head file: seq 3 matches" in out
+        assert "1 of 2 chains verified" in out
+    assert run_cli(["ledger", "verify", "--db", dsn, "--data-dir", str(tmp_path / "nowhere")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --data-dir") and "no such folder" in err and err.count("\n") == 1
