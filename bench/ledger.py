@@ -1,6 +1,6 @@
 """Ledger benchmark: durable intent+result pairs per second, verify and recovery of 1 M entries.
 
-Usage: ``python bench/ledger.py [--entries N] [--pairs N] [--dir D]``
+Usage: ``python bench/ledger.py [--entries N] [--pairs N] [--dir D] [--no-pg]``
 
 (a) Durable pairs: every ``append`` returns only after the transaction holding its entry
     committed with ``synchronous=FULL`` (an fsync of the WAL). Measured with one writer
@@ -10,6 +10,13 @@ Usage: ``python bench/ledger.py [--entries N] [--pairs N] [--dir D]``
     ``synchronous=FULL``, no hashing, no head, no indexes.
 (b) ``verify`` of a ledger of ``--entries`` entries (default 1,000,000).
 (c) ``recover`` on that ledger, where 1% of the intents lack a result; then ``unresolved``.
+(d) On PostgreSQL (a private server started for the run, ``fsync`` and
+    ``synchronous_commit`` on): intent and result latency of one session through the
+    ledger (each append one statement, committed before it returns), and pairs per second
+    of eight sessions (group commit). Baseline, same run, same server: the same rows as
+    plain autocommit inserts through psycopg (prepared), into a table of the same
+    columns with no index, no hashing and no head. Skipped (and said so) when no
+    PostgreSQL binaries are installed, or with ``--no-pg``.
 
 The big ledger is built with ``Ledger._bulk_load`` (one transaction, same hash chain; the
 run checks that ``verify`` accepts it). The files go to ``--dir`` (default /var/tmp,
@@ -22,12 +29,14 @@ import argparse
 import random
 import shutil
 import sqlite3
+import statistics
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -107,6 +116,52 @@ def baseline_pairs(path: Path, n: int) -> float:
     return n / elapsed
 
 
+def postgres_figures(pairs: int, sessions: int) -> dict[str, Any]:
+    """(d): the ledger on a private PostgreSQL server, and plain inserts beside it."""
+    import psycopg
+
+    from handrail.recorder import open_ledger
+    from handrail.scenarios._postgres import PostgresUnavailable, private_postgres
+
+    try:
+        server = private_postgres(durable=True)
+    except PostgresUnavailable as exc:
+        print(f"PostgreSQL: skipped ({str(exc).splitlines()[0]})")
+        return {}
+    try:
+        with open_ledger(server.dsn, executor_id="bench-one") as ledger:
+            pairs_one_session(ledger, 50)  # warm: connections made, statements prepared
+            _, intents, results = pairs_one_session(ledger, pairs)
+        per = pairs // sessions
+        with open_ledger(server.dsn, executor_id="bench-many") as ledger:
+            elapsed, _ = pairs_many_sessions(ledger, sessions, per)
+            assert ledger.verify().ok
+        with psycopg.connect(server.dsn, autocommit=True) as conn:
+            conn.execute("CREATE TABLE plain (LIKE ledger_entries)")
+            sql = "INSERT INTO plain VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+            body = canonical_json({"params": PARAMS})
+            inserts: list[float] = []
+            for i in range(pairs + 50):
+                t0 = time.perf_counter()
+                conn.execute(sql, ("plain", i, time.time_ns() // 1_000_000, "intent", "s-one", f"a{i}", f"k{i}",
+                                   "agent-1", "agent", 3, body, "0" * 64, "1" * 64), prepare=True)  # fmt: skip
+                inserts.append(time.perf_counter() - t0)
+            inserts = inserts[50:]
+    finally:
+        server.stop()
+    intent_ms, insert_ms = statistics.median(intents) * 1000, statistics.median(inserts) * 1000
+    print(f"PostgreSQL: plain autocommit INSERT p50 {insert_ms:.3f} ms; ledger intent p50 {intent_ms:.3f} ms "
+          f"({intent_ms / insert_ms:.2f}x), result p50 {statistics.median(results) * 1000:.3f} ms; "
+          f"{sessions} sessions {per * sessions / elapsed:.0f} pairs/s")  # fmt: skip
+    return {
+        **summary("pg_intent_one_session", intents),
+        **summary("pg_result_one_session", results),
+        **summary("pg_baseline_insert", inserts),
+        "pg_intent_over_insert_p50": round(intent_ms / insert_ms, 2),
+        "pg_durable_pairs_per_s": round(per * sessions / elapsed),
+    }
+
+
 def big_ledger_rows(
     entries: int, lacking: float, seed: int = 6
 ) -> Iterator[tuple[int, str, str, str, str, str, str, int, str]]:
@@ -142,6 +197,7 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=2000, help="pairs per throughput run")
     parser.add_argument("--sessions", type=int, default=8)
     parser.add_argument("--dir", default="/var/tmp")
+    parser.add_argument("--no-pg", action="store_true", help="skip (d), the ledger on PostgreSQL")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="handrail-bench-ledger-", dir=args.dir))
     try:
@@ -198,6 +254,9 @@ def run(args: argparse.Namespace, folder: Path) -> int:
           f"again: {recover_again_s:.2f} s, {len(again)} more")  # fmt: skip
     print(f"unresolved: {unresolved_s:.2f} s, {len(unresolved):,} actions")
 
+    # (d) on PostgreSQL
+    pg = {} if args.no_pg else postgres_figures(min(args.pairs, 1000), args.sessions)
+
     figures = {
         "durable_pairs_per_s": round(many),
         "durable_pairs_per_s_one_session": round(one),
@@ -214,6 +273,7 @@ def run(args: argparse.Namespace, folder: Path) -> int:
         "unresolved_s": round(unresolved_s, 3),
         "recovered": len(recovered),
         "build_s": round(build_s, 1),
+        **pg,
     }
     targets = {"durable_pairs_per_s": ">= 2000", "verify_s": "<= 5", "recover_s": "<= 5"}
     met = (

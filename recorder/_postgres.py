@@ -9,6 +9,12 @@ synchronously before the call returns (``synchronous_commit = on``): an intent i
 before its action is dispatched, as with SQLite. The ledger's group commit folds
 concurrent appends into one such transaction.
 
+The store remembers the head its last append left. The next append chains onto it in one
+statement, in autocommit (one round trip instead of five): a compare-and-set moves the
+recorded head from that one to the new one, and the entries are inserted only where it
+did. When another writer of the chain moved the head meanwhile, nothing is inserted and
+the append is made the locked way, onto the recorded head.
+
 Triggers refuse ``UPDATE`` and ``DELETE`` of entries. :meth:`PgLedgerStore.snapshot`
 reads one chain in a ``REPEATABLE READ`` transaction (the head and the rows as of one
 moment) through a server-side cursor, so verifying a long chain neither holds up appends
@@ -45,6 +51,24 @@ _COLUMNS = (
 _INSERT = (
     f"INSERT INTO ledger_entries (executor_id, {_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
+
+# An append onto the head the store last saw, in one statement: the recorded head moves
+# from (seen_seq, seen_hash) to (head_seq, head_hash) and the entries (one array per
+# column) are inserted, or, when the head is not the one seen, neither.
+_APPEND_ONTO = f"""
+WITH head AS (
+    UPDATE ledger_heads SET head_seq = %(head_seq)s, head_hash = %(head_hash)s
+    WHERE executor_id = %(exe)s AND head_seq = %(seen_seq)s AND head_hash = %(seen_hash)s
+    RETURNING executor_id
+)
+INSERT INTO ledger_entries (executor_id, {_COLUMNS})
+SELECT head.executor_id, e.* FROM head, unnest(
+    %(seq)s::bigint[], %(ts_ms)s::bigint[], %(kind)s::text[], %(session_id)s::text[], %(action_id)s::text[],
+    %(idempotency_key)s::text[], %(principal)s::text[], %(principal_kind)s::text[], %(epoch)s::bigint[],
+    %(body)s::text[], %(prev_hash)s::text[], %(entry_hash)s::text[]
+) AS e
+"""
+_ARRAYS = tuple(c.strip() for c in _COLUMNS.split(","))
 
 _MIGRATIONS: tuple[tuple[str, str], ...] = (
     (
@@ -142,6 +166,7 @@ class PgLedgerStore:
         self.executor_id = executor_id
         self.read_only = read_only
         self._lock = threading.Lock()
+        self._seen: tuple[int, str] | None = None  # the head this store's last append left
 
         def configure(conn: psycopg.Connection[Any]) -> None:
             if read_only:  # the server refuses a write too
@@ -244,28 +269,45 @@ class PgLedgerStore:
 
     def append(self, entries: Sequence[PreparedEntry]) -> list[Entry]:
         self._writing()
-        committing = False
+        if not entries:
+            return []
+        seen, self._seen = self._seen, None  # known again only once this append is
+        rows = self._append_onto(seen, entries) if seen is not None else None
+        if rows is None:  # no head seen yet, or another writer moved it: the locked way
+            committing = False
 
-        def work(conn: psycopg.Connection[Any]) -> list[StoredRow]:
-            nonlocal committing
-            with conn.transaction():
-                stored = self._insert(conn, entries)
-                committing = True  # a failure from here on may follow a commit: not retried
-            return stored
+            def work(conn: psycopg.Connection[Any]) -> list[StoredRow]:
+                nonlocal committing
+                with conn.transaction():
+                    stored = self._insert(conn, entries)
+                    committing = True  # a failure from here on may follow a commit: not retried
+                return stored
 
-        rows = self._run(work, "append to", again=lambda: not committing)
+            rows = self._run(work, "append to", again=lambda: not committing)
+        self._seen = (rows[-1][0], rows[-1][11])
         return [entry_from_row(row) for row in rows]
 
+    def _append_onto(self, seen: tuple[int, str], entries: Sequence[PreparedEntry]) -> list[StoredRow] | None:
+        """Append onto the head ``seen`` in one statement; None when the recorded head is
+        another (nothing was written). A lost connection is retried once on a fresh one: the
+        statement is all or none, and a head that already is the new one says it committed."""
+        stored = _chain(entries, *seen)
+        params: dict[str, Any] = {name: [row[i] for row in stored] for i, name in enumerate(_ARRAYS)}
+        params.update(
+            exe=self.executor_id, seen_seq=seen[0], seen_hash=seen[1], head_seq=stored[-1][0], head_hash=stored[-1][11]
+        )
+
+        def work(conn: psycopg.Connection[Any]) -> bool:
+            if conn.execute(_APPEND_ONTO, params, prepare=True).rowcount == len(stored):
+                return True
+            row = conn.execute(_HEAD, (self.executor_id,)).fetchone()  # moved: by this very append?
+            return row is not None and (int(row[0]), str(row[1])) == (stored[-1][0], stored[-1][11])
+
+        return stored if self._run(work, "append to", again=_always) else None
+
     def _insert(self, conn: psycopg.Connection[Any], entries: Sequence[PreparedEntry]) -> list[StoredRow]:
-        head_seq, prev = self._locked_head(conn)
-        ts_ms = now_ms()
-        stored: list[StoredRow] = []
-        for kind, sid, aid, key, who, who_kind, epoch, body in entries:
-            head_seq += 1
-            digest = hash_columns(prev, head_seq, ts_ms, kind, sid, aid, key, who, who_kind, epoch, body)
-            stored.append((head_seq, ts_ms, kind, sid, aid, key, who, who_kind, epoch, body, prev, digest))
-            prev = digest
-        self._write(conn, stored, head_seq, prev)
+        stored = _chain(entries, *self._locked_head(conn))
+        self._write(conn, stored, stored[-1][0], stored[-1][11])
         return stored
 
     def _locked_head(self, conn: psycopg.Connection[Any]) -> tuple[int, str]:
@@ -353,8 +395,7 @@ class PgLedgerStore:
         return [entry_from_row(row) for row in rows]
 
     def head(self) -> tuple[int, str]:
-        sql = "SELECT head_seq, head_hash FROM ledger_heads WHERE executor_id = %s"
-        row = self._run(lambda conn: conn.execute(sql, (self.executor_id,)).fetchone(), "read", again=_always)
+        row = self._run(lambda conn: conn.execute(_HEAD, (self.executor_id,)).fetchone(), "read", again=_always)
         if row is None:
             raise LedgerError(f"the recorded head of {self.location} is missing")
         return int(row[0]), str(row[1])
@@ -399,6 +440,21 @@ class PgLedgerStore:
             raise LedgerError(f"cannot read ledger {self.location}: {_first_line(exc)}") from exc
         finally:
             conn.close()
+
+
+_HEAD = "SELECT head_seq, head_hash FROM ledger_heads WHERE executor_id = %s"
+
+
+def _chain(entries: Sequence[PreparedEntry], head_seq: int, prev: str) -> list[StoredRow]:
+    """``entries`` as rows chained onto the head ``(head_seq, prev)``, stamped now."""
+    ts_ms = now_ms()
+    stored: list[StoredRow] = []
+    for kind, sid, aid, key, who, who_kind, epoch, body in entries:
+        head_seq += 1
+        digest = hash_columns(prev, head_seq, ts_ms, kind, sid, aid, key, who, who_kind, epoch, body)
+        stored.append((head_seq, ts_ms, kind, sid, aid, key, who, who_kind, epoch, body, prev, digest))
+        prev = digest
+    return stored
 
 
 def ledger_executors(dsn: str) -> list[str]:

@@ -1,0 +1,124 @@
+"""The PostgreSQL ledger's one-statement append, against what tries to beat it: a second
+writer of the same chain, connections cut between appends, and a reply lost after the
+statement committed."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+import pytest
+
+from handrail.recorder import _postgres as pg_store
+from handrail.recorder import open_ledger
+from handrail.scenarios._postgres import pg_url
+
+pytestmark = pytest.mark.slow
+
+PARAMS = {"action": "click", "ref": "e1"}
+
+
+def _seqs(dsn: str, exe: str) -> list[int]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute("SELECT seq FROM ledger_entries WHERE executor_id = %s ORDER BY seq", (exe,)).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def test_two_writers_of_one_chain_keep_one_chain(pg_dsn: Callable[[], str]) -> None:
+    """Two ledgers on one executor id (a copy started on a second host by mistake) append
+    from two threads each: every compare-and-set that finds the head moved falls back to
+    the locked append, so the chain stays one, gapless and verified."""
+    dsn = pg_dsn()
+    first, second = open_ledger(dsn, executor_id="exe-1"), open_ledger(dsn, executor_id="exe-1")
+    errors: list[BaseException] = []
+
+    def write(ledger: Any, name: str) -> None:
+        try:
+            for i in range(25):
+                ledger.intent("s1", f"{name}-{i}", f"k-{name}-{i}", "agent", 1, PARAMS)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [
+        threading.Thread(target=write, args=(led, f"{n}{t}"))
+        for n, led in (("a", first), ("b", second))
+        for t in range(2)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    assert _seqs(dsn, "exe-1") == list(range(1, 101))
+    for ledger in (first, second):
+        report = ledger.verify()
+        assert report.ok and report.count == 100, report.message
+    # each ledger appends onto the other's head when they alternate
+    a = first.intent("s1", "x1", "kx1", "agent", 1, PARAMS)
+    b = second.intent("s1", "x2", "kx2", "agent", 1, PARAMS)
+    c = first.intent("s1", "x3", "kx3", "agent", 1, PARAMS)
+    assert (a.seq, b.seq, c.seq) == (101, 102, 103) and c.prev_hash == b.entry_hash
+    first.close()
+    second.close()
+
+
+def test_connections_cut_between_appends_lose_no_append(pg_dsn: Callable[[], str]) -> None:
+    dsn = pg_dsn()
+    named = pg_url(dsn, application_name="ledger-under-test")
+    with open_ledger(named, executor_id="exe-1") as ledger, psycopg.connect(dsn, autocommit=True) as admin:
+        for i in range(6):
+            ledger.intent("s1", f"a{i}", f"k{i}", "agent", 1, PARAMS)
+            cut = admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'ledger-under-test'"
+            ).fetchall()
+            assert cut and all(ok for (ok,) in cut)  # the ledger's pooled connection, at least
+        assert _seqs(dsn, "exe-1") == [1, 2, 3, 4, 5, 6]
+        assert ledger.verify().ok
+
+
+def test_a_reply_lost_after_the_append_committed_is_not_written_again(
+    pg_dsn: Callable[[], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The statement commits, then the connection drops before its answer arrives: the
+    retry finds the recorded head already at the new one and counts the append done, once."""
+    dsn = pg_dsn()
+    with open_ledger(dsn, executor_id="exe-1") as ledger:
+        ledger.intent("s1", "a0", "k0", "agent", 1, PARAMS)  # the store has seen the head now
+        real = psycopg.Connection.execute
+        lost: list[str] = []
+
+        def execute(self: psycopg.Connection[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
+            cursor = real(self, query, *args, **kwargs)
+            if query is pg_store._APPEND_ONTO and not lost:
+                lost.append("once")
+                self.close()  # the answer never reaches the ledger
+                raise psycopg.OperationalError("server closed the connection unexpectedly")
+            return cursor
+
+        monkeypatch.setattr(psycopg.Connection, "execute", execute)
+        entry = ledger.intent("s1", "a1", "k1", "agent", 1, PARAMS)
+        monkeypatch.undo()
+        assert lost == ["once"]
+        assert entry.seq == 2 and _seqs(dsn, "exe-1") == [1, 2]
+        assert ledger.verify().ok
+        assert ledger.intent("s1", "a2", "k2", "agent", 1, PARAMS).seq == 3
+
+
+def test_a_head_moved_back_behind_the_ledgers_back_is_never_written_over(pg_dsn: Callable[[], str]) -> None:
+    """Someone moves the recorded head back (a restore of ``ledger_heads`` alone): the
+    store's compare-and-set does not match, and the locked append then collides with the
+    entries already there: an error, nothing overwritten."""
+    dsn = pg_dsn()
+    with open_ledger(dsn, executor_id="exe-1") as ledger:
+        for i in range(3):
+            ledger.intent("s1", f"a{i}", f"k{i}", "agent", 1, PARAMS)
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute(
+                "UPDATE ledger_heads SET head_seq = 1, head_hash = e.entry_hash FROM ledger_entries AS e"
+                " WHERE ledger_heads.executor_id = 'exe-1' AND e.executor_id = 'exe-1' AND e.seq = 1"
+            )
+        with pytest.raises(Exception, match="duplicate key"):
+            ledger.intent("s1", "a3", "k3", "agent", 1, PARAMS)
+        assert _seqs(dsn, "exe-1") == [1, 2, 3]
