@@ -11,8 +11,8 @@ from typing import Any
 import psycopg
 import pytest
 
+from handrail.recorder import LedgerError, open_ledger
 from handrail.recorder import _postgres as pg_store
-from handrail.recorder import open_ledger
 from handrail.scenarios._postgres import pg_url
 
 pytestmark = pytest.mark.slow
@@ -119,6 +119,6 @@ def test_a_head_moved_back_behind_the_ledgers_back_is_never_written_over(pg_dsn:
                 "UPDATE ledger_heads SET head_seq = 1, head_hash = e.entry_hash FROM ledger_entries AS e"
                 " WHERE ledger_heads.executor_id = 'exe-1' AND e.executor_id = 'exe-1' AND e.seq = 1"
             )
-        with pytest.raises(Exception, match="duplicate key"):
+        with pytest.raises(LedgerError, match="duplicate key"):
             ledger.intent("s1", "a3", "k3", "agent", 1, PARAMS)
         assert _seqs(dsn, "exe-1") == [1, 2, 3]
