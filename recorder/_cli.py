@@ -122,8 +122,12 @@ def ledger_path(db: str | None = None, data_dir: str | None = None) -> Path:
     """
     if db:
         return Path(db)
-    folder = data_dir or os.environ.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR
-    return Path(folder) / LEDGER_FILE
+    return _data_dir(data_dir) / LEDGER_FILE
+
+
+def _data_dir(data_dir: str | None) -> Path:
+    """``data_dir``, else ``$HANDRAIL_DATA_DIR``, else ``./handrail-data``."""
+    return Path(data_dir or os.environ.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR)
 
 
 def parse_since(text: str, *, now_ms: int | None = None) -> int:
@@ -235,13 +239,12 @@ def _head_dir(args: argparse.Namespace) -> Path | None:
     Raises:
         LedgerError: ``--data-dir`` names no folder.
     """
-    if args.data_dir:
-        folder = Path(args.data_dir)
-        if not folder.is_dir():
-            raise LedgerError(f"--data-dir {folder}: no such folder (it holds the executors' head files)")
+    folder = _data_dir(args.data_dir)
+    if folder.is_dir():
         return folder
-    folder = Path(os.environ.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR)
-    return folder if folder.is_dir() else None
+    if args.data_dir:
+        raise LedgerError(f"--data-dir {folder}: no such folder (it holds the executors' head files)")
+    return None
 
 
 @contextmanager

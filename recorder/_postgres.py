@@ -52,6 +52,8 @@ _INSERT = (
     f"INSERT INTO ledger_entries (executor_id, {_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
 
+_HEAD = "SELECT head_seq, head_hash FROM ledger_heads WHERE executor_id = %s"
+
 # An append onto the head the store last saw, in one statement: the recorded head moves
 # from (seen_seq, seen_hash) to (head_seq, head_hash) and the entries (one array per
 # column) are inserted, or, when the head is not the one seen, neither.
@@ -284,7 +286,7 @@ class PgLedgerStore:
                 return stored
 
             rows = self._run(work, "append to", again=lambda: not committing)
-        self._seen = (rows[-1][0], rows[-1][11])
+        self._seen = _head_of(rows)
         return [entry_from_row(row) for row in rows]
 
     def _append_onto(self, seen: tuple[int, str], entries: Sequence[PreparedEntry]) -> list[StoredRow] | None:
@@ -292,28 +294,25 @@ class PgLedgerStore:
         another (nothing was written). A lost connection is retried once on a fresh one: the
         statement is all or none, and a head that already is the new one says it committed."""
         stored = _chain(entries, *seen)
+        head = _head_of(stored)
         params: dict[str, Any] = {name: [row[i] for row in stored] for i, name in enumerate(_ARRAYS)}
-        params.update(
-            exe=self.executor_id, seen_seq=seen[0], seen_hash=seen[1], head_seq=stored[-1][0], head_hash=stored[-1][11]
-        )
+        params.update(exe=self.executor_id, seen_seq=seen[0], seen_hash=seen[1], head_seq=head[0], head_hash=head[1])
 
         def work(conn: psycopg.Connection[Any]) -> bool:
             if conn.execute(_APPEND_ONTO, params, prepare=True).rowcount == len(stored):
                 return True
             row = conn.execute(_HEAD, (self.executor_id,)).fetchone()  # moved: by this very append?
-            return row is not None and (int(row[0]), str(row[1])) == (stored[-1][0], stored[-1][11])
+            return row is not None and (int(row[0]), str(row[1])) == head
 
         return stored if self._run(work, "append to", again=_always) else None
 
     def _insert(self, conn: psycopg.Connection[Any], entries: Sequence[PreparedEntry]) -> list[StoredRow]:
         stored = _chain(entries, *self._locked_head(conn))
-        self._write(conn, stored, stored[-1][0], stored[-1][11])
+        self._write(conn, stored, *_head_of(stored))
         return stored
 
     def _locked_head(self, conn: psycopg.Connection[Any]) -> tuple[int, str]:
-        row = conn.execute(
-            "SELECT head_seq, head_hash FROM ledger_heads WHERE executor_id = %s FOR UPDATE", (self.executor_id,)
-        ).fetchone()
+        row = conn.execute(_HEAD + " FOR UPDATE", (self.executor_id,)).fetchone()
         if row is None:
             raise LedgerError(f"the recorded head of {self.location} is missing")
         return int(row[0]), str(row[1])
@@ -365,7 +364,7 @@ class PgLedgerStore:
         if not found:
             return RecoveryWrite([], None)
         marked = [action.with_result(row[0]) for action, row in zip(found, stored, strict=True)]
-        return RecoveryWrite(marked, (stored[-1][0], stored[-1][11]))
+        return RecoveryWrite(marked, _head_of(stored))
 
     # -- reading -------------------------------------------------------------------
 
@@ -422,9 +421,7 @@ class PgLedgerStore:
         try:
             with conn:
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                row = conn.execute(
-                    "SELECT head_seq, head_hash FROM ledger_heads WHERE executor_id = %s", (self.executor_id,)
-                ).fetchone()
+                row = conn.execute(_HEAD, (self.executor_id,)).fetchone()
                 head = (int(row[0]), str(row[1])) if row else (0, GENESIS_HASH)
                 with conn.cursor(name="ledger_snapshot") as cursor:
                     cursor.itersize = batch_size
@@ -442,7 +439,9 @@ class PgLedgerStore:
             conn.close()
 
 
-_HEAD = "SELECT head_seq, head_hash FROM ledger_heads WHERE executor_id = %s"
+def _head_of(rows: Sequence[StoredRow]) -> tuple[int, str]:
+    """The head a chain of stored rows ends at: the last one's seq and entry hash."""
+    return rows[-1][0], rows[-1][11]
 
 
 def _chain(entries: Sequence[PreparedEntry], head_seq: int, prev: str) -> list[StoredRow]:

@@ -5,8 +5,6 @@ the executor keeps in its data dir too."""
 
 from __future__ import annotations
 
-import signal
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +15,7 @@ from handrail.authz import AuthzClient, Store
 from handrail.executor import ExecutorClient, Outcome
 from handrail.recorder import ResultBody, open_ledger
 from handrail.scenarios import SubscriptionApp, start_authz, start_executor
+from tests.recorder.test_crash_matrix import _wait_dead
 from tests.recorder.test_ledger_cli import run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -52,11 +51,7 @@ def test_an_executor_killed_after_its_intent_recovers_from_a_postgresql_ledger(
                 session.click(session.find("button", "Pause plan"), idempotency_key="k1")
             assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
             session_id = session.session_id
-        deadline = time.monotonic() + 10
-        while executor.proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert executor.proc.poll() == -signal.SIGKILL
-        executor.kill()
+        _wait_dead(executor, "after-intent")
 
         # Dead: the intent is committed in PostgreSQL, no result, nothing reached the app.
         with open_ledger(dsn, executor_id=EXE, read_only=True) as ledger:
