@@ -34,6 +34,7 @@ from handrail.authz._cli_commands import (
     cmd_principal_list,
     cmd_principal_revoke,
     cmd_principal_rotate,
+    cmd_prune_decisions,
     cmd_reload,
     cmd_revoke,
     cmd_serve,
@@ -158,6 +159,19 @@ def register(subparsers: _Subparsers) -> None:
     decisions.add_argument("--limit", type=int, default=50)
     _local_or_remote_args(decisions)
     decisions.set_defaults(func=cmd_decisions)
+
+    prune = authz_sub.add_parser(
+        "prune-decisions",
+        help="delete logged decisions older than a retention window (direct file access)",
+        description="Delete the decisions logged before a cutoff, in batches (a sidecar may keep "
+        "serving meanwhile). Decisions younger than a day and the newest one are always kept.",
+    )
+    prune.add_argument(
+        "--older-than", required=True, metavar="AGE", help="90d, 2160h or an ISO time such as 2026-01-01T00:00Z"
+    )
+    prune.add_argument("--dry-run", action="store_true", help="count what would go; delete nothing")
+    _data_dir_arg(prune)
+    prune.set_defaults(func=cmd_prune_decisions)
 
     principal = authz_sub.add_parser("principal", help="manage principals (direct file access)")
     principal_sub = principal.add_subparsers(dest="principal_command", required=True, metavar="COMMAND")

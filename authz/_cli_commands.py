@@ -164,6 +164,35 @@ def cmd_principal_rotate(args: argparse.Namespace) -> int:
     return _on_store(args, lambda store: print(store.rotate_token(args.name, None, _expiry(args.ttl))[1]))
 
 
+#: The youngest decisions ``prune-decisions`` may delete: a day old (a cutoff nearer than
+#: that is taken for a typo, as ``1m`` for ``1mo``).
+MIN_RETENTION_MS = 86_400_000
+
+
+def cmd_prune_decisions(args: argparse.Namespace) -> int:
+    """``handrail authz prune-decisions``: delete decisions older than ``--older-than``."""
+
+    def prune(store: AuthzStore) -> None:
+        now = store.now_ms()
+        try:
+            before = parse_since(args.older_than, now)
+        except InvalidArgumentError:
+            raise InvalidArgumentError(
+                "--older-than", f"{args.older_than!r} is neither an age (90d, 2160h) nor an ISO time"
+            ) from None
+        if now - before < MIN_RETENTION_MS:
+            raise InvalidArgumentError(
+                "--older-than",
+                f"{args.older_than!r} would reach decisions logged after {_when(now - MIN_RETENTION_MS)}; "
+                "decisions younger than a day are kept",
+            )
+        count = store.prune_decisions(before, dry_run=args.dry_run)
+        verb = "would prune" if args.dry_run else "pruned"
+        print(f"{verb} {count:,} decision{'' if count == 1 else 's'} logged before {_when(before)}")
+
+    return _on_store(args, prune)
+
+
 # --- operator commands ------------------------------------------------------------------------
 
 

@@ -257,3 +257,25 @@ class PgDecisions:
         """How many decisions the log holds."""
         row = self._db.run(lambda c: c.execute("SELECT count(*) FROM decision_log").fetchone(), idempotent=True)
         return int(row[0]) if row else 0
+
+    #: Rows a prune deletes per statement (row locks only: inserts never wait for it).
+    prune_batch = 10_000
+
+    def top(self) -> int:
+        """The newest decision's sequence number (0: none)."""
+        sql = "SELECT coalesce(max(seq), 0) FROM decision_log"
+        row = self._db.run(lambda c: c.execute(sql).fetchone(), idempotent=True)
+        return int(row[0]) if row else 0
+
+    def window(self, after: int, below: int, limit: int) -> list[tuple[int, int]]:
+        """``(seq, at_ms)`` of up to ``limit`` decisions after ``after`` and below
+        ``below``, in order."""
+        sql = "SELECT seq, at_ms FROM decision_log WHERE seq > %s AND seq < %s ORDER BY seq LIMIT %s"
+        rows = self._db.run(lambda c: c.execute(sql, (after, below, limit)).fetchall(), idempotent=True)
+        return [(int(s), int(t)) for s, t in rows]
+
+    def delete(self, after: int, upto: int, before_ms: int) -> int:
+        """Delete the decisions in ``(after, upto]`` logged before ``before_ms``; how many
+        (a delete retried after a lost connection counts what the retry deleted)."""
+        sql = "DELETE FROM decision_log WHERE seq > %s AND seq <= %s AND at_ms < %s"
+        return self._db.run(lambda c: c.execute(sql, (after, upto, before_ms)).rowcount, idempotent=True)

@@ -181,6 +181,27 @@ class DecisionLog:
         self.flush()
         return int(self._db.reader().execute("SELECT count(*) FROM decision_log").fetchone()[0])
 
+    #: Rows a prune deletes per transaction: ~10 ms of the write lock, which a state change
+    #: (a grant consumed, an approval) may wait for.
+    prune_batch = 1_000
+
+    def top(self) -> int:
+        """The newest decision's sequence number (0: none)."""
+        self.flush()
+        return int(self._db.reader().execute("SELECT coalesce(max(seq), 0) FROM decision_log").fetchone()[0])
+
+    def window(self, after: int, below: int, limit: int) -> list[tuple[int, int]]:
+        """``(seq, at_ms)`` of up to ``limit`` decisions after ``after`` and below
+        ``below``, in order."""
+        sql = "SELECT seq, at_ms FROM decision_log WHERE seq > ? AND seq < ? ORDER BY seq LIMIT ?"
+        return [(int(s), int(t)) for s, t in self._db.reader().execute(sql, (after, below, limit))]
+
+    def delete(self, after: int, upto: int, before_ms: int) -> int:
+        """Delete the decisions in ``(after, upto]`` logged before ``before_ms``; how many."""
+        with self._db.atomic(self._conn) as conn:
+            sql = "DELETE FROM decision_log WHERE seq > ? AND seq <= ? AND at_ms < ?"
+            return conn.execute(sql, (after, upto, before_ms)).rowcount
+
     # --- the background thread ----------------------------------------------------------------
 
     def start_checkpointer(self, interval_s: float = 0.5, flush_s: float = 0.02) -> Checkpointer:

@@ -215,6 +215,12 @@ class AuthzStore(Protocol):
     ) -> list[DecisionRecord]:
         """Logged decisions, newest first."""
 
+    def prune_decisions(self, before_ms: int, *, dry_run: bool = False, batch: int = 0) -> int:
+        """Delete the decisions logged before ``before_ms`` (a retention window; never the
+        newest decision, so the log's sequence keeps counting up), ``batch`` rows per
+        transaction (0: the store's own size); how many. ``dry_run``: count them, delete
+        nothing."""
+
     # approvals
     def latest_approval(self, principal: str, target: str, fingerprint: str, epoch: int) -> ApprovalInfo | None:
         """The newest approval bound to this exact action under this epoch."""

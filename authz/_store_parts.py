@@ -63,6 +63,12 @@ class _DecisionsPart(Protocol):
     ) -> list[DecisionRecord]: ...
     def count(self) -> int: ...
 
+    prune_batch: int  # rows a prune deletes per transaction
+
+    def top(self) -> int: ...
+    def window(self, after: int, below: int, limit: int) -> list[tuple[int, int]]: ...
+    def delete(self, after: int, upto: int, before_ms: int) -> int: ...
+
 
 class StoreParts:
     """The :class:`~._store.AuthzStore` methods that are one call to one part, for a
@@ -187,6 +193,30 @@ class StoreParts:
     def count_decisions(self) -> int:
         """How many decisions the log holds."""
         return self._decisions.count()
+
+    def prune_decisions(self, before_ms: int, *, dry_run: bool = False, batch: int = 0) -> int:
+        """See :meth:`AuthzStore.prune_decisions`.
+
+        The log is walked in order of its sequence numbers, ``batch`` rows at a time
+        (default: the store's ``prune_batch``), each batch deleted in its own short
+        transaction (a sidecar writing meanwhile waits for one batch, never for the whole
+        prune). The walk stops at the first batch that holds no decision older than
+        ``before_ms``: the log is in order of time but for the skew between replicas'
+        commits, so what is left past that batch is newer (a straggler a few rows out of
+        order is taken by the next prune). It never reaches the newest decision, nor any
+        logged after the prune began.
+        """
+        parts = self._decisions
+        batch = batch or parts.prune_batch
+        top, after, pruned = parts.top(), 0, 0
+        while True:
+            rows = parts.window(after, top, batch)
+            old = sum(1 for _, at_ms in rows if at_ms < before_ms)
+            if not old:
+                return pruned
+            upto = rows[-1][0]
+            pruned += old if dry_run else parts.delete(after, upto, before_ms)
+            after = upto
 
     # --- approvals ----------------------------------------------------------------------------
 

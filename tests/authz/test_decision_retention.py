@@ -1,0 +1,209 @@
+"""Decision-log retention: ``handrail authz prune-decisions`` on both stores, while a sidecar
+keeps serving, and the walk that decides what goes."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from handrail.authz import NotFoundError, _cli
+from handrail.authz._cli_commands import open_store
+from handrail.authz._store_parts import StoreParts
+from tests.authz.conftest import Sidecar
+
+TARGET = "browser:1"
+ORIGIN = "https://shop.test"
+DAY_MS = 86_400_000
+
+
+def _check(s: Sidecar, n: int) -> str:
+    """One allowed check at the sidecar's clock (the lease taken again when it lapsed)."""
+    lease = s.client("exe").get_lease(TARGET)
+    epoch = lease.epoch
+    if lease.holder != "agent-a" or lease.expires_at_ms <= s.clock.now:
+        epoch = s.client("exe").acquire(TARGET, holder="agent-a", ttl_ms=3_600_000).epoch
+    d = s.client("exe").check("agent-a", TARGET, epoch, "submit", url=f"{ORIGIN}/cart?n={n}", action_id=f"act-{n}")
+    assert d.allow
+    return d.decision_id
+
+
+def _logged(s: Sidecar) -> list[str]:
+    return [r.decision_id for r in s.client("op").list_decisions(limit=1000)]
+
+
+def _seeded(sidecar: Sidecar, ages_days: list[float]) -> list[str]:
+    """One check per age (in days before the real now), oldest first; their decision ids."""
+    real_now = time.time_ns() // 1_000_000
+    sidecar.clock.now = real_now - int(max(ages_days) * DAY_MS) - 1000
+    sidecar.client("op").grant("agent-a", TARGET, ["submit"], [ORIGIN])
+    ids = []
+    for n, age in enumerate(ages_days):
+        sidecar.clock.now = real_now - int(age * DAY_MS)
+        ids.append(_check(sidecar, n))
+    sidecar.clock.now = real_now
+    return ids
+
+
+def test_prune_cli_deletes_only_what_is_older_and_says_how_many(
+    sidecar: Sidecar, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ids = _seeded(sidecar, [100, 100, 100, 40, 10, 10, 0.01])
+    old, mid, recent = ids[:3], ids[3:6], ids[6:]
+    before = _logged(sidecar)
+    assert set(ids) <= set(before)
+    args = ["authz", "prune-decisions", *sidecar.store_args]
+
+    assert _cli.main([*args, "--older-than", "60d", "--dry-run"]) == 0
+    assert capsys.readouterr().out.startswith("would prune 3 decisions logged before ")
+    assert _logged(sidecar) == before  # a dry run deletes nothing
+
+    assert _cli.main([*args, "--older-than", "60d"]) == 0
+    assert capsys.readouterr().out.startswith("pruned 3 decisions logged before ")
+    left = _logged(sidecar)
+    assert not set(old) & set(left) and set(mid + recent) <= set(left)
+    with pytest.raises(NotFoundError):
+        sidecar.client("op").explain_decision(old[0])
+
+    assert _cli.main([*args, "--older-than", "60d"]) == 0  # again: nothing more is that old
+    assert capsys.readouterr().out.startswith("pruned 0 decisions ")
+
+    assert _cli.main([*args, "--older-than", "2d"]) == 0
+    assert capsys.readouterr().out.startswith("pruned 3 decisions ")
+    assert set(recent) <= set(_logged(sidecar))
+    assert sidecar.client("op").explain_decision(recent[0])[0].decision_id == recent[0]
+    assert _check(sidecar, 99) == _logged(sidecar)[0]  # the log goes on, newest first
+
+
+@pytest.mark.parametrize(
+    ("age", "says"),
+    [
+        ("12h", "decisions younger than a day are kept"),
+        ("0d", "decisions younger than a day are kept"),
+        ("2099-01-01T00:00Z", "decisions younger than a day are kept"),
+        ("banana", "is neither an age (90d, 2160h) nor an ISO time"),
+        ("30", "is neither an age"),
+    ],
+)
+def test_prune_refuses_an_age_that_reaches_the_last_day_or_is_no_age(
+    sidecar: Sidecar, capsys: pytest.CaptureFixture[str], age: str, says: str
+) -> None:
+    ids = _seeded(sidecar, [0.001, 0.0001])
+    assert _cli.main(["authz", "prune-decisions", *sidecar.store_args, "--older-than", age]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: --older-than: ") and says in err and err.count("\n") == 1
+    assert set(ids) <= set(_logged(sidecar))  # lost nothing
+
+
+def test_prune_keeps_the_newest_decision_so_the_sequence_counts_on(
+    sidecar: Sidecar, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every decision is older than the cutoff: all go but the newest, and the log goes on
+    after it."""
+    _seeded(sidecar, [100, 90, 80])
+    logged = _logged(sidecar)
+    assert _cli.main(["authz", "prune-decisions", *sidecar.store_args, "--older-than", "30d"]) == 0
+    assert capsys.readouterr().out.startswith(f"pruned {len(logged) - 1} decisions ")
+    assert _logged(sidecar) == [logged[0]]
+    assert _check(sidecar, 7) == _logged(sidecar)[0]
+
+
+def test_prune_in_batches_while_the_sidecar_checks(sidecar: Sidecar) -> None:
+    """A prune of thousands of old decisions, five rows per transaction, while checks go
+    on from two threads: every check is answered and logged, nothing newer is touched."""
+    _seeded(sidecar, [50])
+    store = sidecar.server.store
+    real_now = sidecar.clock.now
+    sidecar.clock.now = real_now - 50 * DAY_MS
+    for n in range(300):  # old decisions, straight into the log
+        _check(sidecar, 1000 + n)
+    sidecar.clock.now = real_now
+    _check(sidecar, 5000)  # the newest when the prune begins: kept in any case
+    flush = getattr(store, "flush_decisions", None)
+    if flush is not None:
+        flush()  # a SQLite sidecar's journal: into the table, where another process sees them
+    total = len(_logged(sidecar))
+    made: list[str] = []
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def checks(base: int) -> None:
+        try:
+            n = base
+            while not stop.is_set():
+                made.append(_check(sidecar, n))
+                n += 1
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=checks, args=(k * 100_000,)) for k in (1, 2)]
+    for t in threads:
+        t.start()
+    other = open_store(str(sidecar.data_dir), getattr(store, "dsn", ""))
+    try:
+        pruned = other.prune_decisions(real_now - 10 * DAY_MS, batch=5)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(10)
+        other.close()
+    assert not errors
+    assert pruned == 301  # the 300 and the first seeded one
+    assert len(made) > 0
+    left = set(_logged(sidecar))
+    assert set(made) <= left
+    assert len(left) == total - 301 + len(made)
+
+
+# --- the walk, on a log in memory -------------------------------------------------------------
+
+
+class _MemoryLog:
+    """The decisions part's prune calls over a list of ``(seq, at_ms)``."""
+
+    def __init__(self, at_ms: list[int]) -> None:
+        self.rows = [(seq, at) for seq, at in enumerate(at_ms, start=1)]
+        self.deleted: list[tuple[int, int]] = []
+
+    def top(self) -> int:
+        return self.rows[-1][0] if self.rows else 0
+
+    def window(self, after: int, below: int, limit: int) -> list[tuple[int, int]]:
+        return [r for r in self.rows if after < r[0] < below][:limit]
+
+    def delete(self, after: int, upto: int, before_ms: int) -> int:
+        gone = [r for r in self.rows if after < r[0] <= upto and r[1] < before_ms]
+        self.rows = [r for r in self.rows if r not in gone]
+        self.deleted += gone
+        return len(gone)
+
+
+class _Parts(StoreParts):
+    def __init__(self, log: _MemoryLog) -> None:
+        self._decisions = log  # type: ignore[assignment]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    at_ms=st.lists(st.integers(0, 50), max_size=60),
+    before=st.integers(0, 55),
+    batch=st.integers(1, 7),
+    ordered=st.booleans(),
+)
+def test_walk_deletes_only_older_never_the_newest_and_all_when_in_order(
+    at_ms: list[int], before: int, batch: int, ordered: bool
+) -> None:
+    if ordered:
+        at_ms = sorted(at_ms)
+    log = _MemoryLog(at_ms)
+    newest = log.rows[-1] if log.rows else None
+    counted = _Parts(_MemoryLog(at_ms)).prune_decisions(before, dry_run=True, batch=batch)
+    pruned = _Parts(log).prune_decisions(before, batch=batch)
+    assert pruned == len(log.deleted) == counted
+    assert all(at < before for _, at in log.deleted)
+    assert newest is None or newest in log.rows
+    if ordered:  # in order of time, everything older goes but the newest
+        assert [r for r in log.rows if r[1] < before and r != newest] == []
