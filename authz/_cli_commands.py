@@ -102,6 +102,9 @@ def open_store(data_dir: str, store: str = "") -> AuthzStore:
     if store:
         if not is_pg_dsn(store):
             raise InvalidArgumentError("--store", f"must be a postgresql:// URL, not {store!r}")
+        # the pool warns of each failed attempt (on the terminal, with no logging set up);
+        # a command says what failed in one line of its own
+        logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
         return PgStore(store, pool_size=2)
     return SqliteStore.in_dir(data_dir)
 
