@@ -169,7 +169,13 @@ def register(subparsers: _Subparsers) -> None:
     prune.add_argument(
         "--older-than", required=True, metavar="AGE", help="90d, 2160h or an ISO time such as 2026-01-01T00:00Z"
     )
-    prune.add_argument("--dry-run", action="store_true", help="count what would go; delete nothing")
+    prune.add_argument("--dry-run", action="store_true", help="count what would go; delete nothing, write nothing")
+    prune.add_argument(
+        "--archive",
+        metavar="FILE",
+        default="",
+        help="append what goes to this JSON-lines file first (fsynced before each batch is deleted)",
+    )
     _data_dir_arg(prune)
     prune.set_defaults(func=cmd_prune_decisions)
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -20,6 +22,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from handrail._dsn import is_pg_dsn
 from handrail._vocabulary import VERBS
@@ -189,11 +192,67 @@ def cmd_prune_decisions(args: argparse.Namespace) -> int:
                 f"{args.older_than!r} would reach decisions logged after {_when(now - MIN_RETENTION_MS)}; "
                 "decisions younger than a day are kept",
             )
-        count = store.prune_decisions(before, dry_run=args.dry_run)
+        if args.dry_run or not args.archive:
+            count = store.prune_decisions(before, dry_run=args.dry_run)
+            where = ""
+        else:
+            try:
+                archive = DecisionArchive(args.archive)
+            except OSError as exc:
+                raise InvalidArgumentError("--archive", f"{args.archive}: {exc.strerror or exc}") from None
+            try:
+                count = store.prune_decisions(before, keep=archive.write)
+            except OSError as exc:
+                done = f"{archive.rows:,} decisions archived and pruned before it"
+                raise InvalidArgumentError("--archive", f"{args.archive}: {exc.strerror or exc} ({done})") from None
+            finally:
+                archive.close()
+            where = f", archived to {args.archive}"
         verb = "would prune" if args.dry_run else "pruned"
-        print(f"{verb} {count:,} decision{'' if count == 1 else 's'} logged before {_when(before)}")
+        print(f"{verb} {count:,} decision{'' if count == 1 else 's'} logged before {_when(before)}{where}")
 
     return _on_store(args, prune)
+
+
+class DecisionArchive:
+    """A JSON-lines file that pruned decisions are appended to (created mode 0600: a
+    decision names URLs and elements). Each batch is on disk (``fsync``) before the
+    transaction that deletes it commits; a prune cut short between the two leaves lines
+    that the next prune writes again (a decision id may repeat, never go missing).
+
+    A line: ``{"seq", "decision_id", "at_ms", "principal", "target", "reason", "record"}``,
+    ``record`` being the log's own JSON of the decision (what ``explain`` reads).
+    """
+
+    def __init__(self, path: str) -> None:
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self.rows = 0
+
+    def write(self, rows: list[tuple[Any, ...]]) -> None:
+        """Append ``rows`` (``seq`` and the decision columns) and fsync them."""
+        lines = (
+            json.dumps(
+                {
+                    "seq": seq,
+                    "decision_id": did,
+                    "at_ms": at_ms,
+                    "principal": principal,
+                    "target": target,
+                    "reason": reason,
+                    "record": json.loads(record),
+                }
+            )
+            for seq, did, at_ms, principal, target, reason, record in rows
+        )
+        data = "".join(line + "\n" for line in lines).encode("utf-8")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+        os.fsync(self._fd)
+        self.rows += len(rows)
+
+    def close(self) -> None:
+        os.close(self._fd)
 
 
 # --- operator commands ------------------------------------------------------------------------

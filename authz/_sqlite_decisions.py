@@ -37,9 +37,13 @@ from handrail.authz._sqlite_schema import (
     decision_row,
     seq_of,
 )
+from handrail.authz._store import KeepRows
 
 #: Bytes of a spare journal whose pages are mapped ahead, off the request path.
 PREFAULT_BYTES = 128 * 1024
+
+#: The decisions a prune's batch deletes: in ``(after, upto]`` and logged before a time.
+_PRUNED = "WHERE seq > ? AND seq <= ? AND at_ms < ?"
 
 #: A decision id from its sequence number and 80 random bits (the format spec built once).
 _DECISION_ID = f"{{:0{SEQ_DIGITS}x}}{{:020x}}".format
@@ -196,11 +200,15 @@ class DecisionLog:
         sql = "SELECT seq, at_ms FROM decision_log WHERE seq > ? AND seq < ? ORDER BY seq LIMIT ?"
         return [(int(s), int(t)) for s, t in self._db.reader().execute(sql, (after, below, limit))]
 
-    def delete(self, after: int, upto: int, before_ms: int) -> int:
-        """Delete the decisions in ``(after, upto]`` logged before ``before_ms``; how many."""
+    def delete(self, after: int, upto: int, before_ms: int, keep: KeepRows | None = None) -> int:
+        """Delete the decisions in ``(after, upto]`` logged before ``before_ms``; how many.
+        ``keep`` is handed them first, in the same transaction (the write lock held)."""
+        where = (after, upto, before_ms)
         with self._db.atomic(self._conn) as conn:
-            sql = "DELETE FROM decision_log WHERE seq > ? AND seq <= ? AND at_ms < ?"
-            return conn.execute(sql, (after, upto, before_ms)).rowcount
+            if keep is not None:
+                sql = f"SELECT seq, {DECISION_COLS} FROM decision_log {_PRUNED} ORDER BY seq"
+                keep(conn.execute(sql, where).fetchall())
+            return conn.execute(f"DELETE FROM decision_log {_PRUNED}", where).rowcount
 
     # --- the background thread ----------------------------------------------------------------
 

@@ -41,10 +41,13 @@ SQLite specifics (:class:`~handrail.authz.SqliteStore`):
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, Principal, PrincipalInfo
 from handrail.authz._watch import EventHub
+
+#: What a prune hands each batch's rows to before deleting them (an archive's writer).
+KeepRows = Callable[[list[tuple[Any, ...]]], None]
 
 
 class CheckSnapshot(NamedTuple):
@@ -215,11 +218,15 @@ class AuthzStore(Protocol):
     ) -> list[DecisionRecord]:
         """Logged decisions, newest first."""
 
-    def prune_decisions(self, before_ms: int, *, dry_run: bool = False, batch: int = 0) -> int:
+    def prune_decisions(
+        self, before_ms: int, *, dry_run: bool = False, batch: int = 0, keep: KeepRows | None = None
+    ) -> int:
         """Delete the decisions logged before ``before_ms`` (a retention window; never the
         newest decision, so the log's sequence keeps counting up), ``batch`` rows per
         transaction (0: the store's own size); how many. ``dry_run``: count them, delete
-        nothing."""
+        nothing. ``keep``: called with each batch's rows (``seq`` and
+        :data:`DECISION_COLS <handrail.authz._sqlite_schema.DECISION_COLS>`) inside the
+        transaction that deletes them, before it commits; if it raises, that batch stays."""
 
     # approvals
     def latest_approval(self, principal: str, target: str, fingerprint: str, epoch: int) -> ApprovalInfo | None:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, Principal, PrincipalInfo
+from handrail.authz._store import KeepRows
 
 
 class _PrincipalsPart(Protocol):
@@ -67,7 +68,7 @@ class _DecisionsPart(Protocol):
 
     def top(self) -> int: ...
     def window(self, after: int, below: int, limit: int) -> list[tuple[int, int]]: ...
-    def delete(self, after: int, upto: int, before_ms: int) -> int: ...
+    def delete(self, after: int, upto: int, before_ms: int, keep: KeepRows | None = None) -> int: ...
 
 
 class StoreParts:
@@ -194,7 +195,9 @@ class StoreParts:
         """How many decisions the log holds."""
         return self._decisions.count()
 
-    def prune_decisions(self, before_ms: int, *, dry_run: bool = False, batch: int = 0) -> int:
+    def prune_decisions(
+        self, before_ms: int, *, dry_run: bool = False, batch: int = 0, keep: KeepRows | None = None
+    ) -> int:
         """See :meth:`AuthzStore.prune_decisions`.
 
         The log is walked in order of its sequence numbers, ``batch`` rows at a time
@@ -215,7 +218,7 @@ class StoreParts:
             if not old:
                 return pruned
             upto = rows[-1][0]
-            pruned += old if dry_run else parts.delete(after, upto, before_ms)
+            pruned += old if dry_run else parts.delete(after, upto, before_ms, keep)
             after = upto
 
     # --- approvals ----------------------------------------------------------------------------

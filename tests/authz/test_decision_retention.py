@@ -3,8 +3,11 @@ keeps serving, and the walk that decides what goes."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -12,6 +15,8 @@ from hypothesis import strategies as st
 
 from handrail.authz import NotFoundError, _cli
 from handrail.authz._cli_commands import open_store
+from handrail.authz._sqlite_schema import decision_record
+from handrail.authz._store import KeepRows
 from handrail.authz._store_parts import StoreParts
 from tests.authz.conftest import Sidecar
 
@@ -158,6 +163,70 @@ def test_prune_in_batches_while_the_sidecar_checks(sidecar: Sidecar) -> None:
     assert len(left) == total - 301 + len(made)
 
 
+def test_prune_archives_what_it_deletes_first(
+    sidecar: Sidecar, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ids = _seeded(sidecar, [100, 90, 80, 0.01])
+    old = ids[:3]
+    urls = {d: sidecar.client("op").explain_decision(d)[0].request.url for d in old}
+    archive = tmp_path / "decisions.jsonl"
+    args = ["authz", "prune-decisions", *sidecar.store_args, "--older-than", "30d", "--archive", str(archive)]
+    assert _cli.main(args) == 0
+    assert capsys.readouterr().out.strip().endswith(f"archived to {archive}")
+    lines = [json.loads(line) for line in archive.read_text().splitlines()]
+    assert [line["decision_id"] for line in lines] == old  # in the log's order
+    assert archive.stat().st_mode & 0o777 == 0o600  # decisions name URLs and elements
+    for line in lines:  # the archived record is what explain reads
+        row = (line["decision_id"], line["at_ms"], line["principal"], line["target"], line["reason"])
+        record = decision_record((*row, json.dumps(line["record"])))
+        assert record.request.url == urls[line["decision_id"]] and record.caller == "exe"
+    assert not set(old) & set(_logged(sidecar))
+
+    sidecar.clock.now -= 50 * DAY_MS
+    again = _check(sidecar, 50)
+    sidecar.clock.now += 50 * DAY_MS
+    _check(sidecar, 51)
+    flush = getattr(sidecar.server.store, "flush_decisions", None)
+    if flush is not None:
+        flush()
+    assert _cli.main(args) == 0  # a second prune appends
+    assert [json.loads(line)["decision_id"] for line in archive.read_text().splitlines()] == [*old, again]
+
+
+@pytest.mark.parametrize("where", ["/dev/full", "no-such-dir/decisions.jsonl"])
+def test_an_archive_that_cannot_be_written_deletes_nothing(
+    sidecar: Sidecar, tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    ids = _seeded(sidecar, [100, 90, 0.01])
+    path = where if where.startswith("/") else str(tmp_path / where)
+    args = ["authz", "prune-decisions", *sidecar.store_args, "--older-than", "30d", "--archive", path]
+    assert _cli.main(args) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --archive: {path}: ") and err.count("\n") == 1
+    assert set(ids) <= set(_logged(sidecar))
+
+
+def test_a_batch_whose_archive_fails_stays(sidecar: Sidecar) -> None:
+    """The archive fails at the second batch: the first is archived and gone, the rest
+    (that batch included) still logged."""
+    ids = _seeded(sidecar, [100, 99, 98, 97, 96, 0.01])
+    kept: list[list[str]] = []
+
+    def keep(rows: list[tuple[Any, ...]]) -> None:
+        if kept:
+            raise OSError(28, "No space left on device")
+        kept.append([r[1] for r in rows])
+
+    store = sidecar.server.store
+    flush = getattr(store, "flush_decisions", None)
+    if flush is not None:
+        flush()
+    with pytest.raises(OSError):
+        store.prune_decisions(time.time_ns() // 1_000_000 - 30 * DAY_MS, batch=2, keep=keep)
+    logged = set(_logged(sidecar))
+    assert kept == [ids[:2]] and not set(ids[:2]) & logged and set(ids[2:]) <= logged
+
+
 # --- the walk, on a log in memory -------------------------------------------------------------
 
 
@@ -174,8 +243,10 @@ class _MemoryLog:
     def window(self, after: int, below: int, limit: int) -> list[tuple[int, int]]:
         return [r for r in self.rows if after < r[0] < below][:limit]
 
-    def delete(self, after: int, upto: int, before_ms: int) -> int:
+    def delete(self, after: int, upto: int, before_ms: int, keep: KeepRows | None = None) -> int:
         gone = [r for r in self.rows if after < r[0] <= upto and r[1] < before_ms]
+        if keep is not None:
+            keep(list(gone))
         self.rows = [r for r in self.rows if r not in gone]
         self.deleted += gone
         return len(gone)
@@ -201,8 +272,10 @@ def test_walk_deletes_only_older_never_the_newest_and_all_when_in_order(
     log = _MemoryLog(at_ms)
     newest = log.rows[-1] if log.rows else None
     counted = _Parts(_MemoryLog(at_ms)).prune_decisions(before, dry_run=True, batch=batch)
-    pruned = _Parts(log).prune_decisions(before, batch=batch)
+    kept: list[tuple[Any, ...]] = []
+    pruned = _Parts(log).prune_decisions(before, batch=batch, keep=kept.extend)
     assert pruned == len(log.deleted) == counted
+    assert kept == log.deleted  # an archive gets exactly what goes, in order
     assert all(at < before for _, at in log.deleted)
     assert newest is None or newest in log.rows
     if ordered:  # in order of time, everything older goes but the newest
