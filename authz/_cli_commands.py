@@ -220,12 +220,15 @@ class DecisionArchive:
     transaction that deletes it commits; a prune cut short between the two leaves lines
     that the next prune writes again (a decision id may repeat, never go missing).
 
+    A file that is a symbolic link is refused.
+
     A line: ``{"seq", "decision_id", "at_ms", "principal", "target", "reason", "record"}``,
     ``record`` being the log's own JSON of the decision (what ``explain`` reads).
     """
 
     def __init__(self, path: str) -> None:
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        # not through a symbolic link: a root prune must not append to what a link names
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         self.rows = 0
 
     def write(self, rows: list[tuple[Any, ...]]) -> None:

@@ -193,17 +193,24 @@ def test_prune_archives_what_it_deletes_first(
     assert [json.loads(line)["decision_id"] for line in archive.read_text().splitlines()] == [*old, again]
 
 
-@pytest.mark.parametrize("where", ["/dev/full", "no-such-dir/decisions.jsonl"])
+@pytest.mark.parametrize("where", ["/dev/full", "no-such-dir/decisions.jsonl", "link.jsonl"])
 def test_an_archive_that_cannot_be_written_deletes_nothing(
     sidecar: Sidecar, tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
 ) -> None:
+    """A full disk, a missing folder, and a symbolic link planted where the archive goes
+    (to a file the prune's user may write: it is not appended to)."""
     ids = _seeded(sidecar, [100, 90, 0.01])
     path = where if where.startswith("/") else str(tmp_path / where)
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    if where == "link.jsonl":
+        Path(path).symlink_to(victim)
     args = ["authz", "prune-decisions", *sidecar.store_args, "--older-than", "30d", "--archive", path]
     assert _cli.main(args) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"error: --archive: {path}: ") and err.count("\n") == 1
     assert set(ids) <= set(_logged(sidecar))
+    assert victim.read_text() == "precious\n"
 
 
 def test_a_batch_whose_archive_fails_stays(sidecar: Sidecar) -> None:
