@@ -185,7 +185,7 @@ class DecisionLog:
         self.flush()
         return int(self._db.reader().execute("SELECT count(*) FROM decision_log").fetchone()[0])
 
-    #: Rows a prune deletes per transaction: ~10 ms of the write lock, which a state change
+    #: Rows a prune deletes per transaction: ~2 ms of the write lock, which a state change
     #: (a grant consumed, an approval) may wait for.
     prune_batch = 1_000
 
