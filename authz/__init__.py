@@ -21,6 +21,7 @@ The modules, bottom up (each imports only modules above it in this list)::
                        the transitions of _core
     _watch             the in-process event hub behind Watch
     _journal           the memory-mapped decision journal files
+    _decision_archive  the file a prune of the decision log archives decisions to
     _store             the storage seam: the AuthzStore protocol
     _store_parts       the AuthzStore methods both stores hand to one of their parts
     _sqlite_db         SQLite: one file's connections and its atomic() transaction

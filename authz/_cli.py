@@ -60,6 +60,17 @@ def _data_dir_arg(parser: argparse.ArgumentParser) -> None:
     _store_arg(parser)
 
 
+def _nonempty(option: str) -> Any:
+    """An argparse ``type`` refusing the empty string (``--archive "$UNSET"``)."""
+
+    def check(value: str) -> str:
+        if not value.strip():
+            raise argparse.ArgumentTypeError(f"{option} needs a file name, not an empty one")
+        return value
+
+    return check
+
+
 def _store_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--store",
@@ -173,8 +184,16 @@ def register(subparsers: _Subparsers) -> None:
     prune.add_argument(
         "--archive",
         metavar="FILE",
-        default="",
-        help="append what goes to this JSON-lines file first (fsynced before each batch is deleted)",
+        type=_nonempty("--archive"),
+        default=None,
+        help="append what goes to this JSON-lines file first (synced before each batch is deleted)",
+    )
+    prune.add_argument(
+        "--batch",
+        type=int,
+        default=0,
+        metavar="ROWS",
+        help="decisions deleted per transaction (default: 1,000 on SQLite, 10,000 on PostgreSQL)",
     )
     _data_dir_arg(prune)
     prune.set_defaults(func=cmd_prune_decisions)

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import logging
-import os
 import signal
+import sqlite3
 import sys
 import threading
 import time
@@ -24,9 +23,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import psycopg
+
 from handrail._dsn import is_pg_dsn
 from handrail._vocabulary import VERBS
 from handrail.authz._client import AuthzClient
+from handrail.authz._decision_archive import DecisionArchive
 from handrail.authz._errors import AuthzError, InvalidArgumentError, PolicyError
 from handrail.authz._explain import explain_text, one_line, parse_since
 from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, WatchEventInfo
@@ -174,6 +176,9 @@ def cmd_principal_rotate(args: argparse.Namespace) -> int:
 #: that is taken for a typo, as ``1m`` for ``1mo``).
 MIN_RETENTION_MS = 86_400_000
 
+#: The most decisions ``prune-decisions --batch`` deletes per transaction.
+MAX_PRUNE_BATCH = 100_000
+
 
 def cmd_prune_decisions(args: argparse.Namespace) -> int:
     """``handrail authz prune-decisions``: delete decisions older than ``--older-than``."""
@@ -182,18 +187,20 @@ def cmd_prune_decisions(args: argparse.Namespace) -> int:
         now = store.now_ms()
         try:
             before = parse_since(args.older_than, now)
-        except InvalidArgumentError:
-            raise InvalidArgumentError(
-                "--older-than", f"{args.older_than!r} is neither an age (90d, 2160h) nor an ISO time"
-            ) from None
+        except InvalidArgumentError as exc:
+            raise InvalidArgumentError("--older-than", str(exc).split(": ", 1)[-1]) from None
         if now - before < MIN_RETENTION_MS:
             raise InvalidArgumentError(
                 "--older-than",
                 f"{args.older_than!r} would reach decisions logged after {_when(now - MIN_RETENTION_MS)}; "
                 "decisions younger than a day are kept",
             )
-        if args.dry_run or not args.archive:
-            count = store.prune_decisions(before, dry_run=args.dry_run)
+        if before <= 0:
+            raise InvalidArgumentError("--older-than", f"{args.older_than!r} reaches before 1970")
+        if not 0 <= args.batch <= MAX_PRUNE_BATCH:
+            raise InvalidArgumentError("--batch", f"must be within 1..{MAX_PRUNE_BATCH:,}, not {args.batch}")
+        if args.archive is None or args.dry_run:
+            count = _pruning(store, before, dry_run=args.dry_run, batch=args.batch)
             where = ""
         else:
             try:
@@ -201,7 +208,7 @@ def cmd_prune_decisions(args: argparse.Namespace) -> int:
             except OSError as exc:
                 raise InvalidArgumentError("--archive", f"{args.archive}: {exc.strerror or exc}") from None
             try:
-                count = store.prune_decisions(before, keep=archive.write)
+                count = _pruning(store, before, keep=archive.write, batch=args.batch)
             except OSError as exc:
                 done = f"{archive.rows:,} decisions archived and pruned before it"
                 raise InvalidArgumentError("--archive", f"{args.archive}: {exc.strerror or exc} ({done})") from None
@@ -214,48 +221,13 @@ def cmd_prune_decisions(args: argparse.Namespace) -> int:
     return _on_store(args, prune)
 
 
-class DecisionArchive:
-    """A JSON-lines file that pruned decisions are appended to (created mode 0600: a
-    decision names URLs and elements). Each batch is on disk (``fsync``) before the
-    transaction that deletes it commits; a prune cut short between the two leaves lines
-    that the next prune writes again (a decision id may repeat, never go missing).
-
-    A file that is a symbolic link is refused.
-
-    A line: ``{"seq", "decision_id", "at_ms", "principal", "target", "reason", "record"}``,
-    ``record`` being the log's own JSON of the decision (what ``explain`` reads).
-    """
-
-    def __init__(self, path: str) -> None:
-        # not through a symbolic link: a root prune must not append to what a link names
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        self.rows = 0
-
-    def write(self, rows: list[tuple[Any, ...]]) -> None:
-        """Append ``rows`` (``seq`` and the decision columns) and fsync them."""
-        lines = (
-            json.dumps(
-                {
-                    "seq": seq,
-                    "decision_id": did,
-                    "at_ms": at_ms,
-                    "principal": principal,
-                    "target": target,
-                    "reason": reason,
-                    "record": json.loads(record),
-                }
-            )
-            for seq, did, at_ms, principal, target, reason, record in rows
-        )
-        data = "".join(line + "\n" for line in lines).encode("utf-8")
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view) :]
-        os.fsync(self._fd)
-        self.rows += len(rows)
-
-    def close(self) -> None:
-        os.close(self._fd)
+def _pruning(store: AuthzStore, before: int, **how: Any) -> int:
+    """``store.prune_decisions(before, **how)``, a database's own error as one line."""
+    try:
+        return store.prune_decisions(before, **how)
+    except (sqlite3.Error, psycopg.Error) as exc:
+        problem = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise AuthzError(f"the store: {problem} (what was pruned before it stays pruned)") from None
 
 
 # --- operator commands ------------------------------------------------------------------------

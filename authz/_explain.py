@@ -94,7 +94,10 @@ def parse_since(text: str, now_ms: int) -> int:
     text = text.strip()
     match = _DURATION.match(text)
     if match:
-        return now_ms - int(float(match.group(1)) * _UNIT_MS[match.group(2)])
+        try:
+            return now_ms - int(float(match.group(1)) * _UNIT_MS[match.group(2)])
+        except OverflowError:  # more days than a float holds
+            raise InvalidArgumentError("since", f"{text!r} is longer than any log") from None
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:

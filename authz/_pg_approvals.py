@@ -28,7 +28,6 @@ from handrail.authz._models import ApprovalInfo, ApprovalStatus, DecisionRecord
 from handrail.authz._pg_db import NOW, PgDatabase, Statement
 from handrail.authz._pg_schema import APPROVAL_COLS, DECISION_COLS
 from handrail.authz._sqlite_schema import APPROVAL_ACTION_FIELDS, approval_row, decision_record, decision_row
-from handrail.authz._store import KeepRows
 
 _INSERT_APPROVAL = f"INSERT INTO approvals ({APPROVAL_COLS}) VALUES ({', '.join(['%s'] * 16)})"
 _DECISION_PARAMS = tuple(f"d_{c.strip()}" for c in DECISION_COLS.split(","))
@@ -48,6 +47,10 @@ def conditional_insert(name: str, condition: str) -> Statement:
         f" FROM (SELECT {NOW} AS now) AS c WHERE {condition}"
         " ON CONFLICT (decision_id) DO UPDATE SET at_ms = EXCLUDED.at_ms RETURNING seq",
     )
+
+
+#: The decisions a prune's batch deletes: in ``(after, upto]`` and logged before a time.
+_PRUNED = "WHERE seq > %s AND seq <= %s AND at_ms < %s"
 
 
 def _decision_values(record: DecisionRecord) -> dict[str, Any]:
@@ -275,20 +278,20 @@ class PgDecisions:
         rows = self._db.run(lambda c: c.execute(sql, (after, below, limit)).fetchall(), idempotent=True)
         return [(int(s), int(t)) for s, t in rows]
 
-    def delete(self, after: int, upto: int, before_ms: int, keep: KeepRows | None = None) -> int:
+    def rows(self, after: int, upto: int, before_ms: int) -> list[tuple[Any, ...]]:
+        """``seq`` and the decision columns of the decisions in ``(after, upto]`` logged
+        before ``before_ms``, in order."""
+        sql = f"SELECT seq, {DECISION_COLS} FROM decision_log {_PRUNED} ORDER BY seq"
+        return self._db.run(lambda c: c.execute(sql, (after, upto, before_ms)).fetchall(), idempotent=True)
+
+    def delete(self, after: int, upto: int, before_ms: int) -> int:
         """Delete the decisions in ``(after, upto]`` logged before ``before_ms``; how many
-        (a delete retried after a lost connection counts what the retry deleted). ``keep``
-        is handed the deleted rows before the transaction commits."""
-        sql = "DELETE FROM decision_log WHERE seq > %s AND seq <= %s AND at_ms < %s"
-        where = (after, upto, before_ms)
-        if keep is None:
-            return self._db.run(lambda c: c.execute(sql, where).rowcount, idempotent=True)
+        (a delete retried after a lost connection counts what the retry deleted)."""
+        sql = f"DELETE FROM decision_log {_PRUNED}"
+        return self._db.run(lambda c: c.execute(sql, (after, upto, before_ms)).rowcount, idempotent=True)
 
-        def work(conn: psycopg.Connection[Any]) -> int:
-            with self._db.transaction(conn):
-                rows = conn.execute(f"{sql} RETURNING seq, {DECISION_COLS}", where).fetchall()
-                rows.sort(key=lambda r: int(r[0]))
-                keep(rows)
-            return len(rows)
-
-        return self._db.run(work, idempotent=True)
+    def delete_seqs(self, seqs: list[int], before_ms: int) -> int:
+        """Delete the decisions of these sequence numbers that were logged before
+        ``before_ms``; how many."""
+        sql = "DELETE FROM decision_log WHERE seq = ANY(%s) AND at_ms < %s"
+        return self._db.run(lambda c: c.execute(sql, (seqs, before_ms)).rowcount, idempotent=True)

@@ -21,6 +21,7 @@ import json
 import random
 import sqlite3
 import threading
+from typing import Any
 
 from handrail.authz._core import check_text
 from handrail.authz._errors import InvalidArgumentError, NotFoundError
@@ -37,7 +38,6 @@ from handrail.authz._sqlite_schema import (
     decision_row,
     seq_of,
 )
-from handrail.authz._store import KeepRows
 
 #: Bytes of a spare journal whose pages are mapped ahead, off the request path.
 PREFAULT_BYTES = 128 * 1024
@@ -79,9 +79,16 @@ class DecisionLog:
         self._last_seq = int(row[0] or 0)
 
     def _replay(self) -> None:
-        """Insert what journals left by a crash hold (complete lines only); delete them."""
+        """Insert what journals left by a crash hold (complete lines only), but for what a
+        prune deleted since (a journal keeps lines already flushed); delete them."""
+        marks = self._db.writer.execute("SELECT before_ms, upto_seq FROM decision_prunes").fetchall()
+
+        def pruned(row: tuple[Any, ...]) -> bool:
+            return any(row[0] <= upto and row[2] < before for before, upto in marks)
+
         for path in journal_paths(self._db.path):
             rows = [as_row(json.loads(line), line.decode("utf-8")) for line in read_lines(path)]
+            rows = [row for row in rows if not pruned(row)]
             if rows:
                 with self._db.atomic(self._conn) as conn:
                     conn.executemany(INSERT_DECISION_ONCE, rows)
@@ -200,15 +207,36 @@ class DecisionLog:
         sql = "SELECT seq, at_ms FROM decision_log WHERE seq > ? AND seq < ? ORDER BY seq LIMIT ?"
         return [(int(s), int(t)) for s, t in self._db.reader().execute(sql, (after, below, limit))]
 
-    def delete(self, after: int, upto: int, before_ms: int, keep: KeepRows | None = None) -> int:
-        """Delete the decisions in ``(after, upto]`` logged before ``before_ms``; how many.
-        ``keep`` is handed them first, in the same transaction (the write lock held)."""
-        where = (after, upto, before_ms)
+    def rows(self, after: int, upto: int, before_ms: int) -> list[tuple[Any, ...]]:
+        """``seq`` and the decision columns of the decisions in ``(after, upto]`` logged
+        before ``before_ms``, in order."""
+        sql = f"SELECT seq, {DECISION_COLS} FROM decision_log {_PRUNED} ORDER BY seq"
+        return self._db.reader().execute(sql, (after, upto, before_ms)).fetchall()
+
+    def delete(self, after: int, upto: int, before_ms: int) -> int:
+        """Delete the decisions in ``(after, upto]`` logged before ``before_ms``; how many."""
         with self._db.atomic(self._conn) as conn:
-            if keep is not None:
-                sql = f"SELECT seq, {DECISION_COLS} FROM decision_log {_PRUNED} ORDER BY seq"
-                keep(conn.execute(sql, where).fetchall())
-            return conn.execute(f"DELETE FROM decision_log {_PRUNED}", where).rowcount
+            self._mark(conn, upto, before_ms)
+            return conn.execute(f"DELETE FROM decision_log {_PRUNED}", (after, upto, before_ms)).rowcount
+
+    def delete_seqs(self, seqs: list[int], before_ms: int) -> int:
+        """Delete the decisions of these sequence numbers that were logged before
+        ``before_ms``; how many."""
+        with self._db.atomic(self._conn) as conn:
+            self._mark(conn, max(seqs), before_ms)
+            sql = "DELETE FROM decision_log WHERE seq = ? AND at_ms < ?"
+            return conn.executemany(sql, [(seq, before_ms) for seq in seqs]).rowcount
+
+    @staticmethod
+    def _mark(conn: sqlite3.Connection, upto: int, before_ms: int) -> None:
+        """Record, with the deletion, that decisions up to ``upto`` logged before
+        ``before_ms`` are pruned: a journal a crash left may still hold them, and
+        :meth:`_replay` must not bring them back."""
+        conn.execute(
+            "INSERT INTO decision_prunes (before_ms, upto_seq) VALUES (?, ?) "
+            "ON CONFLICT (before_ms) DO UPDATE SET upto_seq = max(upto_seq, excluded.upto_seq)",
+            (before_ms, upto),
+        )
 
     # --- the background thread ----------------------------------------------------------------
 

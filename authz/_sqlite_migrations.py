@@ -150,6 +150,15 @@ MIGRATIONS: tuple[Migration, ...] = (
         INSERT INTO principals_version (v) VALUES (0);
         """,
     ),
+    Migration(
+        4,
+        "decision-log prunes",
+        """
+        -- decisions up to upto_seq logged before before_ms were pruned (a journal a crash
+        -- left is not replayed over them)
+        CREATE TABLE decision_prunes (before_ms INTEGER PRIMARY KEY, upto_seq INTEGER NOT NULL);
+        """,
+    ),
 )
 
 

@@ -225,8 +225,8 @@ class AuthzStore(Protocol):
         newest decision, so the log's sequence keeps counting up), ``batch`` rows per
         transaction (0: the store's own size); how many. ``dry_run``: count them, delete
         nothing. ``keep``: called with each batch's rows (``seq`` and
-        :data:`DECISION_COLS <handrail.authz._sqlite_schema.DECISION_COLS>`) inside the
-        transaction that deletes them, before it commits; if it raises, that batch stays."""
+        :data:`DECISION_COLS <handrail.authz._sqlite_schema.DECISION_COLS>`) before they
+        are deleted; only what it was handed is deleted, and if it raises, that batch stays."""
 
     # approvals
     def latest_approval(self, principal: str, target: str, fingerprint: str, epoch: int) -> ApprovalInfo | None:

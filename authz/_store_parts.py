@@ -11,7 +11,7 @@ on each store. The ``_*Part`` protocols say what a part must offer.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, Principal, PrincipalInfo
 from handrail.authz._store import KeepRows
@@ -68,7 +68,9 @@ class _DecisionsPart(Protocol):
 
     def top(self) -> int: ...
     def window(self, after: int, below: int, limit: int) -> list[tuple[int, int]]: ...
-    def delete(self, after: int, upto: int, before_ms: int, keep: KeepRows | None = None) -> int: ...
+    def rows(self, after: int, upto: int, before_ms: int) -> list[tuple[Any, ...]]: ...
+    def delete(self, after: int, upto: int, before_ms: int) -> int: ...
+    def delete_seqs(self, seqs: list[int], before_ms: int) -> int: ...
 
 
 class StoreParts:
@@ -208,6 +210,10 @@ class StoreParts:
         commits, so what is left past that batch is newer (a straggler a few rows out of
         order is taken by the next prune). It never reaches the newest decision, nor any
         logged after the prune began.
+
+        With ``keep``, a batch's rows are read and handed to it before any is deleted, and
+        only those are deleted then (by sequence number, outside any transaction while
+        ``keep`` writes): a slow archive holds no lock, and nothing it did not take goes.
         """
         parts = self._decisions
         batch = batch or parts.prune_batch
@@ -218,7 +224,15 @@ class StoreParts:
             if not old:
                 return pruned
             upto = rows[-1][0]
-            pruned += old if dry_run else parts.delete(after, upto, before_ms, keep)
+            if dry_run:
+                pruned += old
+            elif keep is None:
+                pruned += parts.delete(after, upto, before_ms)
+            else:  # kept (written and synced) first; then only what was kept is deleted
+                rows = parts.rows(after, upto, before_ms)
+                if rows:
+                    keep(rows)
+                    pruned += parts.delete_seqs([int(r[0]) for r in rows], before_ms)
             after = upto
 
     # --- approvals ----------------------------------------------------------------------------

@@ -4,6 +4,12 @@ keeps serving, and the walk that decides what goes."""
 from __future__ import annotations
 
 import json
+import os
+import resource
+import signal
+import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -13,10 +19,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from handrail.authz import NotFoundError, _cli
-from handrail.authz._cli_commands import open_store
+from handrail.authz import NotFoundError, SqliteStore, _cli
+from handrail.authz._cli_commands import _pruning, open_store
+from handrail.authz._errors import AuthzError
+from handrail.authz._models import CheckInput, Decision, DecisionRecord
 from handrail.authz._sqlite_schema import decision_record
-from handrail.authz._store import KeepRows
 from handrail.authz._store_parts import StoreParts
 from tests.authz.conftest import Sidecar
 
@@ -89,8 +96,10 @@ def test_prune_cli_deletes_only_what_is_older_and_says_how_many(
         ("12h", "decisions younger than a day are kept"),
         ("0d", "decisions younger than a day are kept"),
         ("2099-01-01T00:00Z", "decisions younger than a day are kept"),
-        ("banana", "is neither an age (90d, 2160h) nor an ISO time"),
-        ("30", "is neither an age"),
+        ("banana", "is neither a duration (10m, 2h, 1d) nor an ISO time"),
+        ("30", "is neither a duration"),
+        ("1000000d", "reaches before 1970"),
+        ("9" * 400 + "d", "is longer than any log"),
     ],
 )
 def test_prune_refuses_an_age_that_reaches_the_last_day_or_is_no_age(
@@ -193,18 +202,23 @@ def test_prune_archives_what_it_deletes_first(
     assert [json.loads(line)["decision_id"] for line in archive.read_text().splitlines()] == [*old, again]
 
 
-@pytest.mark.parametrize("where", ["/dev/full", "no-such-dir/decisions.jsonl", "link.jsonl"])
+@pytest.mark.parametrize("where", ["/dev/full", "no-such-dir/decisions.jsonl", "link", "fifo", "hardlink"])
 def test_an_archive_that_cannot_be_written_deletes_nothing(
     sidecar: Sidecar, tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
 ) -> None:
-    """A full disk, a missing folder, and a symbolic link planted where the archive goes
-    (to a file the prune's user may write: it is not appended to)."""
+    """A full disk, a missing folder, and what may be planted where the archive goes: a
+    symbolic or a hard link to a file the prune's user may write (it is not appended to),
+    a FIFO (the prune does not hang on it)."""
     ids = _seeded(sidecar, [100, 90, 0.01])
     path = where if where.startswith("/") else str(tmp_path / where)
     victim = tmp_path / "victim"
     victim.write_text("precious\n")
-    if where == "link.jsonl":
+    if where == "link":
         Path(path).symlink_to(victim)
+    elif where == "hardlink":
+        os.link(victim, path)
+    elif where == "fifo":
+        os.mkfifo(path)
     args = ["authz", "prune-decisions", *sidecar.store_args, "--older-than", "30d", "--archive", path]
     assert _cli.main(args) == 1
     err = capsys.readouterr().err
@@ -234,6 +248,119 @@ def test_a_batch_whose_archive_fails_stays(sidecar: Sidecar) -> None:
     assert kept == [ids[:2]] and not set(ids[:2]) & logged and set(ids[2:]) <= logged
 
 
+def test_an_empty_archive_name_is_refused(sidecar: Sidecar, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--archive "$ARCHIVE"`` with the variable unset must not prune without archiving."""
+    ids = _seeded(sidecar, [100, 0.01])
+    with pytest.raises(SystemExit) as ended:
+        _cli.main(["authz", "prune-decisions", *sidecar.store_args, "--older-than", "30d", "--archive", ""])
+    assert ended.value.code == 2 and "--archive needs a file name" in capsys.readouterr().err
+    assert set(ids) <= set(_logged(sidecar))
+
+
+def test_a_write_cut_short_leaves_whole_lines_and_loses_nothing(
+    sidecar: Sidecar, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The prune's files may only grow so far (``RLIMIT_FSIZE``), and the archive, already
+    near that size, reaches it in the middle of a line of the third batch. The partial line
+    is cut off, that batch stays in the log, and a second prune with room archives the
+    rest: every line parses, every pruned id is in the file once."""
+    ids = _seeded(sidecar, [100] * 40 + [0.01])
+    flush = getattr(sidecar.server.store, "flush_decisions", None)
+    if flush is not None:
+        flush()
+    archive = tmp_path / "decisions.jsonl"
+    limit = 8 * 1024 * 1024  # the store's own files stay below it
+    filler = json.dumps({"filler": "x" * 1000}) + "\n"
+    archive.write_text(filler * ((limit - 12_000) // len(filler)))
+    filled = len(archive.read_text().splitlines())
+    command = [sys.executable, "-m", "handrail", "authz", "prune-decisions", *sidecar.store_args]
+    command += ["--older-than", "30d", "--archive", str(archive), "--batch", "5"]
+
+    def limited() -> None:  # in the child: a file size limit, and EFBIG rather than a signal
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    cut = subprocess.run(command, preexec_fn=limited, capture_output=True, text=True, timeout=120, env=env)
+    assert cut.returncode == 1, cut.stderr
+    assert cut.stderr.startswith(f"error: --archive: {archive}: File too large (10 decisions archived")
+    assert cut.stderr.count("\n") == 1
+    first = [json.loads(line)["decision_id"] for line in archive.read_text().splitlines()[filled:]]
+    assert first == ids[:10] and archive.read_bytes().endswith(b"\n")
+    assert set(ids[10:]) <= set(_logged(sidecar)) and not set(first) & set(_logged(sidecar))
+
+    with archive.open("ab") as f:  # and a prune killed mid-line before: its tail is cut first
+        f.write(b'{"seq": 12, "decision_')
+    again = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+    assert again.returncode == 0, again.stderr
+    lines = [json.loads(line) for line in archive.read_text().splitlines()[filled:]]
+    assert [line["decision_id"] for line in lines] == ids[:40]
+    assert not set(_logged(sidecar)) & set(ids[:40])
+
+
+def test_a_database_error_while_pruning_is_one_line(tmp_path: Path) -> None:
+    """SQLite: another process takes the write lock after the prune opened the store, and
+    holds it for longer than the prune waits."""
+    data = tmp_path / "data"
+    now = time.time_ns() // 1_000_000
+    with SqliteStore.in_dir(data, clock=lambda: now - 100 * DAY_MS) as old:
+        for _ in range(3):
+            did = old.new_decision_id()
+            request = CheckInput("agent-a", TARGET, 1, "submit")
+            old.record_decision(
+                DecisionRecord(did, now - 100 * DAY_MS, "exe", request, Decision(True, "ALLOW", "", did))
+            )
+    store = open_store(str(data))
+    holder = sqlite3.connect(data / "authz.sqlite", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(AuthzError) as failed:
+            _pruning(store, now - 30 * DAY_MS)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert str(failed.value) == "the store: database is locked (what was pruned before it stays pruned)"
+    assert store.count_decisions() == 3
+    store.close()
+
+
+_SIDECAR = """
+import sys, time
+from handrail.authz import SqliteStore
+from handrail.authz._models import CheckInput, Decision, DecisionRecord
+store = SqliteStore.in_dir(sys.argv[1], journal=True)
+now = time.time_ns() // 1_000_000
+for age in (5, 5, 5, 0):
+    did = store.new_decision_id()
+    store.record_decision(DecisionRecord(did, now - age * 86_400_000, "exe",
+        CheckInput("agent-a", "browser:1", 1, "submit"), Decision(True, "ALLOW", "ok", did)))
+store.flush_decisions()  # in the file now; the journal keeps its lines until it is full
+print("logged", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_crashed_sidecar_does_not_bring_pruned_decisions_back(tmp_path: Path) -> None:
+    """A SQLite sidecar journals decisions and flushes them; a prune deletes the old ones;
+    the sidecar is killed (-9) and restarted: its journal, replayed, still holds them."""
+    data = tmp_path / "data"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    sidecar = subprocess.Popen([sys.executable, "-c", _SIDECAR, str(data)], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert sidecar.stdout is not None and sidecar.stdout.readline().strip() == "logged"
+        with SqliteStore.in_dir(data) as store:
+            assert store.count_decisions() == 4
+            assert store.prune_decisions(time.time_ns() // 1_000_000 - 2 * DAY_MS) == 3
+    finally:
+        sidecar.kill()
+        sidecar.wait(10)
+        if sidecar.stdout is not None:
+            sidecar.stdout.close()
+    assert list(data.glob("authz.sqlite.*")), "the journal is there to replay"
+    with SqliteStore.in_dir(data, journal=True) as restarted:
+        assert restarted.count_decisions() == 1
+
+
 # --- the walk, on a log in memory -------------------------------------------------------------
 
 
@@ -241,20 +368,27 @@ class _MemoryLog:
     """The decisions part's prune calls over a list of ``(seq, at_ms)``."""
 
     def __init__(self, at_ms: list[int]) -> None:
-        self.rows = [(seq, at) for seq, at in enumerate(at_ms, start=1)]
+        self.log = [(seq, at) for seq, at in enumerate(at_ms, start=1)]
         self.deleted: list[tuple[int, int]] = []
+        self.prune_batch = 3
 
     def top(self) -> int:
-        return self.rows[-1][0] if self.rows else 0
+        return self.log[-1][0] if self.log else 0
 
     def window(self, after: int, below: int, limit: int) -> list[tuple[int, int]]:
-        return [r for r in self.rows if after < r[0] < below][:limit]
+        return [r for r in self.log if after < r[0] < below][:limit]
 
-    def delete(self, after: int, upto: int, before_ms: int, keep: KeepRows | None = None) -> int:
-        gone = [r for r in self.rows if after < r[0] <= upto and r[1] < before_ms]
-        if keep is not None:
-            keep(list(gone))
-        self.rows = [r for r in self.rows if r not in gone]
+    def rows(self, after: int, upto: int, before_ms: int) -> list[tuple[int, int]]:
+        return [r for r in self.log if after < r[0] <= upto and r[1] < before_ms]
+
+    def delete(self, after: int, upto: int, before_ms: int) -> int:
+        return self._drop(self.rows(after, upto, before_ms))
+
+    def delete_seqs(self, seqs: list[int], before_ms: int) -> int:
+        return self._drop([r for r in self.log if r[0] in seqs and r[1] < before_ms])
+
+    def _drop(self, gone: list[tuple[int, int]]) -> int:
+        self.log = [r for r in self.log if r not in gone]
         self.deleted += gone
         return len(gone)
 
@@ -262,6 +396,25 @@ class _MemoryLog:
 class _Parts(StoreParts):
     def __init__(self, log: _MemoryLog) -> None:
         self._decisions = log  # type: ignore[assignment]
+
+
+def test_only_what_the_archive_took_is_deleted() -> None:
+    """An old decision that becomes visible between a batch's read and its delete (a
+    commit late in a sequence's order) was not archived: it is left for the next prune."""
+    log = _MemoryLog([0, 0, 0, 100])
+    log.log = [(1, 0), (3, 0), (5, 0), (9, 100)]
+    read = log.rows
+
+    def rows_then_a_late_commit(after: int, upto: int, before_ms: int) -> list[tuple[int, int]]:
+        found = read(after, upto, before_ms)
+        if (2, 0) not in log.log:
+            log.log = sorted([*log.log, (2, 0)])
+        return found
+
+    log.rows = rows_then_a_late_commit  # type: ignore[method-assign]
+    kept: list[tuple[Any, ...]] = []
+    assert _Parts(log).prune_decisions(50, batch=10, keep=kept.extend) == 3
+    assert kept == [(1, 0), (3, 0), (5, 0)] and log.log == [(2, 0), (9, 100)]
 
 
 @settings(max_examples=300, deadline=None)
@@ -277,13 +430,14 @@ def test_walk_deletes_only_older_never_the_newest_and_all_when_in_order(
     if ordered:
         at_ms = sorted(at_ms)
     log = _MemoryLog(at_ms)
-    newest = log.rows[-1] if log.rows else None
+    newest = log.log[-1] if log.log else None
     counted = _Parts(_MemoryLog(at_ms)).prune_decisions(before, dry_run=True, batch=batch)
     kept: list[tuple[Any, ...]] = []
     pruned = _Parts(log).prune_decisions(before, batch=batch, keep=kept.extend)
-    assert pruned == len(log.deleted) == counted
-    assert kept == log.deleted  # an archive gets exactly what goes, in order
+    plain = _MemoryLog(at_ms)
+    assert _Parts(plain).prune_decisions(before, batch=batch) == pruned == len(log.deleted) == counted
+    assert kept == log.deleted == plain.deleted  # an archive gets exactly what goes, in order
     assert all(at < before for _, at in log.deleted)
-    assert newest is None or newest in log.rows
+    assert newest is None or newest in log.log
     if ordered:  # in order of time, everything older goes but the newest
-        assert [r for r in log.rows if r[1] < before and r != newest] == []
+        assert [r for r in log.log if r[1] < before and r != newest] == []
