@@ -198,10 +198,16 @@ def cmd_prune_decisions(args: argparse.Namespace) -> int:
         if before <= 0:
             raise InvalidArgumentError("--older-than", f"{args.older_than!r} reaches before 1970")
         if not 0 <= args.batch <= MAX_PRUNE_BATCH:
-            raise InvalidArgumentError("--batch", f"must be within 1..{MAX_PRUNE_BATCH:,}, not {args.batch}")
+            raise InvalidArgumentError("--batch", f"0 (the store's own) or 1..{MAX_PRUNE_BATCH:,}, not {args.batch}")
         if args.archive is None or args.dry_run:
-            count = _pruning(store, before, dry_run=args.dry_run, batch=args.batch)
             where = ""
+            if args.archive is not None:  # what the real run would refuse, said now
+                try:
+                    DecisionArchive.check(args.archive)
+                except OSError as exc:
+                    raise InvalidArgumentError("--archive", f"{args.archive}: {exc.strerror or exc}") from None
+                where = f", to be archived to {args.archive}"
+            count = _pruning(store, before, dry_run=args.dry_run, batch=args.batch)
         else:
             try:
                 archive = DecisionArchive(args.archive)

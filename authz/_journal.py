@@ -103,9 +103,10 @@ def journal_paths(database: Path) -> list[Path]:
     return sorted(database.parent.glob(f"{database.name}.*{SUFFIX}"))
 
 
-def read_lines(path: Path) -> list[bytes]:
-    """The complete lines of a journal (see the module docstring), without their newlines."""
-    data = path.read_bytes()
+def read_lines(path: Path, start: int = 0) -> list[bytes]:
+    """The complete lines of a journal (see the module docstring) from byte ``start`` (the
+    end of a line), without their newlines."""
+    data = path.read_bytes()[start:]
     complete = data[: data.rfind(b"\n") + 1]
     return [line for line in complete.split(b"\n") if line and b"\0" not in line]
 
@@ -163,13 +164,16 @@ class DecisionJournal:
         self._current = spare
         return spare
 
-    def take(self) -> tuple[list[tuple[Any, ...]], list[Journal]]:
-        """The rows appended since the last call, and the full journals that held only them
-        and earlier rows: discard those once the rows are stored."""
+    def take(self) -> tuple[list[tuple[Any, ...]], list[Journal], dict[str, int]]:
+        """The rows appended since the last call; the full journals that held only them and
+        earlier rows (discard those once the rows are stored); and how far each journal
+        that held any of them is taken (file name: bytes), which a store records with the
+        rows so that a replay after a crash skips what was stored."""
         with self._lock:
             rows, self._pending = self._pending, []
             full, self._full = self._full, []
-        return rows, full
+            ends = {j.path.name: j.end for j in (*full, self._current) if j is not None and j.end}
+        return rows, full, ends
 
     def prepare_spare(self, prefault: int = 0) -> None:
         """Make the spare journal, if there is none, so that no append has to make one.

@@ -79,20 +79,19 @@ class DecisionLog:
         self._last_seq = int(row[0] or 0)
 
     def _replay(self) -> None:
-        """Insert what journals left by a crash hold (complete lines only), but for what a
-        prune deleted since (a journal keeps lines already flushed); delete them."""
-        marks = self._db.writer.execute("SELECT before_ms, upto_seq FROM decision_prunes").fetchall()
-
-        def pruned(row: tuple[Any, ...]) -> bool:
-            return any(row[0] <= upto and row[2] < before for before, upto in marks)
-
+        """Insert what journals left by a crash hold (complete lines only) past what was
+        flushed from them (``journal_flushed``: a journal keeps flushed lines until it is
+        full, and a prune may have deleted those since); delete them."""
+        flushed = dict(self._db.writer.execute("SELECT journal, flushed_to FROM journal_flushed").fetchall())
         for path in journal_paths(self._db.path):
-            rows = [as_row(json.loads(line), line.decode("utf-8")) for line in read_lines(path)]
-            rows = [row for row in rows if not pruned(row)]
+            lines = read_lines(path, int(flushed.get(path.name, 0)))
+            rows = [as_row(json.loads(line), line.decode("utf-8")) for line in lines]
             if rows:
                 with self._db.atomic(self._conn) as conn:
                     conn.executemany(INSERT_DECISION_ONCE, rows)
             path.unlink()
+        with self._db.atomic(self._conn) as conn:
+            conn.execute("DELETE FROM journal_flushed")  # of files that are gone now
 
     def new_id(self) -> str:
         """A fresh decision id: 12 hex digits of log sequence, then 20 random ones."""
@@ -125,10 +124,12 @@ class DecisionLog:
         if journal is None:
             return 0
         with self._flush_lock:
-            rows, full = journal.take()
+            rows, full, ends = journal.take()
             if rows:
                 with self._db.atomic(self._conn) as conn:
                     conn.executemany(INSERT_DECISION_ONCE, rows)
+                    conn.execute("DELETE FROM journal_flushed")  # journals discarded since
+                    conn.executemany("INSERT INTO journal_flushed VALUES (?, ?)", ends.items())
             for done in full:  # every line of it is in SQLite now
                 done.discard()
             return len(rows)
@@ -216,27 +217,14 @@ class DecisionLog:
     def delete(self, after: int, upto: int, before_ms: int) -> int:
         """Delete the decisions in ``(after, upto]`` logged before ``before_ms``; how many."""
         with self._db.atomic(self._conn) as conn:
-            self._mark(conn, upto, before_ms)
             return conn.execute(f"DELETE FROM decision_log {_PRUNED}", (after, upto, before_ms)).rowcount
 
     def delete_seqs(self, seqs: list[int], before_ms: int) -> int:
         """Delete the decisions of these sequence numbers that were logged before
         ``before_ms``; how many."""
         with self._db.atomic(self._conn) as conn:
-            self._mark(conn, max(seqs), before_ms)
             sql = "DELETE FROM decision_log WHERE seq = ? AND at_ms < ?"
             return conn.executemany(sql, [(seq, before_ms) for seq in seqs]).rowcount
-
-    @staticmethod
-    def _mark(conn: sqlite3.Connection, upto: int, before_ms: int) -> None:
-        """Record, with the deletion, that decisions up to ``upto`` logged before
-        ``before_ms`` are pruned: a journal a crash left may still hold them, and
-        :meth:`_replay` must not bring them back."""
-        conn.execute(
-            "INSERT INTO decision_prunes (before_ms, upto_seq) VALUES (?, ?) "
-            "ON CONFLICT (before_ms) DO UPDATE SET upto_seq = max(upto_seq, excluded.upto_seq)",
-            (before_ms, upto),
-        )
 
     # --- the background thread ----------------------------------------------------------------
 

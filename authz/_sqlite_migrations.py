@@ -152,11 +152,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(
         4,
-        "decision-log prunes",
+        "how far each decision journal is flushed",
         """
-        -- decisions up to upto_seq logged before before_ms were pruned (a journal a crash
-        -- left is not replayed over them)
-        CREATE TABLE decision_prunes (before_ms INTEGER PRIMARY KEY, upto_seq INTEGER NOT NULL);
+        -- written with each flush: a replay after a crash skips what was stored (a prune
+        -- may have deleted it since)
+        CREATE TABLE journal_flushed (journal TEXT PRIMARY KEY, flushed_to INTEGER NOT NULL);
         """,
     ),
 )

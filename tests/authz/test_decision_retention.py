@@ -3,10 +3,10 @@ keeps serving, and the walk that decides what goes."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
-import resource
-import signal
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -202,29 +202,81 @@ def test_prune_archives_what_it_deletes_first(
     assert [json.loads(line)["decision_id"] for line in archive.read_text().splitlines()] == [*old, again]
 
 
-@pytest.mark.parametrize("where", ["/dev/full", "no-such-dir/decisions.jsonl", "link", "fifo", "hardlink"])
+_REFUSED = {
+    "/dev/full": "not a regular file",  # a full disk: the size-limit test below
+    "no-such-dir/decisions.jsonl": "No such file or directory",
+    "link": "Too many levels of symbolic links",
+    "fifo": "not a regular file",
+    "hardlink": "other hard link",
+    "text": "not a decision archive",
+    "database": "not a decision archive",
+    "others-may-write": "others may write to it",
+    "another-users": "belongs to user 65534",
+    "in-use": "another prune is writing to it",
+}
+
+
+@pytest.mark.parametrize("where", list(_REFUSED))
 def test_an_archive_that_cannot_be_written_deletes_nothing(
     sidecar: Sidecar, tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
 ) -> None:
-    """A full disk, a missing folder, and what may be planted where the archive goes: a
-    symbolic or a hard link to a file the prune's user may write (it is not appended to),
-    a FIFO (the prune does not hang on it)."""
+    """A full disk, a missing folder, and what may be planted where the archive goes or
+    typed by mistake: a symbolic or a hard link to a file the prune's user may write, a
+    FIFO (the prune must not hang on it), a text file or a database (neither is cut or
+    appended to), a file others may write or another user owns, and an archive another
+    prune is writing."""
+    if where == "another-users" and os.geteuid() != 0:
+        pytest.skip("giving a file away takes root")
     ids = _seeded(sidecar, [100, 90, 0.01])
     path = where if where.startswith("/") else str(tmp_path / where)
     victim = tmp_path / "victim"
     victim.write_text("precious\n")
+    held = None
     if where == "link":
         Path(path).symlink_to(victim)
     elif where == "hardlink":
         os.link(victim, path)
     elif where == "fifo":
         os.mkfifo(path)
+    elif where == "text":
+        Path(path).write_text("key = value\nlast line, no newline")
+    elif where == "database":
+        shutil.copy(sidecar.data_dir / "authz.sqlite" if sidecar.store_args[0] == "--data-dir" else __file__, path)
+    elif where in ("others-may-write", "another-users", "in-use"):
+        Path(path).write_text(json.dumps({"seq": 1, "decision_id": "d", "record": []}) + "\n")
+        os.chmod(path, 0o620 if where == "others-may-write" else 0o600)
+        if where == "another-users":
+            os.chown(path, 65534, 65534)
+        if where == "in-use":
+            held = os.open(path, os.O_RDONLY)
+            fcntl.flock(held, fcntl.LOCK_EX)
+    before = Path(path).read_bytes() if Path(path).is_file() and where != "link" else None
     args = ["authz", "prune-decisions", *sidecar.store_args, "--older-than", "30d", "--archive", path]
     assert _cli.main(args) == 1
     err = capsys.readouterr().err
+    if held is not None:
+        os.close(held)
     assert err.startswith(f"error: --archive: {path}: ") and err.count("\n") == 1
+    assert _REFUSED[where] in err
     assert set(ids) <= set(_logged(sidecar))
     assert victim.read_text() == "precious\n"
+    if before is not None:
+        assert Path(path).read_bytes() == before  # not cut, not appended to
+
+
+def test_a_dry_run_says_what_the_archive_would_refuse(
+    sidecar: Sidecar, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ids = _seeded(sidecar, [100, 0.01])
+    args = ["authz", "prune-decisions", *sidecar.store_args, "--older-than", "30d", "--dry-run", "--archive"]
+    assert _cli.main([*args, str(tmp_path / "no-such-dir" / "a.jsonl")]) == 1
+    assert "no folder" in capsys.readouterr().err
+    (tmp_path / "notes.txt").write_text("not decisions\n")
+    assert _cli.main([*args, str(tmp_path / "notes.txt")]) == 1
+    assert "not a decision archive" in capsys.readouterr().err
+    assert _cli.main([*args, str(tmp_path / "a.jsonl")]) == 0
+    assert capsys.readouterr().out.strip().endswith(f"to be archived to {tmp_path / 'a.jsonl'}")
+    assert not (tmp_path / "a.jsonl").exists() and set(ids) <= set(_logged(sidecar))
 
 
 def test_a_batch_whose_archive_fails_stays(sidecar: Sidecar) -> None:
@@ -270,18 +322,22 @@ def test_a_write_cut_short_leaves_whole_lines_and_loses_nothing(
         flush()
     archive = tmp_path / "decisions.jsonl"
     limit = 8 * 1024 * 1024  # the store's own files stay below it
-    filler = json.dumps({"filler": "x" * 1000}) + "\n"
+    filler = json.dumps({"seq": 0, "decision_id": "earlier", "record": "x" * 1000}) + "\n"
     archive.write_text(filler * ((limit - 12_000) // len(filler)))
     filled = len(archive.read_text().splitlines())
     command = [sys.executable, "-m", "handrail", "authz", "prune-decisions", *sidecar.store_args]
     command += ["--older-than", "30d", "--archive", str(archive), "--batch", "5"]
 
-    def limited() -> None:  # in the child: a file size limit, and EFBIG rather than a signal
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
+    # a file size limit, and EFBIG rather than a signal, both kept across exec (no
+    # preexec_fn: a fork of this threaded process must exec at once)
+    limited = (
+        "import os, resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+        f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit})); os.execv(sys.argv[1], sys.argv[1:])"
+    )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    cut = subprocess.run(command, preexec_fn=limited, capture_output=True, text=True, timeout=120, env=env)
+    cut = subprocess.run(
+        [sys.executable, "-c", limited, *command], capture_output=True, text=True, timeout=120, env=env
+    )
     assert cut.returncode == 1, cut.stderr
     assert cut.stderr.startswith(f"error: --archive: {archive}: File too large (10 decisions archived")
     assert cut.stderr.count("\n") == 1
@@ -335,19 +391,25 @@ for age in (5, 5, 5, 0):
     store.record_decision(DecisionRecord(did, now - age * 86_400_000, "exe",
         CheckInput("agent-a", "browser:1", 1, "submit"), Decision(True, "ALLOW", "ok", did)))
 store.flush_decisions()  # in the file now; the journal keeps its lines until it is full
-print("logged", flush=True)
+did = store.new_decision_id()  # and one as old, journaled and not flushed when it dies
+store.record_decision(DecisionRecord(did, now - 5 * 86_400_000, "exe",
+    CheckInput("agent-a", "browser:1", 1, "submit"), Decision(True, "ALLOW", "ok", did)))
+print(did, flush=True)
 time.sleep(120)
 """
 
 
 def test_a_crashed_sidecar_does_not_bring_pruned_decisions_back(tmp_path: Path) -> None:
     """A SQLite sidecar journals decisions and flushes them; a prune deletes the old ones;
-    the sidecar is killed (-9) and restarted: its journal, replayed, still holds them."""
+    the sidecar is killed (-9) and restarted. Its journal still holds the pruned lines:
+    they stay pruned. It also held one as old that it never flushed (no prune saw it):
+    that one comes back."""
     data = tmp_path / "data"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     sidecar = subprocess.Popen([sys.executable, "-c", _SIDECAR, str(data)], stdout=subprocess.PIPE, text=True, env=env)
     try:
-        assert sidecar.stdout is not None and sidecar.stdout.readline().strip() == "logged"
+        assert sidecar.stdout is not None
+        unflushed = sidecar.stdout.readline().strip()
         with SqliteStore.in_dir(data) as store:
             assert store.count_decisions() == 4
             assert store.prune_decisions(time.time_ns() // 1_000_000 - 2 * DAY_MS) == 3
@@ -358,7 +420,9 @@ def test_a_crashed_sidecar_does_not_bring_pruned_decisions_back(tmp_path: Path) 
             sidecar.stdout.close()
     assert list(data.glob("authz.sqlite.*")), "the journal is there to replay"
     with SqliteStore.in_dir(data, journal=True) as restarted:
-        assert restarted.count_decisions() == 1
+        assert restarted.count_decisions() == 2
+        assert restarted.get_decision(unflushed).at_ms < time.time_ns() // 1_000_000 - 4 * DAY_MS
+        assert not list(data.glob("authz.sqlite.*.journal"))  # replayed and gone
 
 
 # --- the walk, on a log in memory -------------------------------------------------------------
