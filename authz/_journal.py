@@ -175,6 +175,13 @@ class DecisionJournal:
             ends = {j.path.name: j.end for j in (*full, self._current) if j is not None and j.end}
         return rows, full, ends
 
+    def give_back(self, rows: list[tuple[Any, ...]], full: list[Journal]) -> None:
+        """Return what :meth:`take` handed out and could not be stored: the next
+        :meth:`take` hands it out again, before what was appended since."""
+        with self._lock:
+            self._pending[:0] = rows
+            self._full[:0] = full
+
     def prepare_spare(self, prefault: int = 0) -> None:
         """Make the spare journal, if there is none, so that no append has to make one.
 

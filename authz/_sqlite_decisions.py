@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import random
 import sqlite3
 import threading
@@ -38,6 +39,8 @@ from handrail.authz._sqlite_schema import (
     decision_row,
     seq_of,
 )
+
+logger = logging.getLogger("handrail.authz")
 
 #: Bytes of a spare journal whose pages are mapped ahead, off the request path.
 PREFAULT_BYTES = 128 * 1024
@@ -126,10 +129,14 @@ class DecisionLog:
         with self._flush_lock:
             rows, full, ends = journal.take()
             if rows:
-                with self._db.atomic(self._conn) as conn:
-                    conn.executemany(INSERT_DECISION_ONCE, rows)
-                    conn.execute("DELETE FROM journal_flushed")  # journals discarded since
-                    conn.executemany("INSERT INTO journal_flushed VALUES (?, ?)", ends.items())
+                try:
+                    with self._db.atomic(self._conn) as conn:
+                        conn.executemany(INSERT_DECISION_ONCE, rows)
+                        conn.execute("DELETE FROM journal_flushed")  # journals discarded since
+                        conn.executemany("INSERT INTO journal_flushed VALUES (?, ?)", ends.items())
+                except BaseException:
+                    journal.give_back(rows, full)  # the next flush tries them again
+                    raise
             for done in full:  # every line of it is in SQLite now
                 done.discard()
             return len(rows)
@@ -261,7 +268,7 @@ class Checkpointer:
         self._thread.start()
 
     def _run(self, conn: sqlite3.Connection) -> None:
-        ticks = 0
+        ticks = failures = 0
         log, journal = self._log, self._log.journal
         while not self._stop.wait(self._flush_s):
             ticks += 1
@@ -273,8 +280,16 @@ class Checkpointer:
                 if ticks * self._flush_s >= self._interval_s:
                     ticks = 0
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-            except sqlite3.Error:
-                return  # the store is closing
+            except sqlite3.Error as exc:
+                if self._stop.is_set() or self._db.closed:
+                    return  # the store is closing
+                failures += 1  # a full disk, an I/O error: said, and tried again next tick
+                if failures == 1 or failures % 500 == 0:
+                    logger.warning("authz: flushing the decision journal failed (%d times): %s", failures, exc)
+                continue
+            if failures:
+                logger.warning("authz: the decision journal flushes again after %d failures", failures)
+                failures = 0
 
     def stop(self) -> None:
         """Stop the thread and wait for it (up to 5 s)."""

@@ -3,9 +3,12 @@ the line logged for a decision is the JSON of its parts."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -95,6 +98,74 @@ def test_the_checkpointer_makes_the_next_journal_ahead(tmp_path: Path) -> None:
     finally:
         store.close()
     assert journal_paths(tmp_path / "authz.sqlite") == []
+
+
+def _failing_once(store: Store) -> list[int]:
+    """Make the decision log's next write transaction fail as a full disk would; how many
+    failed so far (a list, to read after)."""
+    db = store._decisions._db
+    real = db.atomic
+    failed = [0]
+
+    def atomic(conn: sqlite3.Connection | None = None) -> Any:
+        if not failed[0]:
+            failed[0] += 1
+            raise sqlite3.OperationalError("database or disk is full")
+        return real(conn)
+
+    db.atomic = atomic  # type: ignore[method-assign]
+    return failed
+
+
+def test_a_flush_that_fails_keeps_its_decisions_for_the_next(tmp_path: Path) -> None:
+    """The decisions a failed flush took are flushed by the next one, and a kill between
+    the two loses none of them either (the journal is not marked flushed past them)."""
+    store = Store.in_dir(tmp_path, journal=True)
+    records = [_record(store, i) for i in range(4)]
+    for record in records[:3]:
+        store.record_decision(record)
+    failed = _failing_once(store)
+    with pytest.raises(sqlite3.OperationalError):
+        store.flush_decisions()
+    assert failed == [1]
+    store.record_decision(records[3])
+    assert store.flush_decisions() == 4
+    assert store.count_decisions() == 4
+    store.close()
+
+    killed = Store.in_dir(tmp_path / "killed", journal=True)
+    for record in records[:3]:
+        killed.record_decision(dataclasses.replace(record, decision_id=killed.new_decision_id()))
+    _failing_once(killed)
+    with pytest.raises(sqlite3.OperationalError):
+        killed.flush_decisions()
+    # a kill: the store is never closed
+    with Store.in_dir(tmp_path / "killed", journal=True) as again:
+        assert again.count_decisions() == 3
+
+
+def test_the_checkpointer_survives_a_failed_flush(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A flush that fails (a full disk) is said in the log and tried again; the thread goes
+    on moving decisions into the file."""
+    store = Store.in_dir(tmp_path, journal=True)
+    _failing_once(store)
+    store.start_checkpointer(flush_s=0.005)
+    try:
+        record = _record(store, 0)
+        store.record_decision(record)
+        outside = sqlite3.connect(tmp_path / "authz.sqlite")
+        try:
+            for _ in range(300):  # read the file itself: count_decisions would flush
+                if outside.execute("SELECT count(*) FROM decision_log").fetchone()[0] == 1:
+                    break
+                time.sleep(0.01)
+            assert outside.execute("SELECT decision_id FROM decision_log").fetchall() == [(record.decision_id,)]
+        finally:
+            outside.close()
+    finally:
+        store.close()
+    assert "flushing the decision journal failed (1 times): database or disk is full" in caplog.text
+    assert "flushes again after 1 failures" in caplog.text
 
 
 texts = st.text(max_size=20)  # any code point: quotes, controls, non-ASCII
