@@ -26,9 +26,11 @@ because one process writes its file. Here several replicas write, so none of it 
   consumption, a closed task, a takeover or an expiry committed through any replica acts
   on the very next check through any other;
 * what a replica does remember: the last snapshot it read for each (agent, target,
-  caller), with each row's version (``xmin``). The next check for the same keys is decided
-  on it, and its decision is inserted by one statement whose ``WHERE`` reads those rows
-  again (:data:`~._pg_grants.STILL_CURRENT`): the same row versions, and the database's
+  caller), with the version (``xmin``) of its caller's, agent's and lease's rows; a write
+  to the grants table writes the row of each principal whose grants it touched (a
+  trigger), so the agent's row version covers its grants. The next check for the same keys
+  is decided on it, and its decision is inserted by one statement whose ``WHERE`` reads
+  those rows again (:data:`~._pg_grants.STILL_CURRENT`): the same row versions, and the database's
   clock on the same side of every time-stamp among them as the clock the decision was
   judged at (within 50 ms of it). If anything changed, nothing is inserted and the check
   is decided again on a fresh read, as a lost race is; a decision that changes state

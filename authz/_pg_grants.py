@@ -50,7 +50,8 @@ _L = ", ".join(f"l.{c.strip()}" for c in LEASE_COLS.split(","))
 # One round trip per check: the database's clock, the principal the caller's token names
 # (by its digest; "" matches nobody), the principal acted for, the lease row, and the
 # candidate grants (one row each; none: one row of NULLs), oldest first; then the row
-# versions (``xmin``, the transaction that wrote each row) that :data:`STILL_CURRENT` compares.
+# versions (``xmin``, the transaction that wrote each row) of the caller's principal, the
+# agent and the lease, which :data:`STILL_CURRENT` compares.
 _FROM = (
     " FROM (SELECT {NOW} AS now) AS c"
     " LEFT JOIN principals AS t ON t.token_sha256 = %(digest)s"
@@ -63,7 +64,7 @@ _CANDIDATES = (
 )
 _HEADS = "coalesce(t.xmin::text, '') || '|' || coalesce(p.xmin::text, '') || '|' || coalesce(l.xmin::text, '')"
 SNAPSHOT = (
-    f"SELECT c.now, {PRINCIPAL_COLS_T}, t.token_sha256, {PRINCIPAL_COLS_P}, {_L}, {_G}, {_HEADS}, g.xmin::text"
+    f"SELECT c.now, {PRINCIPAL_COLS_T}, t.token_sha256, {PRINCIPAL_COLS_P}, {_L}, {_G}, {_HEADS}"
     + _FROM.replace("{NOW}", NOW)
     + f" LEFT JOIN grants AS g ON {_CANDIDATES}"
     " ORDER BY g.created_at_ms, g.grant_id"
@@ -73,14 +74,16 @@ _N_COLS = 18 + len(GRANT_COLS.split(","))  # the columns before the row versions
 
 # The condition under which a snapshot read earlier is still what the database holds, for
 # a statement whose ``FROM`` has the clock as ``c``: its three head rows (caller, agent,
-# lease) and its candidate grants are the same row versions (a change, a deletion, a new
-# or a dropped candidate changes them), and the clock lies in ``[lo, hi)``, where no
-# time-stamp of those rows falls (so every expiry is judged as it was).
+# lease) are the same row versions, and the clock lies in ``[lo, hi)``, where no time-stamp
+# of those rows or of the grants read falls (so every expiry is judged as it was, and no
+# grant has aged out of the candidates). The grants need no reading: every statement that
+# writes grants writes the row of each principal whose grants it touched, in the same
+# transaction (the trigger of migration 3), so a new, changed, used up or deleted grant of
+# the agent is a new version of the agent's row.
 STILL_CURRENT = (
-    f"c.now >= %(lo)s AND c.now < %(hi)s AND (SELECT max({_HEADS}) || '#'"
-    " || coalesce(string_agg(g.grant_id || ':' || g.xmin::text, ',' ORDER BY g.created_at_ms, g.grant_id), '')"
+    f"c.now >= %(lo)s AND c.now < %(hi)s AND (SELECT {_HEADS}"
     + _FROM.replace("{NOW}", "1").replace("AS now) AS c", "AS one) AS o")
-    + f" LEFT JOIN grants AS g ON {_CANDIDATES}) = %(versions)s"
+    + ") = %(versions)s"
 )
 
 
@@ -89,9 +92,9 @@ class Reading(NamedTuple):
 
     Attributes:
         digest, principal, target: the snapshot's keys.
-        versions: the row versions of the caller's principal, the agent and the lease,
-            then ``grant_id:xmin`` of each candidate grant, in order.
-        stamps: every time-stamp of those rows (creations, expiries, ends).
+        versions: the row versions of the caller's principal, the agent and the lease.
+        stamps: every time-stamp of those rows and of the grants read (creations,
+            expiries, ends, and when an ended grant stops being a candidate).
         at: ``time.monotonic()`` when the read came back.
     """
 
@@ -164,9 +167,11 @@ class PgGrants:
             if who is not None:
                 stamps += (who.created_at_ms, who.expires_at_ms, who.revoked_at_ms)
         for g in grants:
+            ended = max(g.revoked_at_ms, g.used_at_ms, g.closed_at_ms, g.expires_at_ms)
             stamps += (g.created_at_ms, g.expires_at_ms, g.revoked_at_ms, g.used_at_ms, g.closed_at_ms)
-        grant_versions = ",".join(f"{r[18]}:{r[_N_COLS + 1]}" for r in rows if r[18] is not None)
-        reading = Reading(digest, principal, target, f"{first[_N_COLS]}#{grant_versions}", tuple(stamps), at)
+            if ended:  # the statement's _CANDIDATES leaves it out from then on
+                stamps.append(ended + ENDED_GRANT_RETENTION_MS)
+        reading = Reading(digest, principal, target, str(first[_N_COLS]), tuple(stamps), at)
         return CheckSnapshot(caller, agent, lease, grants, int(first[0]), reading)
 
     def add(self, grants: Iterable[GrantInfo], granted_by: str) -> list[GrantInfo]:
@@ -187,9 +192,13 @@ class PgGrants:
             for g in grants
         ]
 
+        # In principals' name order: each insert writes its principal's row (migration 3),
+        # so transactions adding grants lock those rows in one order and never deadlock.
+        in_order = sorted(stored, key=lambda g: g.principal)
+
         def work(conn: psycopg.Connection[Any]) -> None:
             with conn.transaction(), conn.cursor() as cur:
-                cur.executemany(_INSERT, [_values(g) for g in stored])
+                cur.executemany(_INSERT, [_values(g) for g in in_order])
 
         self._db.run(work, idempotent=True)
         return stored

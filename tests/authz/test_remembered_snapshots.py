@@ -11,14 +11,17 @@ Every test here needs the session's PostgreSQL server: all are slow-marked.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from handrail.authz import AuthzClient, AuthzRpcError, PgStore
 from handrail.authz._lease_changes import Acquire, Renew
 from handrail.authz._models import CheckInput, Decision, DecisionRecord, GrantInfo
+from handrail.authz._pg_schema import ENDED_GRANT_RETENTION_MS
 from tests.authz.conftest import ADMIN, FakeClock
 from tests.authz.test_replicas import TARGET, Replicas
 
@@ -171,6 +174,121 @@ def test_the_store_logs_a_remembered_decision_only_while_its_snapshot_holds(pg_d
         assert not record()  # the grant's row changed through another store
         fresh = a.check_snapshot(AGENT, TARGET, exe)
         assert fresh.stamp is None and fresh.grants[0].revoked
+
+
+def _remembered_record(store: PgStore, token: str, clock: FakeClock, then_ms: int = 0) -> bool:
+    """Decide on ``store``'s remembered snapshot, move the clock ``then_ms``, log it:
+    whether the decision was logged (it must be in the log exactly then)."""
+    snap = store.check_snapshot(AGENT, TARGET, token, recent=True)
+    assert snap.stamp is not None
+    clock.advance(then_ms)
+    decision_id = store.new_decision_id()
+    request = CheckInput(AGENT, TARGET, 0, "submit")
+    record = DecisionRecord(decision_id, snap.now, "exe", request, Decision(True, "ALLOW", "", decision_id))
+    done = store.record_checked(record, snap)
+    assert done == (decision_id in {d.decision_id for d in store.list_decisions(limit=100)})
+    return done
+
+
+# Writes to the grants table made by no store at all (an operator's psql session, a
+# sidecar of another version): each must void what a replica remembers of the agent.
+RAW_GRANT_WRITES = {
+    "a note changed": "UPDATE grants SET note = 'edited by hand' WHERE principal = %(agent)s",
+    "a grant deleted": "DELETE FROM grants WHERE principal = %(agent)s",
+    "a grant inserted": (
+        "INSERT INTO grants (grant_id, principal, target, verbs, origins, expires_at_ms, granted_by, note,"
+        " created_at_ms, scope, single_use, task_id, is_pattern) VALUES ('by-hand', %(agent)s, 'browser:*',"
+        """ '["submit"]', '[]', 0, 'psql', '', 0, '{}', false, '', true)"""
+    ),
+    "a grant moved to another principal": "UPDATE grants SET principal = 'agent-b' WHERE principal = %(agent)s",
+}
+
+
+@pytest.mark.parametrize("write", list(RAW_GRANT_WRITES))
+def test_a_grant_written_by_any_statement_voids_a_remembered_snapshot(pg_dsn: Callable[[], str], write: str) -> None:
+    """A remembered snapshot holds while the agent's row version does; every statement on
+    the grants table, whoever runs it, writes the row of each principal whose grants it
+    touched (before and after the change), so none slips past."""
+    dsn = pg_dsn()
+    clock = FakeClock()
+    with PgStore(dsn, clock=clock) as a:
+        exe = a.add_principal("exe", "executor")
+        a.add_principal(AGENT, "agent")
+        a.add_principal("agent-b", "agent")
+        a.add_grant(GrantInfo("", AGENT, TARGET, ("submit",)), ADMIN.name)
+        a.add_grant(GrantInfo("", "agent-b", TARGET, ("submit",)), ADMIN.name)
+        a.check_snapshot(AGENT, TARGET, exe)
+        assert _remembered_record(a, exe, clock)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            assert conn.execute(RAW_GRANT_WRITES[write], {"agent": AGENT}).rowcount == 1
+        assert not _remembered_record(a, exe, clock)
+        a.check_snapshot(AGENT, TARGET, exe)  # read afresh: remembered again
+        assert _remembered_record(a, exe, clock)
+
+
+def test_a_grant_that_ages_out_of_the_candidates_voids_a_remembered_snapshot(pg_dsn: Callable[[], str]) -> None:
+    """A grant that ended is read with a check (to say why it no longer allows) for
+    ENDED_GRANT_RETENTION_MS, then no more: a decision judged while it was a candidate is
+    not logged once the clock has crossed that moment, though no row changed."""
+    dsn = pg_dsn()
+    clock = FakeClock()
+    with PgStore(dsn, clock=clock) as a:
+        exe = a.add_principal("exe", "executor")
+        a.add_principal(AGENT, "agent")
+        grant = a.add_grant(GrantInfo("", AGENT, TARGET, ("submit",)), ADMIN.name)
+        revoked = a.revoke_grant(grant.grant_id)
+        clock.advance(ENDED_GRANT_RETENTION_MS - 30)
+        assert [g.grant_id for g in a.check_snapshot(AGENT, TARGET, exe).grants] == [grant.grant_id]
+        assert _remembered_record(a, exe, clock, then_ms=10)  # still a candidate when logged
+        assert not _remembered_record(a, exe, clock, then_ms=25)  # judged before, logged after
+        assert clock.now >= revoked.revoked_at_ms + ENDED_GRANT_RETENTION_MS
+        assert a.check_snapshot(AGENT, TARGET, exe).grants == []
+
+
+def test_concurrent_grant_writers_never_deadlock_on_the_principals_rows(pg_dsn: Callable[[], str]) -> None:
+    """Each statement on the grants table writes its principals' rows (migration 3). Four
+    stores at once add grants for two principals in opposite orders (one transaction
+    each), close tasks spanning both, and consume single-use grants: every call succeeds
+    (PostgreSQL would end one side of a deadlock with an error), and every grant is there."""
+    dsn = pg_dsn()
+    with PgStore(dsn) as setup:
+        for name in ("agent-a", "agent-b"):
+            setup.add_principal(name, "agent")
+    rounds = 40
+    errors: list[BaseException] = []
+
+    def writer(w: int) -> None:
+        try:
+            with PgStore(dsn, pool_size=2) as store:
+                for i in range(rounds):
+                    names = ["agent-a", "agent-b"] if (w + i) % 2 else ["agent-b", "agent-a"]
+                    task = f"task-{w}-{i % 4}"
+                    added = store.add_grants(
+                        [
+                            GrantInfo("", n, f"browser:{w}-{i}", ("submit",), single_use=True, task_id=task)
+                            for n in names
+                        ],
+                        ADMIN.name,
+                    )
+                    assert [g.principal for g in added] == names  # in the order given
+                    decision_id = store.new_decision_id()
+                    request = CheckInput(names[0], f"browser:{w}-{i}", 0, "submit")
+                    record = DecisionRecord(
+                        decision_id, store.now_ms(), "exe", request, Decision(True, "ALLOW", "", decision_id)
+                    )
+                    assert store.commit_check(record, consume=added[0].grant_id)
+                    store.close_task(task)
+        except BaseException as exc:  # reported below, with the others
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert errors == []
+    with PgStore(dsn) as store:
+        assert len(store.list_grants(include_inactive=True)) == 4 * rounds * 2
 
 
 def test_a_change_through_the_same_store_is_read_afresh(pg_dsn: Callable[[], str]) -> None:
