@@ -6,6 +6,9 @@ statement deallocated behind the store's back is prepared anew.
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
 from collections.abc import Callable, Iterator
 
 import psycopg
@@ -146,3 +149,77 @@ def test_fetched_rows_are_what_a_cursor_reads(db: PgDatabase) -> None:
     assert fetched == read
     assert [[type(v) for v in row] for row in fetched] == [[type(v) for v in row] for row in read]
     assert db.fetch(Statement("test_fetch_none", "SELECT 1 WHERE false"), {}) == []
+
+
+# --- the pool's lean path (getconn and putconn in the common case) --------------------------------
+
+
+@pytest.mark.slow
+def test_the_pool_gives_back_the_connection_put_back_last(pg_dsn: Callable[[], str]) -> None:
+    database = PgDatabase(pg_dsn(), min_size=2, max_size=2)
+    try:
+        pool = database.pool
+        first, second = pool.getconn(), pool.getconn()
+        pool.putconn(first)
+        pool.putconn(second)
+        assert pool.getconn() is second  # last in, first out
+        assert pool.getconn() is first
+    finally:
+        pool.putconn(first)
+        pool.putconn(second)
+        database.close()
+
+
+@pytest.mark.slow
+def test_a_connection_given_back_mid_transaction_is_never_handed_out_so(db: PgDatabase) -> None:
+    """The lean path takes back only an idle connection; one in a transaction (or in a
+    failed one) goes through psycopg_pool, which rolls it back."""
+    pool = db.pool
+    for spoil in ("INSERT INTO notes (id) VALUES ('left-open')", "SELECT 1/0"):
+        conn = pool.getconn()
+        conn.execute("BEGIN")
+        with contextlib.suppress(psycopg.Error):
+            conn.execute(spoil)
+        pool.putconn(conn)
+        again = pool.getconn()
+        try:
+            assert again.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        finally:
+            pool.putconn(again)
+    assert _rows(db) == []  # the open transaction was rolled back, not committed
+
+
+@pytest.mark.slow
+def test_a_broken_connection_given_back_is_replaced_not_reused(db: PgDatabase, pg_dsn: Callable[[], str]) -> None:
+    pool = db.pool
+    conn = pool.getconn()
+    pid = conn.info.backend_pid
+    conn.close()
+    pool.putconn(conn)
+    assert db.run(lambda c: c.info.backend_pid, idempotent=True) != pid
+    assert db.run(lambda c: c.execute("SELECT 1").fetchone()) == (1,)
+
+
+@pytest.mark.slow
+def test_a_waiting_caller_gets_the_connection_given_back(db: PgDatabase) -> None:
+    """With the only connection out, a second caller waits; giving it back hands it to that
+    caller at once (not after the pool's timeout), and a closed pool refuses plainly."""
+    pool = db.pool
+    held = pool.getconn()
+    got: list[float] = []
+
+    def wait() -> None:
+        t0 = time.monotonic()
+        conn = pool.getconn(timeout=10)
+        got.append(time.monotonic() - t0)
+        pool.putconn(conn)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    time.sleep(0.2)  # the waiter is queued by now
+    pool.putconn(held)
+    waiter.join(10)
+    assert got and 0.15 < got[0] < 5
+    db.close()
+    with pytest.raises(StoreUnavailableError, match="closed"):
+        db.run(lambda c: c.execute("SELECT 1"))
