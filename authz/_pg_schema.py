@@ -152,15 +152,22 @@ MIGRATIONS: tuple[Migration, ...] = (
         "a change to a principal's grants is a change to its row",
         # Every statement that inserts, changes or deletes grants writes the row of each
         # principal whose grants it touched, in the same transaction (the rows locked in
-        # name order, so two such statements never deadlock on them): a remembered check
-        # snapshot then tells whether any of the agent's grants changed by the agent's
-        # row version alone (_pg_grants.STILL_CURRENT), whatever wrote the grants.
+        # name order, so two such statements never deadlock on them; a TRUNCATE writes
+        # every principal's): a remembered check snapshot then tells whether any of the
+        # agent's grants changed by the agent's row version alone
+        # (_pg_grants.STILL_CURRENT), whatever wrote the grants. (What turns triggers off,
+        # session_replication_role = replica or ALTER TABLE ... DISABLE TRIGGER, is not
+        # for a live database: see docs/deploy.md.)
         """
         ALTER TABLE principals ADD COLUMN grants_changed BIGINT NOT NULL DEFAULT 0;
         CREATE FUNCTION handrail_grants_changed() RETURNS trigger LANGUAGE plpgsql
             SET search_path FROM CURRENT AS $$
         BEGIN
-            IF TG_OP = 'UPDATE' THEN  -- (a grant's principal never changes; were it to)
+            IF TG_OP = 'TRUNCATE' THEN  -- no rows to name: every principal's grants changed
+                UPDATE principals AS p SET grants_changed = p.grants_changed + 1
+                FROM (SELECT name FROM principals ORDER BY name FOR UPDATE) AS locked
+                WHERE p.name = locked.name;
+            ELSIF TG_OP = 'UPDATE' THEN  -- (a grant's principal never changes; were it to)
                 UPDATE principals AS p SET grants_changed = p.grants_changed + 1
                 FROM (SELECT name FROM principals
                       WHERE name IN (SELECT principal FROM changed_grants UNION SELECT principal FROM old_grants)
@@ -180,6 +187,8 @@ MIGRATIONS: tuple[Migration, ...] = (
             REFERENCING OLD TABLE AS old_grants NEW TABLE AS changed_grants
             FOR EACH STATEMENT EXECUTE FUNCTION handrail_grants_changed();
         CREATE TRIGGER grants_deleted AFTER DELETE ON grants REFERENCING OLD TABLE AS changed_grants
+            FOR EACH STATEMENT EXECUTE FUNCTION handrail_grants_changed();
+        CREATE TRIGGER grants_truncated AFTER TRUNCATE ON grants
             FOR EACH STATEMENT EXECUTE FUNCTION handrail_grants_changed();
         """,
     ),
