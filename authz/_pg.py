@@ -274,7 +274,9 @@ class PgStore(StoreParts):
         use_approval: str = "",
         new_approval: ApprovalInfo | None = None,
     ) -> bool:
-        """See :meth:`AuthzStore.commit_check`: one transaction, row locks, the database's clock."""
+        """See :meth:`AuthzStore.commit_check`: one transaction, row locks, the database's
+        clock. A grant consumed writes its agent's row (migration 3), so this replica
+        forgets what it remembers of the agent, as for any grant change made through it."""
         now = self.db.now()
 
         def work(conn: psycopg.Connection[Any]) -> bool:
@@ -295,7 +297,12 @@ class PgStore(StoreParts):
                 return False  # another check created the pending approval first
             return True
 
-        return self.db.run(work)
+        try:
+            return self.db.run(work)
+        finally:
+            if consume:
+                agent = record.request.principal
+                self._forget(lambda key: key[0] == agent)
 
 
 #: The decision insert of a check on a remembered snapshot.

@@ -294,8 +294,8 @@ def test_concurrent_grant_writers_never_deadlock_on_the_principals_rows(pg_dsn: 
 
 
 def test_a_change_through_the_same_store_is_read_afresh(pg_dsn: Callable[[], str]) -> None:
-    """A lease renewal (an executor's, every few seconds), a new or revoked grant, or a
-    rotated token made through the replica that remembers: it forgets the snapshots of
+    """A lease renewal (an executor's, every few seconds), a new, revoked or consumed grant,
+    or a rotated token made through the replica that remembers: it forgets the snapshots of
     those rows, and the next check reads afresh (two statements) with the change in it,
     instead of deciding on the old snapshot, failing its insert and reading again (three).
     Another target's snapshot stays remembered."""
@@ -328,6 +328,15 @@ def test_a_change_through_the_same_store_is_read_afresh(pg_dsn: Callable[[], str
         assert read()[0]
         a.add_grant(GrantInfo("", AGENT, TARGET, ("input",)), ADMIN.name)
         assert read() == (False, renewed.expires_at_ms, [True, False])
+        assert read()[0]
+        single = a.add_grant(GrantInfo("", AGENT, "browser:other", ("submit",), single_use=True), ADMIN.name)
+        assert not read()[0] and not read("browser:other")[0]  # read afresh, remembered again
+        assert read()[0] and read("browser:other")[0]
+        decision_id = a.new_decision_id()
+        request = CheckInput(AGENT, "browser:other", 0, "submit")
+        record = DecisionRecord(decision_id, clock.now, "exe", request, Decision(True, "ALLOW", "", decision_id))
+        assert a.commit_check(record, consume=single.grant_id)  # writes the agent's row
+        assert not read()[0] and not read("browser:other")[0]  # every target of the agent afresh
         assert read()[0]
         a.rotate_token("exe")
         assert not a.check_snapshot(AGENT, "browser:other", exe, recent=True).stamp
