@@ -155,32 +155,55 @@ MIGRATIONS: tuple[Migration, ...] = (
         # name order, so two such statements never deadlock on them; a TRUNCATE writes
         # every principal's): a remembered check snapshot then tells whether any of the
         # agent's grants changed by the agent's row version alone
-        # (_pg_grants.STILL_CURRENT), whatever wrote the grants. (What turns triggers off,
+        # (_pg_grants.STILL_CURRENT), whatever wrote the grants. A grant may name a
+        # principal not created yet (an import): creating a principal and writing its
+        # grants take the same advisory lock, so the creation waits for a grant write in
+        # progress and the write's trigger, after its lock, sees a principal created
+        # before it (a helper's review found the race without it). (What turns triggers off,
         # session_replication_role = replica or ALTER TABLE ... DISABLE TRIGGER, is not
         # for a live database: see docs/deploy.md.)
         """
         ALTER TABLE principals ADD COLUMN grants_changed BIGINT NOT NULL DEFAULT 0;
+        CREATE FUNCTION handrail_principal_lock(name TEXT) RETURNS void LANGUAGE sql
+            SET search_path FROM CURRENT AS $$
+            SELECT pg_advisory_xact_lock(hashtext('handrail.principal:' || current_schema()), hashtext(name))
+        $$;
         CREATE FUNCTION handrail_grants_changed() RETURNS trigger LANGUAGE plpgsql
             SET search_path FROM CURRENT AS $$
+        DECLARE
+            names TEXT[];
+            one TEXT;
         BEGIN
             IF TG_OP = 'TRUNCATE' THEN  -- no rows to name: every principal's grants changed
                 UPDATE principals AS p SET grants_changed = p.grants_changed + 1
                 FROM (SELECT name FROM principals ORDER BY name FOR UPDATE) AS locked
                 WHERE p.name = locked.name;
+                RETURN NULL;
             ELSIF TG_OP = 'UPDATE' THEN  -- (a grant's principal never changes; were it to)
-                UPDATE principals AS p SET grants_changed = p.grants_changed + 1
-                FROM (SELECT name FROM principals
-                      WHERE name IN (SELECT principal FROM changed_grants UNION SELECT principal FROM old_grants)
-                      ORDER BY name FOR UPDATE) AS locked
-                WHERE p.name = locked.name;
+                names := ARRAY(SELECT principal FROM changed_grants UNION SELECT principal FROM old_grants);
             ELSE
-                UPDATE principals AS p SET grants_changed = p.grants_changed + 1
-                FROM (SELECT name FROM principals WHERE name IN (SELECT principal FROM changed_grants)
-                      ORDER BY name FOR UPDATE) AS locked
-                WHERE p.name = locked.name;
+                names := ARRAY(SELECT DISTINCT principal FROM changed_grants);
             END IF;
+            -- Each name's lock first, in name order (as add_grants writes and the rows are
+            -- locked below): a principal being created (which takes the same lock) is
+            -- then committed before the UPDATE below reads principals, or is created only
+            -- after this transaction ends.
+            FOR one IN SELECT DISTINCT n FROM unnest(names) AS n ORDER BY n LOOP
+                PERFORM handrail_principal_lock(one);
+            END LOOP;
+            UPDATE principals AS p SET grants_changed = p.grants_changed + 1
+            FROM (SELECT name FROM principals WHERE name = ANY(names) ORDER BY name FOR UPDATE) AS locked
+            WHERE p.name = locked.name;
             RETURN NULL;
         END $$;
+        CREATE FUNCTION handrail_principal_created() RETURNS trigger LANGUAGE plpgsql
+            SET search_path FROM CURRENT AS $$
+        BEGIN
+            PERFORM handrail_principal_lock(NEW.name);
+            RETURN NEW;
+        END $$;
+        CREATE TRIGGER principal_created BEFORE INSERT ON principals
+            FOR EACH ROW EXECUTE FUNCTION handrail_principal_created();
         CREATE TRIGGER grants_inserted AFTER INSERT ON grants REFERENCING NEW TABLE AS changed_grants
             FOR EACH STATEMENT EXECUTE FUNCTION handrail_grants_changed();
         CREATE TRIGGER grants_updated AFTER UPDATE ON grants

@@ -12,6 +12,7 @@ Every test here needs the session's PostgreSQL server: all are slow-marked.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -247,23 +248,105 @@ def test_a_grant_that_ages_out_of_the_candidates_voids_a_remembered_snapshot(pg_
         assert a.check_snapshot(AGENT, TARGET, exe).grants == []
 
 
+@pytest.mark.parametrize("write", ["a revocation by raw SQL", "a task closed through a store"])
+def test_a_principal_created_while_its_grants_are_written_waits_for_the_write(
+    pg_dsn: Callable[[], str], write: str
+) -> None:
+    """A grant may name a principal that does not exist yet (an import). Were the principal
+    created while a write to that grant is in progress, the write's trigger would find no
+    row to write, a replica could read the agent with the grant as it was, and a decision
+    remembered on that read would still be logged after the write committed. Creating the
+    principal waits for the write instead (a helper's review found the race: both ways
+    below logged an allow after the revocation or the closing had committed)."""
+    dsn = pg_dsn()
+    with PgStore(dsn) as a, PgStore(dsn) as b:
+        exe = a.add_principal("exe", "executor")
+        a.add_principal("agent-b", "agent")
+        (grant, _) = a.add_grants(
+            [
+                GrantInfo("", AGENT, TARGET, ("submit",), task_id="task-1"),
+                GrantInfo("", "agent-b", TARGET, ("submit",), task_id="task-1"),
+            ],
+            ADMIN.name,
+        )
+        with psycopg.connect(dsn) as held:  # one transaction, until commit or rollback
+            done: list[object] = []
+            if write == "a revocation by raw SQL":
+                revoke = "UPDATE grants SET revoked_at_ms = (extract(epoch from clock_timestamp()) * 1000)::bigint"
+                held.execute(revoke + " WHERE grant_id = %s", (grant.grant_id,))
+            else:  # close_task's trigger waits on agent-b's row, held here
+                held.execute("SELECT 1 FROM principals WHERE name = 'agent-b' FOR UPDATE")
+                threading.Thread(target=lambda: done.append(b.close_task("task-1"))).start()
+                time.sleep(0.3)
+            created = threading.Thread(target=lambda: done.append(a.add_principal(AGENT, "agent")))
+            created.start()
+            created.join(0.5)
+            assert created.is_alive()  # the creation waits for the write in progress
+            if write == "a revocation by raw SQL":
+                held.commit()
+            else:
+                held.rollback()  # lets close_task take agent-b's row and commit
+            created.join(10)
+            assert not created.is_alive() and len(done) == (1 if write == "a revocation by raw SQL" else 2)
+        snap = a.check_snapshot(AGENT, TARGET, exe)  # the first read that finds the agent
+        assert snap.agent is not None and [g.grant_id for g in snap.grants] == [grant.grant_id]
+        assert not snap.grants[0].is_active(snap.now)
+
+
+def test_a_grant_write_waits_for_its_principal_being_created(pg_dsn: Callable[[], str]) -> None:
+    """The other order: a principal's creation is in progress when a write to its grant
+    starts. The write's trigger waits for the creation to commit and then writes the new
+    row, so a snapshot read while the write is still open is voided when it commits."""
+    dsn = pg_dsn()
+    with PgStore(dsn) as a:
+        exe = a.add_principal("exe", "executor")
+        (grant,) = a.add_grants([GrantInfo("", AGENT, TARGET, ("submit",))], ADMIN.name)
+        with psycopg.connect(dsn) as creating, psycopg.connect(dsn) as writing:
+            creating.execute(
+                "INSERT INTO principals (name, role, token_sha256, created_at_ms) VALUES (%s, 'agent', %s, 0)",
+                (AGENT, "0" * 64),
+            )
+            revoke = "UPDATE grants SET revoked_at_ms = (extract(epoch from clock_timestamp()) * 1000)::bigint"
+            statement = threading.Thread(
+                target=lambda: writing.execute(revoke + " WHERE grant_id = %s", (grant.grant_id,))
+            )
+            statement.start()
+            statement.join(0.5)
+            assert statement.is_alive()  # its trigger waits for the creation
+            creating.commit()
+            statement.join(10)
+            assert not statement.is_alive()
+            snap = a.check_snapshot(AGENT, TARGET, exe)  # the write is not committed yet
+            assert snap.agent is not None and snap.grants[0].is_active(snap.now)
+            writing.commit()
+        assert not _remembered_record(a, exe, FakeClock())  # the agent's row moved with it
+
+
+AGENTS = ["agent-a", "agent-b", "agent-c", "agent-d", "agent-e"]
+
+
 def test_concurrent_grant_writers_never_deadlock_on_the_principals_rows(pg_dsn: Callable[[], str]) -> None:
-    """Each statement on the grants table writes its principals' rows (migration 3). Four
-    stores at once add grants for two principals in opposite orders (one transaction
-    each), close tasks spanning both, and consume single-use grants: every call succeeds
-    (PostgreSQL would end one side of a deadlock with an error), and every grant is there."""
+    """Each statement on the grants table takes its principals' locks and writes their rows
+    (migration 3). Four stores at once add grants for two of five principals in either
+    order (one transaction each), close tasks spanning several (one statement, whose
+    trigger takes their locks together), and consume single-use grants: every call
+    succeeds (PostgreSQL would end one side of a deadlock with an error), and every grant
+    is there. (The five names' hashes are not in name order, so a lock order by hash
+    would not agree with the order add_grants writes in.)"""
     dsn = pg_dsn()
     with PgStore(dsn) as setup:
-        for name in ("agent-a", "agent-b"):
+        for name in AGENTS:
             setup.add_principal(name, "agent")
-    rounds = 40
+    rounds = 30
     errors: list[BaseException] = []
 
     def writer(w: int) -> None:
         try:
             with PgStore(dsn, pool_size=2) as store:
                 for i in range(rounds):
-                    names = ["agent-a", "agent-b"] if (w + i) % 2 else ["agent-b", "agent-a"]
+                    names = [AGENTS[(w + i) % 5], AGENTS[(w + i + 1) % 5]]
+                    if i % 2:
+                        names.reverse()
                     task = f"task-{w}-{i % 4}"
                     added = store.add_grants(
                         [
