@@ -294,17 +294,17 @@ class PgDatabase:
                     return work(conn)
                 finally:
                     self.pool.putconn(conn)
+            except psycopg_pool.PoolClosed:  # (these two are OperationalErrors too: first)
+                raise StoreUnavailableError("the store is closed") from None
+            except psycopg_pool.PoolTimeout:  # every connection busy: not tried again
+                raise StoreUnavailableError(
+                    f"no connection to {describe(self.dsn)} within {self.pool.timeout:g} s"
+                ) from None
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
                 if attempt + 1 < attempts and not self._closed:
                     self._check()
                     continue
                 raise StoreUnavailableError(f"the store's database is unavailable: {_first_line(exc)}") from None
-            except psycopg_pool.PoolTimeout:
-                raise StoreUnavailableError(
-                    f"no connection to {describe(self.dsn)} within {self.pool.timeout:g} s"
-                ) from None
-            except psycopg_pool.PoolClosed:
-                raise StoreUnavailableError("the store is closed") from None
         raise AssertionError("unreachable")
 
     def execute(self, statement: Statement, values: Mapping[str, object], *, idempotent: bool = False) -> int:

@@ -221,5 +221,22 @@ def test_a_waiting_caller_gets_the_connection_given_back(db: PgDatabase) -> None
     waiter.join(10)
     assert got and 0.15 < got[0] < 5
     db.close()
-    with pytest.raises(StoreUnavailableError, match="closed"):
+    with pytest.raises(StoreUnavailableError, match=r"^the store is closed$"):
         db.run(lambda c: c.execute("SELECT 1"))
+
+
+@pytest.mark.slow
+def test_a_busy_pool_is_unavailable_once_not_waited_for_twice(pg_dsn: Callable[[], str]) -> None:
+    """Every connection in use past the pool's timeout: UNAVAILABLE saying so, after one
+    wait (psycopg_pool's PoolTimeout is an OperationalError too; it used to be taken for a
+    lost connection and an idempotent call waited again)."""
+    database = PgDatabase(pg_dsn(), min_size=1, max_size=1, connect_timeout_s=1.0)
+    held = database.pool.getconn()
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(StoreUnavailableError, match=r"^no connection to postgresql://.* within 1 s$"):
+            database.run(lambda c: c.execute("SELECT 1"), idempotent=True)
+        assert time.monotonic() - t0 < 1.9
+    finally:
+        database.pool.putconn(held)
+        database.close()
