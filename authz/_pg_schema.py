@@ -175,10 +175,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             one TEXT;
         BEGIN
             IF TG_OP = 'TRUNCATE' THEN  -- no rows to name: every principal's grants changed
-                UPDATE principals AS p SET grants_changed = p.grants_changed + 1
-                FROM (SELECT name FROM principals ORDER BY name FOR UPDATE) AS locked
-                WHERE p.name = locked.name;
-                RETURN NULL;
+                names := ARRAY(SELECT name FROM principals);
             ELSIF TG_OP = 'UPDATE' THEN  -- (a grant's principal never changes; were it to)
                 names := ARRAY(SELECT principal FROM changed_grants UNION SELECT principal FROM old_grants);
             ELSE
