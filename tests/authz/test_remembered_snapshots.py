@@ -177,6 +177,13 @@ def test_the_store_logs_a_remembered_decision_only_while_its_snapshot_holds(pg_d
         assert fresh.stamp is None and fresh.grants[0].revoked
 
 
+def _executor_agent_and_grant(store: PgStore) -> tuple[str, GrantInfo]:
+    """An executor ``exe`` (its token returned), the agent, and its submit grant on TARGET."""
+    exe = store.add_principal("exe", "executor")
+    store.add_principal(AGENT, "agent")
+    return exe, store.add_grant(GrantInfo("", AGENT, TARGET, ("submit",)), ADMIN.name)
+
+
 def _remembered_record(store: PgStore, token: str, clock: FakeClock, then_ms: int = 0) -> bool:
     """Decide on ``store``'s remembered snapshot, move the clock ``then_ms``, log it:
     whether the decision was logged (it must be in the log exactly then)."""
@@ -214,10 +221,8 @@ def test_a_grant_written_by_any_statement_voids_a_remembered_snapshot(pg_dsn: Ca
     dsn = pg_dsn()
     clock = FakeClock()
     with PgStore(dsn, clock=clock) as a:
-        exe = a.add_principal("exe", "executor")
-        a.add_principal(AGENT, "agent")
+        exe, _ = _executor_agent_and_grant(a)
         a.add_principal("agent-b", "agent")
-        a.add_grant(GrantInfo("", AGENT, TARGET, ("submit",)), ADMIN.name)
         a.add_grant(GrantInfo("", "agent-b", TARGET, ("submit",)), ADMIN.name)
         a.check_snapshot(AGENT, TARGET, exe)
         assert _remembered_record(a, exe, clock)
@@ -236,9 +241,7 @@ def test_a_grant_that_ages_out_of_the_candidates_voids_a_remembered_snapshot(pg_
     dsn = pg_dsn()
     clock = FakeClock()
     with PgStore(dsn, clock=clock) as a:
-        exe = a.add_principal("exe", "executor")
-        a.add_principal(AGENT, "agent")
-        grant = a.add_grant(GrantInfo("", AGENT, TARGET, ("submit",)), ADMIN.name)
+        exe, grant = _executor_agent_and_grant(a)
         revoked = a.revoke_grant(grant.grant_id)
         clock.advance(ENDED_GRANT_RETENTION_MS - 30)
         assert [g.grant_id for g in a.check_snapshot(AGENT, TARGET, exe).grants] == [grant.grant_id]
@@ -385,9 +388,7 @@ def test_a_change_through_the_same_store_is_read_afresh(pg_dsn: Callable[[], str
     dsn = pg_dsn()
     clock = FakeClock()
     with PgStore(dsn, clock=clock) as a:
-        exe = a.add_principal("exe", "executor")
-        a.add_principal(AGENT, "agent")
-        grant = a.add_grant(GrantInfo("", AGENT, TARGET, ("submit",)), ADMIN.name)
+        exe, grant = _executor_agent_and_grant(a)
         a.add_grant(GrantInfo("", AGENT, "browser:other", ("submit",)), ADMIN.name)
         _, lease = a.change_lease(TARGET, Acquire(AGENT, HOUR))
 
