@@ -280,7 +280,11 @@ def test_a_principal_created_while_its_grants_are_written_waits_for_the_write(
             else:  # close_task's trigger waits on agent-b's row, held here
                 held.execute("SELECT 1 FROM principals WHERE name = 'agent-b' FOR UPDATE")
                 threading.Thread(target=lambda: done.append(b.close_task("task-1"))).start()
-                time.sleep(0.3)
+                with psycopg.connect(dsn, autocommit=True) as watch:  # until its trigger waits
+                    waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                    deadline = time.monotonic() + 10
+                    while watch.execute(waiting).fetchone() == (0,) and time.monotonic() < deadline:
+                        time.sleep(0.01)
             created = threading.Thread(target=lambda: done.append(a.add_principal(AGENT, "agent")))
             created.start()
             created.join(0.5)
