@@ -366,11 +366,18 @@ class PgDatabase:
                 self._check_lock.release()
 
     def migrate(self, steps: tuple[Migration, ...]) -> list[int]:
-        """Apply the steps not yet recorded in ``migrations``, each in its own transaction,
-        under an advisory lock (replicas starting together apply each step once)."""
+        """Apply the steps not yet recorded in ``migrations``, in one transaction, under an
+        advisory lock (replicas starting together apply each step once).
+
+        Raises:
+            StoreUnavailableError: the database does not answer, or refuses a step (the
+                role may not create in the schema, a name clashes): one line naming it.
+        """
         applied: list[int] = []
+        step = "the migrations table"
 
         def work(conn: psycopg.Connection[Any]) -> None:
+            nonlocal step
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.handrail_authz'))")
                 conn.execute(
@@ -381,6 +388,7 @@ class PgDatabase:
                 for version, name, sql in steps:
                     if version in done:
                         continue
+                    step = f"migration {version} ({name})"
                     conn.execute(sql.encode())  # a script: several statements, no parameters
                     conn.execute(
                         f"INSERT INTO migrations (version, name, applied_at_ms) VALUES (%(v)s, %(n)s, {NOW})",
@@ -388,7 +396,13 @@ class PgDatabase:
                     )
                     applied.append(version)
 
-        self.run(work)
+        try:
+            self.run(work)
+        except psycopg.Error as exc:  # refused by the database (a lost connection is run's)
+            raise StoreUnavailableError(
+                f"{describe(self.dsn)} refused {step}: {_first_line(exc)} (the role must be able to"
+                " create tables, functions and triggers in the schema, or own them)"
+            ) from None
         return applied
 
     def applied(self) -> list[int]:

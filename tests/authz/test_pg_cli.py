@@ -3,13 +3,17 @@ database, and a wrong ``--store`` said in one line."""
 
 from __future__ import annotations
 
+import secrets
 import subprocess
 import sys
 from collections.abc import Callable
 
+import psycopg
 import pytest
+from psycopg.conninfo import conninfo_to_dict
 
 from handrail.authz import _cli
+from handrail.scenarios._postgres import pg_url
 
 
 def test_a_store_that_is_not_postgresql_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
@@ -55,6 +59,30 @@ def test_an_unreachable_database_is_one_line(command: list[str]) -> None:
     assert result.returncode == 1
     assert result.stderr.startswith("error: cannot connect to postgresql://h@127.0.0.1:1/none")
     assert result.stderr.count("\n") == 1, result.stderr
+
+
+@pytest.mark.slow
+def test_a_role_that_may_not_create_the_schema_is_one_line(
+    pg_dsn: Callable[[], str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An operator's mistake: the sidecar's role can reach its schema but not create in it.
+    The migration the store could not apply is named in one line, not a traceback."""
+    dsn = pg_dsn()
+    schema = str(conninfo_to_dict(dsn)["options"]).split("=", 1)[1]
+    role = f"reader_{secrets.token_hex(4)}"
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute(f'CREATE ROLE "{role}" LOGIN')
+        admin.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')
+    try:
+        weak = pg_url(dsn, user=role)
+        assert _cli.main(["authz", "principal", "list", "--store", weak]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: postgresql://{role}@") and err.count("\n") == 1, err
+        assert f"refused the migrations table: permission denied for schema {schema}" in err
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute(f'DROP OWNED BY "{role}"')
+            admin.execute(f'DROP ROLE "{role}"')
 
 
 def test_the_postgresql_store_implements_the_whole_protocol() -> None:
