@@ -1,16 +1,22 @@
 """The decision journal: a decision reaches the page cache before its answer is sent.
 
 A journal is a file next to the database, allocated at a fixed size and mapped into memory
-(``MAP_SHARED``). Appending a decision copies its line into the mapping: no system call,
+(``MAP_SHARED``). Appending a decision copies its entry into the mapping: no system call,
 and the bytes are in the page cache the moment the copy ends, so they survive ``kill -9``
 of the process exactly as a ``write()`` would (not power loss or an OS crash: nothing is
-fsynced). The blocks are allocated when the file is made, so a full disk shows up as an
-error then, never as a fault while a decision is copied.
+fsynced). The blocks are allocated when the file is made, and its pages are mapped for
+writing before it is used, off the request path, so a full disk shows up as an error then,
+never as a fault while a decision is copied.
 
-The file starts as zeros and every byte is written at most once, so a line cut short by a
-kill holds zero bytes where it was not copied (its newline may have been copied first);
-JSON text never holds a zero byte. :func:`read_lines` keeps the lines that end in a
-newline and hold no zero byte: every line that was acknowledged, and only those.
+An entry is a frame: a marker byte (never zero), the payload's length (never zero) and a
+CRC-32 of the payload that starts from the length (little-endian, 4 bytes each), then the
+payload (the store's ``marshal`` of the decision's
+fields; the JSON the log keeps is made when the entry is flushed, off the request path).
+The file starts as zeros and every byte is written at most once, so the entries end at the
+first zero where a marker should be, and an entry cut short by a kill (its bytes copied in
+any order) fails its CRC: :func:`read_frames` keeps every entry that was acknowledged, and
+only those. Journals written by earlier versions hold JSON lines instead (zero bytes where
+a cut line was not copied, which JSON never holds): :func:`read_lines` reads those.
 
 :class:`DecisionJournal` keeps the journals of one database (the current one, a spare made
 ahead, full ones until flushed); the store decides where their decisions go.
@@ -21,8 +27,10 @@ from __future__ import annotations
 import itertools
 import mmap
 import os
+import struct
 import threading
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +40,10 @@ SUFFIX = ".decisions.journal"
 #: How large a journal file is made (a decision line is about 1 KB).
 JOURNAL_BYTES = 1 << 20
 
+#: The first byte of every frame (a journal of JSON lines starts with ``[`` instead).
+MARKER = 0xD5
+
+_HEADER = struct.Struct("<BII")  # marker, payload length, CRC-32 of the payload from the length
 _names = itertools.count()
 
 
@@ -78,17 +90,16 @@ class Journal:
             path.unlink(missing_ok=True)
             raise
         os.close(fd)  # the mapping keeps the file
-        for offset in range(0, min(prefault, size), mmap.PAGESIZE):
-            mapping[offset] = 0
+        _prefault(mapping, min(prefault, size))
         return cls(path, mapping, size)
 
-    def append(self, line: bytes) -> bool:
-        """Copy ``line`` in after the last one; False (nothing copied) when it does not fit."""
+    def append(self, entry: bytes) -> bool:
+        """Copy ``entry`` in after the last one; False (nothing copied) when it does not fit."""
         start = self.end
-        end = start + len(line)
+        end = start + len(entry)
         if end > self.size:
             return False
-        self._map[start:end] = line
+        self._map[start:end] = entry
         self.end = end
         return True
 
@@ -98,9 +109,54 @@ class Journal:
         self.path.unlink(missing_ok=True)
 
 
+#: ``madvise(MADV_POPULATE_WRITE)`` (Linux 5.14): map pages for writing in one call.
+_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23 if os.uname().sysname == "Linux" else None)
+
+
+def _prefault(mapping: mmap.mmap, size: int) -> None:
+    """Map the first ``size`` bytes' pages for writing, so that appends there take no page
+    fault: with one ``madvise`` where the kernel has it, else by writing a zero to each."""
+    if size <= 0:
+        return
+    if _POPULATE_WRITE is not None:
+        try:
+            mapping.madvise(_POPULATE_WRITE, 0, size)
+            return
+        except OSError:  # an older kernel
+            pass
+    for offset in range(0, size, mmap.PAGESIZE):
+        mapping[offset] = 0
+
+
+def frame(payload: bytes) -> bytes:
+    """A journal entry holding ``payload``, which is not empty (see the module docstring)."""
+    return _HEADER.pack(MARKER, len(payload), zlib.crc32(payload, len(payload))) + payload
+
+
 def journal_paths(database: Path) -> list[Path]:
     """The journal files of ``database``, oldest first."""
     return sorted(database.parent.glob(f"{database.name}.*{SUFFIX}"))
+
+
+def is_framed(path: Path) -> bool:
+    """Whether a journal holds frames (this version's), not JSON lines (or nothing yet)."""
+    with path.open("rb") as f:
+        return f.read(1) == bytes([MARKER])
+
+
+def read_frames(path: Path, start: int = 0) -> list[bytes]:
+    """The payloads of the complete entries of a journal (see the module docstring) from
+    byte ``start`` (the end of an entry)."""
+    data = memoryview(path.read_bytes())
+    payloads, at, header = [], start, _HEADER.size
+    while at + header <= len(data):
+        marker, length, crc = _HEADER.unpack_from(data, at)
+        payload = bytes(data[at + header : at + header + length])
+        if marker != MARKER or not length or len(payload) != length or zlib.crc32(payload, length) != crc:
+            break  # the end (zeros), or the entry a kill cut short
+        payloads.append(payload)
+        at += header + length
+    return payloads
 
 
 def read_lines(path: Path, start: int = 0) -> list[bytes]:
@@ -137,18 +193,18 @@ class DecisionJournal:
         """Whether the next journal is made already."""
         return self._spare is not None
 
-    def append(self, line: bytes, row: tuple[Any, ...]) -> None:
-        """Copy ``line`` (one decision, newline-terminated) into the current journal, and
-        keep ``row`` (the same decision as its store will insert it) until :meth:`take`.
+    def append(self, entry: bytes, row: tuple[Any, ...]) -> None:
+        """Copy ``entry`` (one decision, a :func:`frame`) into the current journal, and keep
+        ``row`` (the same decision as its store will flush it) until :meth:`take`.
 
         Raises:
             OSError: a new journal was needed and could not be made (a full disk).
         """
         with self._lock:
             journal = self._current
-            if journal is None or not journal.append(line):
-                journal = self._next(len(line))
-                journal.append(line)
+            if journal is None or not journal.append(entry):
+                journal = self._next(len(entry))
+                journal.append(entry)
             self._pending.append(row)
 
     def _next(self, need: int) -> Journal:

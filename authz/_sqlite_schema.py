@@ -156,52 +156,100 @@ APPROVAL_ACTION_FIELDS = (
 def decision_row(record: DecisionRecord) -> tuple[Any, ...]:
     """The decision_log row of ``record``; its text is ``json.dumps(decision_parts(record))``,
     written out field by field (twice as fast: it is on the path of every check)."""
-    r, d, lease = record.request, record.decision, record.lease
-    seq = seq_of(record.decision_id)
+    return fields_row(decision_fields(record))
+
+
+def decision_fields(record: DecisionRecord) -> tuple[Any, ...]:
+    """What :func:`fields_row` needs of ``record``: a flat tuple of strings, integers,
+    booleans, tuples of strings and None, which ``marshal`` writes in a microsecond (the
+    journal holds it; the JSON is made when it is flushed, off the request path)."""
+    r, d, lease, c = record.request, record.decision, record.lease, record.request.context
+    return (
+        record.decision_id,
+        record.at_ms,
+        record.caller,
+        r.principal,
+        r.target,
+        r.lease_epoch,
+        r.verb,
+        r.url,
+        r.element_role,
+        r.element_name,
+        r.window_class,
+        r.window_title,
+        r.password_field,
+        r.action_id,
+        r.fingerprint,
+        r.observation_id,
+        d.reason,
+        d.allow,
+        d.message,
+        d.policies,
+        d.grant_id,
+        d.lease_epoch,
+        d.approval_id,
+        d.grant_consumed,
+        d.shadow_policies,
+        None
+        if lease is None
+        else (lease.target, lease.holder_kind, lease.holder, lease.epoch, lease.expires_at_ms, lease.next_holder),
+        record.grants_considered,
+        # the element context, written only when there is one (or the document-load flag)
+        (c.dialog_title, c.form_name, c.heading, c.description, c.visible_text, r.document_load)
+        if c or r.document_load
+        else None,
+    )
+
+
+def fields_row(fields: tuple[Any, ...] | list[Any]) -> tuple[Any, ...]:
+    """The decision_log row of a decision's :func:`decision_fields` (a tuple, or the list
+    ``marshal`` gives back for one written by an older version of them)."""
+    (decision_id, at_ms, caller, principal, target, epoch, verb, url, role, name, window_class) = fields[:11]
+    (window_title, password, action_id, fingerprint, observation_id, reason, allow, message) = fields[11:19]
+    (policies, grant_id, current_epoch, approval_id, consumed, shadow, lease, considered, context) = fields[19:]
+    seq = seq_of(decision_id)
     lease_text = (
         "null"
         if lease is None
-        else f'{{"target": {_q(lease.target)}, "holder_kind": {_q(lease.holder_kind)}, '
-        f'"holder": {_q(lease.holder)}, "epoch": {lease.epoch:d}, '
-        f'"expires_at_ms": {lease.expires_at_ms:d}, "next_holder": {_q(lease.next_holder)}}}'
+        else f'{{"target": {_q(lease[0])}, "holder_kind": {_q(lease[1])}, '
+        f'"holder": {_q(lease[2])}, "epoch": {lease[3]:d}, '
+        f'"expires_at_ms": {lease[4]:d}, "next_holder": {_q(lease[5])}}}'
     )
     text = (
-        f"[{'null' if seq is None else seq}, {_q(record.decision_id)}, {record.at_ms:d}, "
-        f"{_q(r.principal)}, {_q(r.target)}, {_q(d.reason)}, "
-        f'{{"caller": {_q(record.caller)}, "lease_epoch": {r.lease_epoch:d}, "verb": {_q(r.verb)}, '
-        f'"url": {_q(r.url)}, "element_role": {_q(r.element_role)}, '
-        f'"element_name": {_q(r.element_name)}, "window_class": {_q(r.window_class)}, '
-        f'"window_title": {_q(r.window_title)}, "password_field": {_BOOL[r.password_field]}, '
-        f'"action_id": {_q(r.action_id)}, "fingerprint": {_q(r.fingerprint)}, '
-        f'"observation_id": {_q(r.observation_id)}, "allow": {_BOOL[d.allow]}, '
-        f'"message": {_q(d.message)}, "policies": {_strings(d.policies)}, '
-        f'"grant_id": {_q(d.grant_id)}, "current_epoch": {d.lease_epoch:d}, '
-        f'"approval_id": {_q(d.approval_id)}, "grant_consumed": {_BOOL[d.grant_consumed]}, '
-        f'"shadow_policies": {_strings(d.shadow_policies)}, "lease": {lease_text}, '
-        f'"grants_considered": {_strings(record.grants_considered)}'
-        f"{_context_text(r)}}}]"
+        f"[{'null' if seq is None else seq}, {_q(decision_id)}, {at_ms:d}, "
+        f"{_q(principal)}, {_q(target)}, {_q(reason)}, "
+        f'{{"caller": {_q(caller)}, "lease_epoch": {epoch:d}, "verb": {_q(verb)}, '
+        f'"url": {_q(url)}, "element_role": {_q(role)}, '
+        f'"element_name": {_q(name)}, "window_class": {_q(window_class)}, '
+        f'"window_title": {_q(window_title)}, "password_field": {_BOOL[password]}, '
+        f'"action_id": {_q(action_id)}, "fingerprint": {_q(fingerprint)}, '
+        f'"observation_id": {_q(observation_id)}, "allow": {_BOOL[allow]}, '
+        f'"message": {_q(message)}, "policies": {_strings(policies)}, '
+        f'"grant_id": {_q(grant_id)}, "current_epoch": {current_epoch:d}, '
+        f'"approval_id": {_q(approval_id)}, "grant_consumed": {_BOOL[consumed]}, '
+        f'"shadow_policies": {_strings(shadow)}, "lease": {lease_text}, '
+        f'"grants_considered": {_strings(considered)}'
+        f"{'' if context is None else _context_text(context)}}}]"
     )
-    return (seq, record.decision_id, record.at_ms, r.principal, r.target, d.reason, text)
+    return (seq, decision_id, at_ms, principal, target, reason, text)
 
 
 _q = encode_basestring_ascii  # a JSON string literal, as json.dumps writes it
 _BOOL = {False: "false", True: "true"}
 
 
-def _context_text(r: CheckInput) -> str:
-    """The element context and the document-load flag of a check, when it has them."""
-    c = r.context
-    if not c and not r.document_load:
-        return ""
+def _context_text(context: tuple[Any, ...] | list[Any]) -> str:
+    """The element context and the document-load flag of a check (its
+    :func:`decision_fields` entry)."""
+    dialog_title, form_name, heading, description, visible_text, document_load = context
     return (
-        f', "dialog_title": {_q(c.dialog_title)}, "form_name": {_q(c.form_name)}, '
-        f'"heading": {_q(c.heading)}, "description": {_q(c.description)}, '
-        f'"document_load": {_BOOL[r.document_load]}'
-        + (f', "visible_text": {_q(c.visible_text)}' if c.visible_text else "")
+        f', "dialog_title": {_q(dialog_title)}, "form_name": {_q(form_name)}, '
+        f'"heading": {_q(heading)}, "description": {_q(description)}, '
+        f'"document_load": {_BOOL[document_load]}' + (f', "visible_text": {_q(visible_text)}' if visible_text else "")
     )
 
 
-def _strings(values: tuple[str, ...]) -> str:
+def _strings(values: tuple[str, ...] | list[str]) -> str:
     return f"[{', '.join(map(_q, values))}]" if values else "[]"
 
 

@@ -1,31 +1,34 @@
 """The memory-mapped decision journal: what a kill leaves behind is read back exactly, and
-the line logged for a decision is the JSON of its parts."""
+the line logged for a decision is the JSON of its parts, whether it was journaled by this
+version (framed fields) or an earlier one (JSON lines)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import marshal
 import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from handrail.authz import _journal
 from handrail.authz._core import CheckInput, Decision, DecisionRecord, LeaseInfo
-from handrail.authz._journal import Journal, journal_paths, read_lines
+from handrail.authz._journal import Journal, frame, journal_paths, read_frames, read_lines
 from handrail.authz._sqlite import Store
-from handrail.authz._sqlite_schema import decision_parts, decision_record, decision_row
+from handrail.authz._sqlite_schema import decision_fields, decision_parts, decision_record, decision_row, fields_row
 
 
-def test_appended_lines_are_in_the_file_at_once(tmp_path: Path) -> None:
+def test_appended_entries_are_in_the_file_at_once(tmp_path: Path) -> None:
     journal = Journal.create(tmp_path / "a.sqlite", 4096, prefault=4096)
-    assert journal.append(b'["one"]\n') and journal.append(b'["two"]\n')
+    assert journal.append(frame(b"one")) and journal.append(frame(b"\0two\n"))
     # another process (a restart after kill -9) reads the file, not the mapping
-    assert read_lines(journal.path) == [b'["one"]', b'["two"]']
+    assert read_frames(journal.path) == [b"one", b"\0two\n"]
+    assert read_frames(journal.path, len(frame(b"one"))) == [b"\0two\n"]  # past what was flushed
     assert journal_paths(tmp_path / "a.sqlite") == [journal.path]
     journal.discard()
     assert journal_paths(tmp_path / "a.sqlite") == []
@@ -37,6 +40,21 @@ def test_a_line_that_does_not_fit_is_not_copied(tmp_path: Path) -> None:
     assert not journal.append(b"0123456789\n")
     assert journal.end == 11
     journal.discard()
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(payload=st.binary(min_size=1, max_size=64), copied=st.data())
+def test_an_entry_cut_short_by_a_kill_is_dropped(tmp_path: Path, payload: bytes, copied: st.DataObject) -> None:
+    """A kill during the copy of the last entry leaves any subset of its bytes written (a
+    copy may go in any order); the entries before it are read, it is not (unless the bytes
+    left out were zeros anyway: then it is whole)."""
+    whole = frame(b"before")
+    entry = frame(payload)
+    written = copied.draw(st.sets(st.integers(0, len(entry) - 1), max_size=len(entry) - 1))
+    cut = bytes(b if i in written else 0 for i, b in enumerate(entry))
+    path = tmp_path / f"a.sqlite.1{_journal.SUFFIX}"  # rewritten by every example
+    path.write_bytes(whole + cut + b"\0" * 64)
+    assert read_frames(path) == [b"before"] + ([payload] if cut == entry else [])
 
 
 def test_lines_cut_short_by_a_kill_are_dropped(tmp_path: Path) -> None:
@@ -53,14 +71,14 @@ def _record(store: Store, i: int) -> DecisionRecord:
 
 
 def test_full_journals_are_replaced_and_deleted_once_flushed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("handrail.authz._journal.JOURNAL_BYTES", 2048)
+    monkeypatch.setattr("handrail.authz._journal.JOURNAL_BYTES", 512)
     store = Store.in_dir(tmp_path, journal=True)
     records = [_record(store, i) for i in range(10)]
     for record in records:
         store.record_decision(record)
     db = tmp_path / "authz.sqlite"
-    assert len(journal_paths(db)) > 1  # a line is about 700 bytes: the journal filled up
-    assert sum(len(read_lines(p)) for p in journal_paths(db)) == 10
+    assert len(journal_paths(db)) > 1  # an entry is about 200 bytes: the journal filled up
+    assert sum(len(read_frames(p)) for p in journal_paths(db)) == 10
     assert store.flush_decisions() == 10
     assert len(journal_paths(db)) == 1  # the one in use stays
     store.close()
@@ -68,7 +86,7 @@ def test_full_journals_are_replaced_and_deleted_once_flushed(tmp_path: Path, mon
 
 
 def test_journals_left_by_a_kill_are_replayed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("handrail.authz._journal.JOURNAL_BYTES", 2048)
+    monkeypatch.setattr("handrail.authz._journal.JOURNAL_BYTES", 512)
     store = Store.in_dir(tmp_path, journal=True)
     records = [_record(store, i) for i in range(6)]
     for record in records[:3]:
@@ -81,6 +99,21 @@ def test_journals_left_by_a_kill_are_replayed(tmp_path: Path, monkeypatch: pytes
         assert again.count_decisions() == 6
         assert [again.get_decision(r.decision_id).request.element_name for r in records] == [f"b{i}" for i in range(6)]
     assert journal_paths(tmp_path / "authz.sqlite") == []
+
+
+def test_a_journal_of_json_lines_left_by_an_earlier_version_is_replayed(tmp_path: Path) -> None:
+    """Before entries were framed, a journal held each decision's JSON line; a sidecar
+    killed then and started on this version replays those lines."""
+    store = Store.in_dir(tmp_path, journal=True)
+    records = [_record(store, i) for i in range(3)]
+    store.close()
+    old = tmp_path / f"authz.sqlite.1-1-0{_journal.SUFFIX}"
+    lines = b"".join(decision_row(r)[-1].encode() + b"\n" for r in records)
+    old.write_bytes(lines + b'["cut' + b"\0" * 100)
+    with Store.in_dir(tmp_path, journal=True) as again:
+        assert again.count_decisions() == 3
+        assert [again.get_decision(r.decision_id) for r in records] == records
+    assert not old.exists()
 
 
 def test_the_checkpointer_makes_the_next_journal_ahead(tmp_path: Path) -> None:
@@ -193,3 +226,5 @@ def test_the_logged_line_is_the_json_of_the_decision_parts(record: DecisionRecor
     assert row[-1] == json.dumps(parts)
     assert row[:-1] == parts[:6]
     assert decision_record(row[1:]).request == record.request
+    # what the journal holds of it (its fields, marshalled) makes the same row
+    assert fields_row(marshal.loads(marshal.dumps(decision_fields(record)))) == row
