@@ -49,6 +49,7 @@ from handrail.authz._sqlite_schema import (
     decision_record,
     decision_row,
     fields_row,
+    plain,
     seq_of,
 )
 
@@ -102,10 +103,16 @@ class DecisionLog:
         flushed = dict(self._db.writer.execute("SELECT journal, flushed_to FROM journal_flushed").fetchall())
         for path in journal_paths(self._db.path):
             start = int(flushed.get(path.name, 0))
-            if is_framed(path):
-                rows = [fields_row(marshal.loads(payload)) for payload in read_frames(path, start)]
-            else:  # JSON lines, left by an earlier version
-                rows = [as_row(json.loads(line), line.decode("utf-8")) for line in read_lines(path, start)]
+            try:
+                if is_framed(path):
+                    rows = [fields_row(marshal.loads(payload)) for payload in read_frames(path, start)]
+                else:  # JSON lines, left by an earlier version
+                    rows = [as_row(json.loads(line), line.decode("utf-8")) for line in read_lines(path, start)]
+            except (ValueError, TypeError, EOFError) as exc:  # whole entries that do not decode: not ours
+                raise RuntimeError(
+                    f"{path}: a decision journal entry does not decode ({exc}); the file was not written "
+                    "by this sidecar: move it aside to start without it"
+                ) from None
             if rows:
                 with self._db.atomic(self._conn) as conn:
                     conn.executemany(INSERT_DECISION_ONCE, rows)
@@ -132,7 +139,12 @@ class DecisionLog:
                 self._conn.execute(INSERT_DECISION, row)
             return
         fields = decision_fields(record)  # its JSON is written when it is flushed
-        journal.append(frame(marshal.dumps(fields)), fields)
+        try:
+            payload = marshal.dumps(fields)
+        except ValueError:  # an enum member among them (marshal writes only plain values)
+            fields = plain(fields)
+            payload = marshal.dumps(fields)
+        journal.append(frame(payload), fields)
 
     @staticmethod
     def insert(conn: sqlite3.Connection, record: DecisionRecord) -> None:

@@ -201,6 +201,26 @@ def decision_fields(record: DecisionRecord) -> tuple[Any, ...]:
     )
 
 
+def plain(value: Any) -> Any:
+    """``value`` (a :func:`decision_fields` tuple, or one of its items) with every ``str``
+    and ``int`` subclass (an enum member) as the plain value ``marshal`` writes, and lists
+    as tuples.
+
+    Raises:
+        TypeError: something that is not a string, an integer, a boolean, None or a
+            sequence of them.
+    """
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, tuple | list):
+        return tuple(plain(v) for v in value)
+    raise TypeError(f"a decision field cannot be {type(value).__name__}")
+
+
 def fields_row(fields: tuple[Any, ...] | list[Any]) -> tuple[Any, ...]:
     """The decision_log row of a decision's :func:`decision_fields` (a tuple, or the list
     ``marshal`` gives back for one written by an older version of them)."""

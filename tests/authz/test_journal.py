@@ -5,6 +5,7 @@ version (framed fields) or an earlier one (JSON lines)."""
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import marshal
 import sqlite3
@@ -16,9 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from handrail import Reason
 from handrail.authz import _journal
 from handrail.authz._core import CheckInput, Decision, DecisionRecord, LeaseInfo
 from handrail.authz._journal import Journal, frame, journal_paths, read_frames, read_lines
+from handrail.authz._models import HolderKind
 from handrail.authz._sqlite import Store
 from handrail.authz._sqlite_schema import decision_fields, decision_parts, decision_record, decision_row, fields_row
 
@@ -114,6 +117,43 @@ def test_a_journal_of_json_lines_left_by_an_earlier_version_is_replayed(tmp_path
         assert again.count_decisions() == 3
         assert [again.get_decision(r.decision_id) for r in records] == records
     assert not old.exists()
+
+
+def test_a_decision_holding_enum_members_is_journaled_as_their_values(tmp_path: Path) -> None:
+    """marshal writes only plain values; a reason, a verb or a holder kind given as an enum
+    member (a ``str`` subclass) is journaled, flushed and replayed as its value."""
+
+    class Verb(enum.StrEnum):
+        SUBMIT = "submit"
+
+    store = Store.in_dir(tmp_path, journal=True)
+    decision_id = store.new_decision_id()
+    request = CheckInput("agent-a", "t", 1, Verb.SUBMIT, element_name="b")
+    lease = LeaseInfo("t", HolderKind.AGENT, "agent-a", 1, 10_000)
+    record = DecisionRecord(
+        decision_id, 5, "exe", request, Decision(True, Reason.ALLOW, "ok", decision_id, lease_epoch=1), lease
+    )
+    store.record_decision(record)
+    expected = decision_row(record)
+    # a kill: the store is never closed; the journal is replayed
+    with Store.in_dir(tmp_path, journal=True) as again:
+        got = again.get_decision(decision_id)
+        assert (got.decision.reason, got.request.verb, got.lease) == ("ALLOW", "submit", lease)
+        assert type(got.decision.reason) is str and type(got.lease.holder_kind) is str
+        stored = again._decisions._conn.execute("SELECT record FROM decision_log").fetchall()
+    assert stored == [(expected[-1],)]  # the very text the record's plain values make
+
+
+@pytest.mark.parametrize("entry", [frame(b"\xffnot marshal"), frame(b"\xe9\x01\x00\x00\x00"), b'["not json\n'])
+def test_a_journal_entry_that_does_not_decode_is_named_in_one_line(tmp_path: Path, entry: bytes) -> None:
+    """A whole entry (its CRC holds) that is not a decision's fields was not written by a
+    sidecar: the store refuses to start, naming the file, and leaves it in place."""
+    Store.in_dir(tmp_path, journal=True).close()
+    bad = tmp_path / f"authz.sqlite.1-1-0{_journal.SUFFIX}"
+    bad.write_bytes(entry + b"\0" * 64)
+    with pytest.raises(RuntimeError, match=f"{bad.name}: a decision journal entry does not decode"):
+        Store.in_dir(tmp_path, journal=True)
+    assert bad.exists()
 
 
 def test_the_checkpointer_makes_the_next_journal_ahead(tmp_path: Path) -> None:
