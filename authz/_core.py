@@ -94,6 +94,9 @@ __all__ += [
 #: Longest accepted string field, in characters.
 MAX_FIELD_CHARS = 4096
 
+#: The largest lease epoch a check may name (the wire's int64).
+MAX_EPOCH = 2**63 - 1
+
 #: Pattern fields of a grant, each a tuple of fnmatch patterns.
 _PATTERN_FIELDS = (
     "path_globs",
@@ -186,12 +189,17 @@ def validate_check(request: CheckInput) -> str:
         len(r.context.description),
         len(r.context.visible_text),
     )
-    if longest <= MAX_FIELD_CHARS and r.principal and r.target and r.lease_epoch >= 0 and r.verb in VERBS:
+    epoch_ok = type(r.lease_epoch) is int and 0 <= r.lease_epoch <= MAX_EPOCH
+    if longest <= MAX_FIELD_CHARS and r.principal and r.target and epoch_ok and r.verb in VERBS:
         return url_origin("resource.url", r.url)  # every field checked at once (the usual case)
     check_text("principal", request.principal, required=True)
     check_text("target", request.target, required=True)
+    if type(request.lease_epoch) is not int:
+        raise InvalidArgumentError("lease_epoch", f"must be an integer, not {type(request.lease_epoch).__name__}")
     if request.lease_epoch < 0:
         raise InvalidArgumentError("lease_epoch", "must not be negative")
+    if request.lease_epoch > MAX_EPOCH:
+        raise InvalidArgumentError("lease_epoch", f"must be at most {MAX_EPOCH} (the wire's int64)")
     check_verb("verb", request.verb)
     check_text("resource.element_role", request.element_role)
     check_text("resource.element_name", request.element_name)

@@ -10,13 +10,18 @@ never as a fault while a decision is copied.
 
 An entry is a frame: a marker byte (never zero), the payload's length (never zero) and a
 CRC-32 of the payload that starts from the length (little-endian, 4 bytes each), then the
-payload (the store's ``marshal`` of the decision's
-fields; the JSON the log keeps is made when the entry is flushed, off the request path).
-The file starts as zeros and every byte is written at most once, so the entries end at the
-first zero where a marker should be, and an entry cut short by a kill (its bytes copied in
-any order) fails its CRC: :func:`read_frames` keeps every entry that was acknowledged, and
-only those. Journals written by earlier versions hold JSON lines instead (zero bytes where
-a cut line was not copied, which JSON never holds): :func:`read_lines` reads those.
+payload (the store's ``marshal`` of the decision's fields; the JSON the log keeps is made
+when the entry is flushed, off the request path). The file starts as zeros, every byte is
+written at most once, and entries are copied one at a time, so a kill can cut short only
+the last one, with any of its bytes copied or not (``memcpy`` here stores an entry's first
+32 bytes last). :func:`read_frames` keeps the entries up to the first zero where a marker
+should be or the first that fails its CRC: every entry that was acknowledged, and only
+those; a whole entry after one that fails is damage, not a kill, and is an error.
+
+Journals written by earlier versions hold JSON lines instead (zero bytes where a cut line
+was not copied, which JSON never holds): :func:`read_lines` reads those. Which one a file
+holds is told by its first byte (:func:`journal_format`): the marker, ``[``, or a zero
+when its first entry was cut short (then nothing in it was acknowledged).
 
 :class:`DecisionJournal` keeps the journals of one database (the current one, a spare made
 ahead, full ones until flushed); the store decides where their decisions go.
@@ -138,10 +143,18 @@ def journal_paths(database: Path) -> list[Path]:
     return sorted(database.parent.glob(f"{database.name}.*{SUFFIX}"))
 
 
-def is_framed(path: Path) -> bool:
-    """Whether a journal holds frames (this version's), not JSON lines (or nothing yet)."""
+def journal_format(path: Path) -> str:
+    """What a journal holds, told by its first byte: ``"frames"`` (this version's),
+    ``"lines"`` (JSON lines, an earlier version's: ``[``), ``"none"`` (a zero, or an empty
+    file: nothing yet, or its first entry was cut short by a kill, and then it is the last
+    one written: nothing in the file was acknowledged) or ``"foreign"``."""
     with path.open("rb") as f:
-        return f.read(1) == bytes([MARKER])
+        first = f.read(1)
+    if first == bytes([MARKER]):
+        return "frames"
+    if first == b"[":
+        return "lines"
+    return "none" if first in (b"", b"\0") else "foreign"
 
 
 def read_frames(path: Path, start: int = 0) -> list[bytes]:
@@ -153,10 +166,21 @@ def read_frames(path: Path, start: int = 0) -> list[bytes]:
         marker, length, crc = _HEADER.unpack_from(data, at)
         payload = bytes(data[at + header : at + header + length])
         if marker != MARKER or not length or len(payload) != length or zlib.crc32(payload, length) != crc:
+            if marker and _whole_at(data, at + header + length):  # a kill leaves nothing after its entry
+                raise ValueError(f"the entry at byte {at} fails its CRC and a whole one follows it")
             break  # the end (zeros), or the entry a kill cut short
         payloads.append(payload)
         at += header + length
     return payloads
+
+
+def _whole_at(data: memoryview, at: int) -> bool:
+    """Whether a whole entry starts at byte ``at`` of ``data``."""
+    if at + _HEADER.size > len(data):
+        return False
+    marker, length, crc = _HEADER.unpack_from(data, at)
+    payload = data[at + _HEADER.size : at + _HEADER.size + length]
+    return bool(marker == MARKER and length > 0 and len(payload) == length and zlib.crc32(payload, length) == crc)
 
 
 def read_lines(path: Path, start: int = 0) -> list[bytes]:

@@ -32,7 +32,7 @@ from handrail.authz._journal import (
     JOURNAL_BYTES,
     DecisionJournal,
     frame,
-    is_framed,
+    journal_format,
     journal_paths,
     read_frames,
     read_lines,
@@ -103,12 +103,17 @@ class DecisionLog:
         flushed = dict(self._db.writer.execute("SELECT journal, flushed_to FROM journal_flushed").fetchall())
         for path in journal_paths(self._db.path):
             start = int(flushed.get(path.name, 0))
+            kind = journal_format(path)
             try:
-                if is_framed(path):
+                if kind == "foreign":
+                    raise ValueError("it starts with neither an entry nor a JSON line")
+                if kind == "frames":
                     rows = [fields_row(marshal.loads(payload)) for payload in read_frames(path, start)]
-                else:  # JSON lines, left by an earlier version
+                elif kind == "lines":  # JSON lines, left by an earlier version
                     rows = [as_row(json.loads(line), line.decode("utf-8")) for line in read_lines(path, start)]
-            except (ValueError, TypeError, EOFError) as exc:  # whole entries that do not decode: not ours
+                else:  # empty, or its first entry cut short by a kill: nothing was acknowledged
+                    rows = []
+            except (ValueError, TypeError, EOFError, IndexError, KeyError) as exc:  # not ours
                 raise RuntimeError(
                     f"{path}: a decision journal entry does not decode ({exc}); the file was not written "
                     "by this sidecar: move it aside to start without it"
@@ -311,7 +316,7 @@ class Checkpointer:
                 if ticks * self._flush_s >= self._interval_s:
                     ticks = 0
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-            except sqlite3.Error as exc:
+            except Exception as exc:  # the thread must live on: a full disk, an I/O error, a bug
                 if self._stop.is_set() or self._db.closed:
                     return  # the store is closing
                 failures += 1  # a full disk, an I/O error: said, and tried again next tick

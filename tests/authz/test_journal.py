@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from handrail import Reason
 from handrail.authz import _journal
-from handrail.authz._core import CheckInput, Decision, DecisionRecord, LeaseInfo
+from handrail.authz._core import CheckInput, Decision, DecisionRecord, LeaseInfo, validate_check
+from handrail.authz._errors import InvalidArgumentError
 from handrail.authz._journal import Journal, frame, journal_paths, read_frames, read_lines
 from handrail.authz._models import HolderKind
 from handrail.authz._sqlite import Store
@@ -144,7 +145,27 @@ def test_a_decision_holding_enum_members_is_journaled_as_their_values(tmp_path: 
     assert stored == [(expected[-1],)]  # the very text the record's plain values make
 
 
-@pytest.mark.parametrize("entry", [frame(b"\xffnot marshal"), frame(b"\xe9\x01\x00\x00\x00"), b'["not json\n'])
+def _fields_frame(**changes: tuple[int, Any]) -> bytes:
+    """The journal entry of a decision's fields, some replaced (``name=(position, value)``)."""
+    request = CheckInput("agent-a", "t", 1, "submit", element_name="b")
+    fields = list(decision_fields(DecisionRecord("0" * 32, 1, "exe", request, Decision(True, "ALLOW", "ok", "0" * 32))))
+    for position, value in changes.values():
+        fields[position] = value
+    return frame(marshal.dumps(tuple(fields)))
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        frame(b"\xffnot marshal"),
+        frame(b"\xe9\x01\x00\x00\x00"),  # marshal of an int, not of fields
+        _fields_frame(lease=(25, ("t",))),  # a lease of one field
+        _fields_frame(password=(12, "yes")),  # a flag that is not a boolean
+        b'["not json\n',
+        b"hello",  # neither an entry nor a JSON line
+    ],
+    ids=["not-marshal", "an-int", "short-lease", "flag-not-bool", "not-json", "foreign"],
+)
 def test_a_journal_entry_that_does_not_decode_is_named_in_one_line(tmp_path: Path, entry: bytes) -> None:
     """A whole entry (its CRC holds) that is not a decision's fields was not written by a
     sidecar: the store refuses to start, naming the file, and leaves it in place."""
@@ -154,6 +175,61 @@ def test_a_journal_entry_that_does_not_decode_is_named_in_one_line(tmp_path: Pat
     with pytest.raises(RuntimeError, match=f"{bad.name}: a decision journal entry does not decode"):
         Store.in_dir(tmp_path, journal=True)
     assert bad.exists()
+
+
+def test_a_first_entry_whose_marker_a_kill_left_uncopied_replays_nothing(tmp_path: Path) -> None:
+    """``memcpy`` stores an entry's first 32 bytes last: a kill during the first entry of
+    a journal leaves its marker zero and the rest copied. Nothing in that file was
+    acknowledged, whatever the rest holds: here page text with newlines and a forged JSON
+    line, which must not be taken for a journal of JSON lines (the store would refuse to
+    start, or log the forged ALLOW)."""
+    forged = '[77, "forged", 1, "agent-a", "t", "ALLOW", {"caller": "x"}]'
+    request = CheckInput("agent-a", "t", 1, "submit", element_name=f"Close account\n{forged}\nContinue")
+    store = Store.in_dir(tmp_path, journal=True)
+    decision_id = store.new_decision_id()
+    store.close()
+    record = DecisionRecord(decision_id, 1, "exe", request, Decision(True, "ALLOW", "ok", decision_id))
+    entry = frame(marshal.dumps(decision_fields(record)))
+    cut = tmp_path / f"authz.sqlite.1-1-0{_journal.SUFFIX}"
+    cut.write_bytes(b"\0" * 32 + entry[32:] + b"\0" * 4096)
+    assert read_lines(cut)  # read as JSON lines, it would hold some
+    with Store.in_dir(tmp_path, journal=True) as again:
+        assert again.count_decisions() == 0
+    assert not cut.exists()
+
+
+def test_a_damaged_journal_is_an_error_not_a_silent_loss(tmp_path: Path) -> None:
+    """A whole entry after one that fails its CRC is not what a kill leaves (it cuts only
+    the last): the store refuses to start, naming the file, and keeps it."""
+    store = Store.in_dir(tmp_path, journal=True)
+    entries = [frame(marshal.dumps(decision_fields(_record(store, i)))) for i in range(3)]
+    store.close()
+    damaged = bytearray(b"".join(entries))
+    damaged[len(entries[0]) + 20] ^= 0x01  # one bit of the second entry's payload
+    bad = tmp_path / f"authz.sqlite.1-1-0{_journal.SUFFIX}"
+    bad.write_bytes(bytes(damaged) + b"\0" * 64)
+    with pytest.raises(RuntimeError, match=f"{bad.name}: .*fails its CRC and a whole one follows it"):
+        Store.in_dir(tmp_path, journal=True)
+    assert bad.exists()
+
+
+@pytest.mark.parametrize(
+    ("epoch", "says"),
+    [
+        (-1, "must not be negative"),
+        (2**63, "must be at most"),
+        pytest.param(10**5000, "must be at most", id="10**5000"),
+        (1.5, "float"),
+        (True, "bool"),
+    ],
+)
+def test_a_check_whose_epoch_the_log_could_not_write_is_refused(epoch: object, says: str) -> None:
+    """Only an integer of the wire's int64 is an epoch: a bool would be logged as ``1``
+    where its JSON says ``true``, and a float or an integer past Python's digit limit could
+    be journaled but never written as the log's JSON."""
+    request = CheckInput("agent-a", "t", epoch, "submit")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match=f"^lease_epoch: .*{says}"):
+        validate_check(request)
 
 
 def test_the_checkpointer_makes_the_next_journal_ahead(tmp_path: Path) -> None:
@@ -268,3 +344,38 @@ def test_the_logged_line_is_the_json_of_the_decision_parts(record: DecisionRecor
     assert decision_record(row[1:]).request == record.request
     # what the journal holds of it (its fields, marshalled) makes the same row
     assert fields_row(marshal.loads(marshal.dumps(decision_fields(record)))) == row
+
+
+def test_the_checkpointer_survives_an_error_that_is_not_sqlite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A flush that fails for any reason (here a row that will not render, once) is said
+    and tried again: the thread does not die and leave decisions in memory for good."""
+    from handrail.authz import _sqlite_decisions
+
+    real, calls = _sqlite_decisions.fields_row, [0]
+
+    def fails_once(fields: Any) -> tuple[Any, ...]:
+        calls[0] += 1
+        if calls[0] == 1:
+            raise ValueError("a row that will not render")
+        return real(fields)
+
+    monkeypatch.setattr(_sqlite_decisions, "fields_row", fails_once)
+    store = Store.in_dir(tmp_path, journal=True)
+    store.start_checkpointer(flush_s=0.005)
+    try:
+        record = _record(store, 0)
+        store.record_decision(record)
+        outside = sqlite3.connect(tmp_path / "authz.sqlite")
+        try:
+            for _ in range(300):  # read the file itself: count_decisions would flush
+                if outside.execute("SELECT count(*) FROM decision_log").fetchone()[0] == 1:
+                    break
+                time.sleep(0.01)
+            assert outside.execute("SELECT decision_id FROM decision_log").fetchall() == [(record.decision_id,)]
+        finally:
+            outside.close()
+    finally:
+        store.close()
+    assert "flushing the decision journal failed (1 times): a row that will not render" in caplog.text
