@@ -24,6 +24,7 @@ import marshal
 import random
 import sqlite3
 import threading
+import time
 from typing import Any
 
 from handrail.authz._core import check_text
@@ -59,6 +60,11 @@ logger = logging.getLogger("handrail.authz")
 #: them (one ``madvise``, about half a millisecond; a page first written by a check cost it
 #: about 10 us).
 PREFAULT_BYTES = JOURNAL_BYTES
+
+#: The checkpointer renders a flush's JSON this many rows at a time, pausing between (see
+#: :meth:`DecisionLog.flush`).
+RENDER_CHUNK = 4
+RENDER_PAUSE_S = 0.00005
 
 #: The decisions a prune's batch deletes: in ``(after, upto]`` and logged before a time.
 _PRUNED = "WHERE seq > ? AND seq <= ? AND at_ms < ?"
@@ -156,8 +162,13 @@ class DecisionLog:
         """Insert one decision inside the caller's transaction on ``conn``."""
         conn.execute(INSERT_DECISION, decision_row(record))
 
-    def flush(self) -> int:
-        """Move journaled decisions into SQLite now; return how many."""
+    def flush(self, *, yielding: bool = False) -> int:
+        """Move journaled decisions into SQLite now; return how many.
+
+        ``yielding`` (the checkpointer): pause every :data:`RENDER_CHUNK` rows while their
+        JSON is written. That is pure Python, ~10 us a row, holding the GIL; a check that
+        arrives meanwhile gets the GIL only when this thread blocks, so without the pauses
+        a check in ~1.5 % waited for a whole batch (the served p99 rose by 100-300 us)."""
         journal = self.journal
         if journal is None:
             return 0
@@ -165,7 +176,11 @@ class DecisionLog:
             taken, full, ends = journal.take()
             if taken:
                 try:
-                    rows = [fields_row(fields) for fields in taken]
+                    rows = []
+                    for i, fields in enumerate(taken):
+                        if yielding and i and not i % RENDER_CHUNK:
+                            time.sleep(RENDER_PAUSE_S)
+                        rows.append(fields_row(fields))
                     with self._db.atomic(self._conn) as conn:
                         conn.executemany(INSERT_DECISION_ONCE, rows)
                         conn.execute("DELETE FROM journal_flushed")  # journals discarded since
@@ -309,7 +324,7 @@ class Checkpointer:
         while not self._stop.wait(self._flush_s):
             ticks += 1
             try:
-                log.flush()
+                log.flush(yielding=True)
                 if journal is not None:
                     with contextlib.suppress(OSError):  # a full disk: a check will say so
                         journal.prepare_spare(PREFAULT_BYTES)

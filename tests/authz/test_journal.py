@@ -379,3 +379,23 @@ def test_the_checkpointer_survives_an_error_that_is_not_sqlite(
     finally:
         store.close()
     assert "flushing the decision journal failed (1 times): a row that will not render" in caplog.text
+
+
+def test_the_checkpointers_flush_pauses_while_it_writes_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Writing a batch's JSON holds the GIL; the checkpointer's flush lets a waiting check
+    in every few rows (a reader's flush does not wait), and stores the same rows."""
+    from handrail.authz import _sqlite_decisions
+
+    pauses: list[float] = []
+    monkeypatch.setattr(_sqlite_decisions.time, "sleep", pauses.append)
+    store = Store.in_dir(tmp_path, journal=True)
+    records = [_record(store, i) for i in range(10)]
+    for record in records[:5]:
+        store.record_decision(record)
+    assert store._decisions.flush() == 5 and pauses == []
+    for record in records[5:]:
+        store.record_decision(record)
+    assert store._decisions.flush(yielding=True) == 5
+    assert pauses == [_sqlite_decisions.RENDER_PAUSE_S] * ((5 - 1) // _sqlite_decisions.RENDER_CHUNK)
+    assert [store.get_decision(r.decision_id) for r in records] == records
+    store.close()
