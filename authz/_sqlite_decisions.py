@@ -63,7 +63,7 @@ PREFAULT_BYTES = JOURNAL_BYTES
 
 #: The checkpointer renders a flush's JSON this many rows at a time, pausing between (see
 #: :meth:`DecisionLog.flush`).
-RENDER_CHUNK = 4
+RENDER_CHUNK = 2
 RENDER_PAUSE_S = 0.00005
 
 #: The decisions a prune's batch deletes: in ``(after, upto]`` and logged before a time.
