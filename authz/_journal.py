@@ -159,28 +159,35 @@ def journal_format(path: Path) -> str:
 
 def read_frames(path: Path, start: int = 0) -> list[bytes]:
     """The payloads of the complete entries of a journal (see the module docstring) from
-    byte ``start`` (the end of an entry)."""
+    byte ``start`` (the end of an entry).
+
+    Raises:
+        ValueError: a whole entry follows one that fails its CRC (damage, not a kill).
+    """
     data = memoryview(path.read_bytes())
-    payloads, at, header = [], start, _HEADER.size
-    while at + header <= len(data):
-        marker, length, crc = _HEADER.unpack_from(data, at)
-        payload = bytes(data[at + header : at + header + length])
-        if marker != MARKER or not length or len(payload) != length or zlib.crc32(payload, length) != crc:
-            if marker and _whole_at(data, at + header + length):  # a kill leaves nothing after its entry
+    payloads, at = [], start
+    while at + _HEADER.size <= len(data):
+        payload = _entry_at(data, at)
+        if payload is None:
+            marker, length, _ = _HEADER.unpack_from(data, at)
+            if marker and _entry_at(data, at + _HEADER.size + length) is not None:  # a kill leaves nothing after
                 raise ValueError(f"the entry at byte {at} fails its CRC and a whole one follows it")
             break  # the end (zeros), or the entry a kill cut short
         payloads.append(payload)
-        at += header + length
+        at += _HEADER.size + len(payload)
     return payloads
 
 
-def _whole_at(data: memoryview, at: int) -> bool:
-    """Whether a whole entry starts at byte ``at`` of ``data``."""
+def _entry_at(data: memoryview, at: int) -> bytes | None:
+    """The payload of the whole entry at byte ``at`` of ``data``, or None (zeros, a cut or
+    damaged entry, the end of the file)."""
     if at + _HEADER.size > len(data):
-        return False
+        return None
     marker, length, crc = _HEADER.unpack_from(data, at)
-    payload = data[at + _HEADER.size : at + _HEADER.size + length]
-    return bool(marker == MARKER and length > 0 and len(payload) == length and zlib.crc32(payload, length) == crc)
+    payload = bytes(data[at + _HEADER.size : at + _HEADER.size + length])
+    if marker != MARKER or not length or len(payload) != length or zlib.crc32(payload, length) != crc:
+        return None
+    return payload
 
 
 def read_lines(path: Path, start: int = 0) -> list[bytes]:

@@ -121,8 +121,8 @@ class DecisionLog:
                     rows = []
             except (ValueError, TypeError, EOFError, IndexError, KeyError) as exc:  # not ours
                 raise RuntimeError(
-                    f"{path}: a decision journal entry does not decode ({exc}); the file was not written "
-                    "by this sidecar: move it aside to start without it"
+                    f"{path}: a decision journal entry does not decode ({exc}); the file is damaged or was "
+                    "not written by a sidecar: move it aside to start without it"
                 ) from None
             if rows:
                 with self._db.atomic(self._conn) as conn:

@@ -221,9 +221,9 @@ def plain(value: Any) -> Any:
     raise TypeError(f"a decision field cannot be {type(value).__name__}")
 
 
-def fields_row(fields: tuple[Any, ...] | list[Any]) -> tuple[Any, ...]:
-    """The decision_log row of a decision's :func:`decision_fields` (a tuple, or the list
-    ``marshal`` gives back for one written by an older version of them)."""
+def fields_row(fields: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The decision_log row of a decision's :func:`decision_fields` (as the journal gives
+    them back: ``marshal`` keeps tuples as tuples)."""
     (decision_id, at_ms, caller, principal, target, epoch, verb, url, role, name, window_class) = fields[:11]
     (window_title, password, action_id, fingerprint, observation_id, reason, allow, message) = fields[11:19]
     (policies, grant_id, current_epoch, approval_id, consumed, shadow, lease, considered, context) = fields[19:]
@@ -258,7 +258,7 @@ _q = encode_basestring_ascii  # a JSON string literal, as json.dumps writes it
 _BOOL = {False: "false", True: "true"}
 
 
-def _context_text(context: tuple[Any, ...] | list[Any]) -> str:
+def _context_text(context: tuple[Any, ...]) -> str:
     """The element context and the document-load flag of a check (its
     :func:`decision_fields` entry)."""
     dialog_title, form_name, heading, description, visible_text, document_load = context
