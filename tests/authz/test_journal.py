@@ -293,18 +293,16 @@ def test_a_flush_that_fails_keeps_its_decisions_for_the_next(tmp_path: Path) -> 
         assert again.count_decisions() == 3
 
 
-def test_the_checkpointer_survives_a_failed_flush(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """A flush that fails (a full disk) is said in the log and tried again; the thread goes
-    on moving decisions into the file."""
-    store = Store.in_dir(tmp_path, journal=True)
-    _failing_once(store)
+def _checkpointer_flushes_one(store: Store, tmp_path: Path) -> None:
+    """Start the checkpointer, log one decision, and wait until the file itself holds it
+    (read from outside: count_decisions would flush); then close the store."""
     store.start_checkpointer(flush_s=0.005)
     try:
         record = _record(store, 0)
         store.record_decision(record)
         outside = sqlite3.connect(tmp_path / "authz.sqlite")
         try:
-            for _ in range(300):  # read the file itself: count_decisions would flush
+            for _ in range(300):
                 if outside.execute("SELECT count(*) FROM decision_log").fetchone()[0] == 1:
                     break
                 time.sleep(0.01)
@@ -313,6 +311,14 @@ def test_the_checkpointer_survives_a_failed_flush(tmp_path: Path, caplog: pytest
             outside.close()
     finally:
         store.close()
+
+
+def test_the_checkpointer_survives_a_failed_flush(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A flush that fails (a full disk) is said in the log and tried again; the thread goes
+    on moving decisions into the file."""
+    store = Store.in_dir(tmp_path, journal=True)
+    _failing_once(store)
+    _checkpointer_flushes_one(store, tmp_path)
     assert "flushing the decision journal failed (1 times): database or disk is full" in caplog.text
     assert "flushes again after 1 failures" in caplog.text
 
@@ -363,21 +369,7 @@ def test_the_checkpointer_survives_an_error_that_is_not_sqlite(
 
     monkeypatch.setattr(_sqlite_decisions, "fields_row", fails_once)
     store = Store.in_dir(tmp_path, journal=True)
-    store.start_checkpointer(flush_s=0.005)
-    try:
-        record = _record(store, 0)
-        store.record_decision(record)
-        outside = sqlite3.connect(tmp_path / "authz.sqlite")
-        try:
-            for _ in range(300):  # read the file itself: count_decisions would flush
-                if outside.execute("SELECT count(*) FROM decision_log").fetchone()[0] == 1:
-                    break
-                time.sleep(0.01)
-            assert outside.execute("SELECT decision_id FROM decision_log").fetchall() == [(record.decision_id,)]
-        finally:
-            outside.close()
-    finally:
-        store.close()
+    _checkpointer_flushes_one(store, tmp_path)
     assert "flushing the decision journal failed (1 times): a row that will not render" in caplog.text
 
 
