@@ -27,6 +27,7 @@ from handrail.authz._models import (
     CheckInput,
     Decision,
     DecisionRecord,
+    ElementContext,
     GrantInfo,
     HolderKind,
     LeaseInfo,
@@ -116,12 +117,31 @@ MAX_TTL_MS = 60 * 60_000
 
 
 def check_text(field: str, value: str, *, required: bool = False) -> str:
-    """Return ``value`` if it is short enough (and non-empty when required)."""
+    """Return ``value`` if it is a ``str``, short enough (and non-empty when required) and
+    text that UTF-8 can carry (see :func:`holds_surrogate`)."""
+    if not isinstance(value, str):
+        raise InvalidArgumentError(field, f"must be text, not {type(value).__name__}")
     if required and not value:
         raise InvalidArgumentError(field, "must not be empty")
     if len(value) > MAX_FIELD_CHARS:
         raise InvalidArgumentError(field, f"longer than {MAX_FIELD_CHARS} characters")
+    if holds_surrogate(value):
+        raise InvalidArgumentError(field, "holds a lone surrogate (U+D800 to U+DFFF), which is not text")
     return value
+
+
+def holds_surrogate(value: str) -> bool:
+    """Whether ``value`` holds a surrogate code point. The wire cannot carry one (protobuf
+    strings are UTF-8), but a Python caller can pass one, and neither database can store
+    it: a check's decision is acknowledged before its row is written, so such a value let
+    in would fail every later flush of the decision log."""
+    if value.isascii():
+        return False
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def check_verb(field: str, verb: str) -> str:
@@ -171,27 +191,42 @@ def validate_check(request: CheckInput) -> str:
         InvalidArgumentError: naming the first offending field.
     """
     r = request
-    longest = max(
-        len(r.principal),
-        len(r.target),
-        len(r.element_role),
-        len(r.element_name),
-        len(r.window_class),
-        len(r.window_title),
-        len(r.action_id),
-        len(r.fingerprint),
-        len(r.observation_id),
-        len(r.url),
-        len(r.approval_asked),
-        len(r.context.dialog_title),
-        len(r.context.form_name),
-        len(r.context.heading),
-        len(r.context.description),
-        len(r.context.visible_text),
+    if not isinstance(r.context, ElementContext):
+        raise InvalidArgumentError("context", f"must be an ElementContext, not {type(r.context).__name__}")
+    texts = (
+        r.principal,
+        r.target,
+        r.element_role,
+        r.element_name,
+        r.window_class,
+        r.window_title,
+        r.action_id,
+        r.fingerprint,
+        r.observation_id,
+        r.url,
+        r.approval_asked,
+        r.context.dialog_title,
+        r.context.form_name,
+        r.context.heading,
+        r.context.description,
+        r.context.visible_text,
     )
-    epoch_ok = type(r.lease_epoch) is int and 0 <= r.lease_epoch <= MAX_EPOCH
-    if longest <= MAX_FIELD_CHARS and r.principal and r.target and epoch_ok and r.verb in VERBS:
-        return url_origin("resource.url", r.url)  # every field checked at once (the usual case)
+    try:  # every field checked at once (the usual case)
+        usual = (
+            not holds_surrogate("".join(texts))
+            and max(map(len, texts)) <= MAX_FIELD_CHARS
+            and type(r.lease_epoch) is int
+            and 0 <= r.lease_epoch <= MAX_EPOCH
+            and type(r.password_field) is bool
+            and type(r.document_load) is bool
+            and r.principal != ""
+            and r.target != ""
+            and r.verb in VERBS
+        )
+    except TypeError:  # a field that is not text: named below
+        usual = False
+    if usual:
+        return url_origin("resource.url", r.url)
     check_text("principal", request.principal, required=True)
     check_text("target", request.target, required=True)
     if type(request.lease_epoch) is not int:
@@ -211,6 +246,10 @@ def validate_check(request: CheckInput) -> str:
     check_text("approval_asked", request.approval_asked)
     for name in ("dialog_title", "form_name", "heading", "description", "visible_text"):
         check_text(f"resource.{name}", getattr(request.context, name))
+    check_text("resource.url", request.url)
+    for name, flag in (("resource.password_field", r.password_field), ("resource.document_load", r.document_load)):
+        if type(flag) is not bool:  # the log writes a flag as JSON true or false
+            raise InvalidArgumentError(name, f"must be a bool, not {type(flag).__name__}")
     return url_origin("resource.url", request.url)
 
 

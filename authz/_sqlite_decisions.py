@@ -73,6 +73,27 @@ _PRUNED = "WHERE seq > ? AND seq <= ? AND at_ms < ?"
 _DECISION_ID = f"{{:0{SEQ_DIGITS}x}}{{:020x}}".format
 
 
+#: The types of a decision's parts before its body, as an earlier version journaled them.
+_LEGACY_HEAD = (int, str, int, str, str, str)
+
+
+def _legacy_row(line: bytes) -> tuple[Any, ...]:
+    """The decision_log row of a JSON line that an earlier version journaled.
+
+    Raises:
+        ValueError: the line is JSON but not a decision's parts (its seven fields, typed).
+    """
+    parts = json.loads(line)
+    if not (
+        type(parts) is list
+        and len(parts) == 7
+        and all(type(p) is t for p, t in zip(parts[:6], _LEGACY_HEAD, strict=True))
+        and type(parts[6]) is dict
+    ):
+        raise ValueError(f"a JSON line is not a decision's seven parts: {line[:80]!r}")
+    return as_row(parts, line.decode("utf-8"))
+
+
 class DecisionLog:
     """The ``decision_log`` table of one database, and the journal in front of it.
 
@@ -116,7 +137,7 @@ class DecisionLog:
                 if kind == "frames":
                     rows = [fields_row(marshal.loads(payload)) for payload in read_frames(path, start)]
                 elif kind == "lines":  # JSON lines, left by an earlier version
-                    rows = [as_row(json.loads(line), line.decode("utf-8")) for line in read_lines(path, start)]
+                    rows = [_legacy_row(line) for line in read_lines(path, start)]
                 else:  # empty, or its first entry cut short by a kill: nothing was acknowledged
                     rows = []
             except (ValueError, TypeError, EOFError, IndexError, KeyError) as exc:  # not ours

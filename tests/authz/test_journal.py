@@ -18,11 +18,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from handrail import Reason
-from handrail.authz import _journal
+from handrail.authz import Authorizer, ElementContext, _journal
 from handrail.authz._core import CheckInput, Decision, DecisionRecord, LeaseInfo, validate_check
 from handrail.authz._errors import InvalidArgumentError
 from handrail.authz._journal import Journal, frame, journal_paths, read_frames, read_lines
 from handrail.authz._models import HolderKind
+from handrail.authz._policies import DEFAULT_POLICIES_DIR, PolicyEngine
 from handrail.authz._sqlite import Store
 from handrail.authz._sqlite_schema import decision_fields, decision_parts, decision_record, decision_row, fields_row
 
@@ -162,9 +163,24 @@ def _fields_frame(**changes: tuple[int, Any]) -> bytes:
         _fields_frame(lease=(25, ("t",))),  # a lease of one field
         _fields_frame(password=(12, "yes")),  # a flag that is not a boolean
         b'["not json\n',
+        b"[1]\n",  # JSON, not a decision's parts
+        b'[1, "id", 2, "agent-a", "t", "ALLOW"]\n',  # six parts, no body
+        b'["1", "id", 2, "agent-a", "t", "ALLOW", {}]\n',  # a sequence number that is text
+        b'[1, "id", 2, "agent-a", "t", "ALLOW", []]\n',  # a body that is not an object
         b"hello",  # neither an entry nor a JSON line
     ],
-    ids=["not-marshal", "an-int", "short-lease", "flag-not-bool", "not-json", "foreign"],
+    ids=[
+        "not-marshal",
+        "an-int",
+        "short-lease",
+        "flag-not-bool",
+        "not-json",
+        "line-of-one",
+        "line-of-six",
+        "line-seq-text",
+        "line-body-list",
+        "foreign",
+    ],
 )
 def test_a_journal_entry_that_does_not_decode_is_named_in_one_line(tmp_path: Path, entry: bytes) -> None:
     """A whole entry (its CRC holds) that is not a decision's fields was not written by a
@@ -230,6 +246,52 @@ def test_a_check_whose_epoch_the_log_could_not_write_is_refused(epoch: object, s
     request = CheckInput("agent-a", "t", epoch, "submit")  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match=f"^lease_epoch: .*{says}"):
         validate_check(request)
+
+
+SURROGATE = "holds a lone surrogate"
+
+
+@pytest.mark.parametrize(
+    ("field", "changes", "says"),
+    [
+        ("principal", {"principal": "agent-\ud800"}, SURROGATE),
+        ("target", {"target": "t\udfff"}, SURROGATE),
+        ("resource.element_name", {"element_name": "Save \ud83d"}, SURROGATE),
+        ("resource.url", {"url": "https://app.test/\udc80"}, SURROGATE),
+        ("resource.visible_text", {"context": ElementContext(visible_text="\ud83d\ude00")}, SURROGATE),  # a pair
+        ("approval_asked", {"approval_asked": "\ud800 please"}, SURROGATE),
+        ("resource.password_field", {"password_field": "yes"}, "must be a bool, not str"),
+        ("resource.document_load", {"document_load": 2}, "must be a bool, not int"),
+        ("resource.element_name", {"element_name": ["Save"]}, "must be text, not list"),
+        ("resource.window_title", {"window_title": None}, "must be text, not NoneType"),
+        ("principal", {"principal": 7}, "must be text, not int"),
+        ("resource.url", {"url": b"https://app.test/"}, "must be text, not bytes"),
+        ("context", {"context": None}, "must be an ElementContext, not NoneType"),
+    ],
+)
+def test_a_check_the_log_could_not_write_is_refused_before_it_is_logged(
+    tmp_path: Path, field: str, changes: dict[str, Any], says: str
+) -> None:
+    """What a Python caller can pass and the wire cannot (a surrogate: protobuf strings are
+    UTF-8; a flag or a text field of another type) is refused at the door, naming the
+    field. Neither database can store a surrogate, and the log writes a flag only as JSON
+    true or false: a check's decision is acknowledged before its row is written, so such
+    a decision let in would fail every later flush (and the replay at the next start)."""
+    store = Store.in_dir(tmp_path, journal=True)
+    token = store.add_principal("exe", "executor")
+    store.add_principal("agent-a", "agent")
+    authz = Authorizer(store, PolicyEngine.load(DEFAULT_POLICIES_DIR))
+    caller = authz.authenticate(token)
+    request = dataclasses.replace(CheckInput("agent-a", "t", 1, "submit"), **changes)
+    with pytest.raises(InvalidArgumentError, match=f"^{field}: {says}"):
+        authz.check(caller, request)
+    with pytest.raises(InvalidArgumentError, match=f"^{field}: {says}"):
+        authz.check_as(token, request)
+    denied = authz.check(caller, CheckInput("agent-a", "t\u00e9", 1, "submit", element_name="Sp\u00e4ter"))
+    assert not denied.allow  # no lease: refused, and logged with its non-ASCII text
+    assert store.flush_decisions() == 1
+    assert store.get_decision(denied.decision_id).request.target == "t\u00e9"
+    store.close()
 
 
 def test_the_checkpointer_makes_the_next_journal_ahead(tmp_path: Path) -> None:
