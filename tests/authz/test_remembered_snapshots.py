@@ -274,12 +274,13 @@ def test_a_principal_created_while_its_grants_are_written_waits_for_the_write(
         )
         with psycopg.connect(dsn) as held:  # one transaction, until commit or rollback
             done: list[object] = []
+            closing = threading.Thread(target=lambda: done.append(b.close_task("task-1")))
             if write == "a revocation by raw SQL":
                 revoke = "UPDATE grants SET revoked_at_ms = (extract(epoch from clock_timestamp()) * 1000)::bigint"
                 held.execute(revoke + " WHERE grant_id = %s", (grant.grant_id,))
             else:  # close_task's trigger waits on agent-b's row, held here
                 held.execute("SELECT 1 FROM principals WHERE name = 'agent-b' FOR UPDATE")
-                threading.Thread(target=lambda: done.append(b.close_task("task-1"))).start()
+                closing.start()
                 with psycopg.connect(dsn, autocommit=True) as watch:  # until its trigger waits
                     waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
                     deadline = time.monotonic() + 10
@@ -294,7 +295,10 @@ def test_a_principal_created_while_its_grants_are_written_waits_for_the_write(
             else:
                 held.rollback()  # lets close_task take agent-b's row and commit
             created.join(10)
-            assert not created.is_alive() and len(done) == (1 if write == "a revocation by raw SQL" else 2)
+            if closing.ident is not None:  # it may commit after the creation does
+                closing.join(10)
+            assert not created.is_alive() and not closing.is_alive()
+            assert len(done) == (1 if write == "a revocation by raw SQL" else 2)
         snap = a.check_snapshot(AGENT, TARGET, exe)  # the first read that finds the agent
         assert snap.agent is not None and [g.grant_id for g in snap.grants] == [grant.grant_id]
         assert not snap.grants[0].is_active(snap.now)
