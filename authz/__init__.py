@@ -63,6 +63,7 @@ import typing
 from handrail import _lazy
 from handrail._vocabulary import VERBS, Reason, Verb
 from handrail.authz._async_client import AsyncAuthzClient
+from handrail.authz._balance import parse_addresses
 from handrail.authz._client import AuthzClient, WatchStream
 from handrail.authz._errors import (
     AlreadyExistsError,
@@ -155,6 +156,7 @@ __all__ = [
     "Verb",
     "WatchEventInfo",
     "WatchStream",
+    "parse_addresses",
     "parse_url",
     "serve",
 ]

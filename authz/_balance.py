@@ -35,7 +35,7 @@ from typing import Any, Generic, TypeVar
 import grpc
 
 from handrail.authz._channel import map_grpc_errors
-from handrail.authz._errors import AuthzError, AuthzUnavailableError
+from handrail.authz._errors import AuthzError, AuthzUnavailableError, InvalidArgumentError
 
 #: How long a replica that failed is tried only after the others, in seconds.
 DOWN_S = 2.0
@@ -79,16 +79,34 @@ _NOT_SENT = ("failed to connect", "connection refused", "dns resolution failed",
 _C = TypeVar("_C")
 
 
+#: gRPC target forms passed through as they are (``unix:/run/authz.sock`` ...).
+_SCHEMES = ("unix:", "unix-abstract:", "dns:", "ipv4:", "ipv6:")
+
+
 def parse_addresses(address: str | Sequence[str]) -> tuple[str, ...]:
     """The replicas' addresses: ``"a:1,b:2"`` or a list; blanks and repeats dropped.
 
+    Each is ``HOST:PORT`` (an IPv6 host in brackets) or a gRPC target with its scheme.
+
     Raises:
-        ValueError: no address at all.
+        InvalidArgumentError: no address at all, or one that is not HOST:PORT. gRPC would
+            take a port past 65535 modulo 65536 (99999 dials 34463), and a missing port
+            as 443.
     """
     items = address.split(",") if isinstance(address, str) else list(address)
     found = tuple(dict.fromkeys(a.strip() for a in items if a.strip()))
     if not found:
-        raise ValueError("no authz sidecar address given")
+        raise InvalidArgumentError("authz address", "no sidecar address given")
+    for one in found:
+        if one.startswith(_SCHEMES):
+            continue
+        host, colon, port = one.rpartition(":")
+        if not colon or not host:
+            raise InvalidArgumentError("authz address", f"{one!r} is not HOST:PORT")
+        if ":" in host and not (host.startswith("[") and host.endswith("]")):
+            raise InvalidArgumentError("authz address", f"{one!r}: an IPv6 host goes in brackets ([::1]:7700)")
+        if not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+            raise InvalidArgumentError("authz address", f"{one!r}: the port must be 1 to 65535, not {port!r}")
     return found
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import queue
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -26,10 +27,12 @@ from handrail.authz import (
     AuthzRpcError,
     AuthzServer,
     AuthzUnavailableError,
+    InvalidArgumentError,
     LeaseConflictError,
     LeaseInfo,
     PgStore,
     WatchEventInfo,
+    parse_addresses,
     serve,
 )
 from handrail.authz._lease_changes import Acquire, Expire, HandBack, Release, Renew, ReportActivity, TakeOver
@@ -305,6 +308,39 @@ def test_a_client_fails_over_and_fails_closed_within_one_deadline(replicas: Call
         assert time.monotonic() - t0 < 1.5  # one deadline at most, not one per replica
     finally:
         client.close()
+
+
+@pytest.mark.parametrize(
+    ("given", "found"),
+    [
+        ("a:7700, b:7700,,a:7700,", ("a:7700", "b:7700")),  # blanks and repeats dropped
+        (["[::1]:7700", " 10.0.0.2:1 "], ("[::1]:7700", "10.0.0.2:1")),
+        ("unix:/run/handrail/authz.sock", ("unix:/run/handrail/authz.sock",)),
+    ],
+)
+def test_replica_addresses_are_a_list_of_host_port(given: str | list[str], found: tuple[str, ...]) -> None:
+    assert parse_addresses(given) == found
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        (" , ,", "no sidecar address given"),
+        ([], "no sidecar address given"),
+        ("a:7700,b:99999", "'b:99999': the port must be 1 to 65535"),  # grpc would dial 34463
+        ("a:0", "the port must be 1 to 65535"),
+        ("a:+80", "the port must be 1 to 65535"),
+        ("a:\uff17\uff17", "the port must be 1 to 65535"),  # full-width digits
+        ("localhost", "'localhost' is not HOST:PORT"),  # grpc would dial 443
+        (":7700", "is not HOST:PORT"),
+        ("::1:7700", "an IPv6 host goes in brackets"),
+    ],
+)
+def test_a_replica_address_that_is_not_host_port_is_refused(given: str | list[str], says: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=f"^authz address: .*{re.escape(says)}"):
+        parse_addresses(given)
+    with pytest.raises(InvalidArgumentError, match=f"^authz address: .*{re.escape(says)}"):
+        AuthzClient(given, "token")
 
 
 def test_a_grant_is_not_resent_to_another_replica_when_it_may_have_landed() -> None:
