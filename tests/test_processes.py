@@ -84,6 +84,17 @@ def test_the_console_checks_its_back_ends_at_start(stack: Stack) -> None:
     assert "cannot reach the executor at 127.0.0.1:1" in one_line(
         console("--authz", stack.authz.address, "--executor", stack.executor.address, "--executor", "127.0.0.1:1")
     )
+    # Replicas: the sidecar answers when any of them does. The console gets past the check
+    # here (to a port it cannot take); none answering is one line naming them all.
+    replicas = f"127.0.0.1:1,{stack.authz.address}"
+    taken = console("--authz", replicas, "--executor", stack.executor.address, "--listen", stack.executor.address)
+    assert one_line(taken).endswith("Address already in use")
+    none = one_line(console("--authz", "127.0.0.1:1,127.0.0.1:2"))
+    assert "cannot reach the authz sidecar at any of 127.0.0.1:1, 127.0.0.1:2" in none
+    for bad, says in (("127.0.0.1:99999", "the port must be 1 to 65535"), (",", "no sidecar address given")):
+        assert f"cannot start: authz address: {'' if bad == ',' else repr(bad) + ': '}{says}" in one_line(
+            console("--authz", bad)
+        )
 
 
 def test_no_port_sharing_and_one_executor_per_data_dir(stack: Stack, tmp_path: Path) -> None:

@@ -7,10 +7,13 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import grpc
 
+from handrail import HandrailError
+from handrail.authz import parse_addresses
 from handrail.console._config import DEFAULT_LISTEN, ConsoleConfig
 from handrail.console._serve import serve_forever
 
@@ -23,7 +26,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--authz",
         default=os.environ.get("HANDRAIL_AUTHZ", "127.0.0.1:7700"),
-        help="the sidecar's HOST:PORT (env HANDRAIL_AUTHZ; default %(default)s)",
+        help="the sidecar's HOST:PORT, or its replicas' as a comma-separated list "
+        "(env HANDRAIL_AUTHZ; default %(default)s)",
     )
     p.add_argument(
         "--executor",
@@ -50,22 +54,42 @@ def register(sub: Any) -> None:
 
 def unreachable(config: ConsoleConfig, timeout_s: float) -> str:
     """The first back end (sidecar, then executors) that does not answer within
-    ``timeout_s`` in all, as a one-line reason; empty when every one answers."""
+    ``timeout_s`` in all, as a one-line reason; empty when every one answers. The sidecar
+    answers when any of its replicas does (``--authz a:7700,b:7700``): the console's
+    client balances over them and fails over.
+
+    Raises:
+        InvalidArgumentError: ``--authz`` is not a list of HOST:PORT.
+    """
     deadline = time.monotonic() + timeout_s
-    backends = [("the authz sidecar", config.authz, config.authz_root_certificates)]
-    backends += [("the executor", address, None) for address in config.executors]
-    for what, address, roots in backends:
-        if roots is None:
-            channel = grpc.insecure_channel(address)
-        else:
-            channel = grpc.secure_channel(address, grpc.ssl_channel_credentials(root_certificates=roots))
-        try:
-            grpc.channel_ready_future(channel).result(timeout=max(0.1, deadline - time.monotonic()))
-        except grpc.FutureTimeoutError:
-            return f"cannot reach {what} at {address} (is it running?)"
-        finally:
-            channel.close()
+    replicas = parse_addresses(config.authz)
+    backends = [("the authz sidecar", replicas, config.authz_root_certificates)]
+    backends += [("the executor", (address,), None) for address in config.executors]
+    for what, addresses, roots in backends:
+        if not _any_ready(addresses, roots, deadline):
+            where = f"at {addresses[0]}" if len(addresses) == 1 else f"at any of {', '.join(addresses)}"
+            return f"cannot reach {what} {where} (is it running?)"
     return ""
+
+
+def _any_ready(addresses: Sequence[str], roots: bytes | None, deadline: float) -> bool:
+    """Whether a channel to any of ``addresses`` is ready before ``deadline``."""
+    credentials = None if roots is None else grpc.ssl_channel_credentials(root_certificates=roots)
+    channels = [
+        grpc.insecure_channel(a) if credentials is None else grpc.secure_channel(a, credentials) for a in addresses
+    ]
+    ready = [grpc.channel_ready_future(c) for c in channels]
+    try:
+        while not any(f.done() for f in ready):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+        return True
+    finally:
+        for f in ready:
+            f.cancel()
+        for c in channels:
+            c.close()
 
 
 def _main(args: argparse.Namespace) -> int:
@@ -90,6 +114,6 @@ def _main(args: argparse.Namespace) -> int:
             print(f"handrail console: {problem}", file=sys.stderr)
             return 1
         return serve_forever(config)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, HandrailError) as exc:
         print(f"handrail console: cannot start: {exc}", file=sys.stderr)
         return 1
