@@ -44,6 +44,7 @@ from psycopg import pq
 from psycopg.adapt import Transformer
 from psycopg.conninfo import conninfo_to_dict
 
+from handrail._dsn import why_no_connection
 from handrail.authz._errors import StoreUnavailableError
 
 log = logging.getLogger("handrail.authz.pg")
@@ -63,7 +64,8 @@ def describe(dsn: str) -> str:
         return "postgresql://?"
     host = parts.get("host", "localhost")
     port = parts.get("port", "5432")
-    return f"postgresql://{parts.get('user', '')}@{host}:{port}/{parts.get('dbname', '')}"
+    user = f"{parts['user']}@" if parts.get("user") else ""
+    return f"postgresql://{user}{host}:{port}/{parts.get('dbname', '')}"
 
 
 class _LastInFirstOut(psycopg_pool.ConnectionPool[psycopg.Connection[Any]]):
@@ -247,6 +249,9 @@ class PgDatabase:
             reconnect_timeout=0,  # keep trying to refill for as long as the process lives
             name=name,
         )
+        why = why_no_connection(dsn, connect_timeout_s, describe(dsn))
+        if why:
+            raise StoreUnavailableError(why)
         try:
             self.pool.open(wait=True, timeout=connect_timeout_s)
         except psycopg_pool.PoolTimeout:

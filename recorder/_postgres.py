@@ -34,6 +34,8 @@ from typing import Any, TypeVar
 import psycopg
 import psycopg_pool
 
+from handrail._dsn import why_no_connection
+
 from ._chain import GENESIS_HASH, hash_columns, now_ms
 from ._entry import Entry, PreparedEntry, entry_from_row
 from ._errors import LedgerError
@@ -175,6 +177,9 @@ class PgLedgerStore:
                 conn.execute("SET default_transaction_read_only = on")
 
         self._closed = False
+        why = why_no_connection(dsn, 10.0, f"the ledger database {self.location}")
+        if why:
+            raise LedgerError(why)
         self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = psycopg_pool.ConnectionPool(
             dsn,
             kwargs={"autocommit": True, "connect_timeout": 5},

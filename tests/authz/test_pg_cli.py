@@ -58,6 +58,33 @@ def test_an_unreachable_database_is_one_line(command: list[str]) -> None:
     )
     assert result.returncode == 1
     assert result.stderr.startswith("error: cannot connect to postgresql://h@127.0.0.1:1/none")
+    assert "Connection refused" in result.stderr  # libpq's reason, not only that none came
+    assert result.stderr.count("\n") == 1, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("store", "says"),
+    [
+        ("postgresql://127.0.0.1:1/none", "cannot connect to postgresql://127.0.0.1:1/none within 5 s: connection "),
+        ("postgresql://127.0.0.1:1/none?sslmode=sometimes", 'invalid sslmode value: "sometimes"'),
+        (
+            "postgresql://127.0.0.1:1/none?colour=blue",
+            "postgresql://?: not a usable connection string: invalid URI query",
+        ),
+    ],
+    ids=["refused", "bad-sslmode", "bad-parameter"],
+)
+def test_a_sidecar_whose_database_it_cannot_reach_says_why_in_one_line(store: str, says: str) -> None:
+    """``serve`` logs at WARNING: the pool's own warnings would print above the error; the
+    store connects once first, so the one line holds libpq's reason."""
+    result = subprocess.run(
+        [sys.executable, "-m", "handrail", "authz", "serve", "--store", store, "--listen", "127.0.0.1:0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stderr.startswith("handrail-authz: cannot start: ") and says in result.stderr, result.stderr
     assert result.stderr.count("\n") == 1, result.stderr
 
 

@@ -122,3 +122,26 @@ def test_a_head_moved_back_behind_the_ledgers_back_is_never_written_over(pg_dsn:
         with pytest.raises(LedgerError, match="duplicate key"):
             ledger.intent("s1", "a3", "k3", "agent", 1, PARAMS)
         assert _seqs(dsn, "exe-1") == [1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    ("dsn", "says"),
+    [
+        (
+            "postgresql://127.0.0.1:1/nothing?sslmode=sometimes",
+            'within 10 s: connection is bad: invalid sslmode value: "sometimes"',
+        ),
+        (
+            "postgresql://127.0.0.1:1/nothing?colour=blue",
+            'not a usable connection string: invalid URI query parameter: "colour"',
+        ),
+    ],
+    ids=["bad-sslmode", "bad-parameter"],
+)
+def test_a_ledger_database_it_cannot_reach_is_named_with_libpqs_reason(dsn: str, says: str) -> None:
+    """The executor opens its PostgreSQL ledger at start: an operator's mistake in the URL
+    is one line with libpq's reason, not only that no connection came in time."""
+    with pytest.raises(LedgerError) as err:
+        pg_store.PgLedgerStore(dsn, "exe-1")
+    assert str(err.value).startswith("cannot connect to the ledger database postgresql://")
+    assert says in str(err.value) and "\n" not in str(err.value)
