@@ -127,6 +127,8 @@ def check_text(field: str, value: str, *, required: bool = False) -> str:
         raise InvalidArgumentError(field, f"longer than {MAX_FIELD_CHARS} characters")
     if holds_surrogate(value):
         raise InvalidArgumentError(field, "holds a lone surrogate (U+D800 to U+DFFF), which is not text")
+    if "\0" in value:  # PostgreSQL's text cannot hold one; libpq's parameters end at it
+        raise InvalidArgumentError(field, "must not contain NUL (U+0000)")
     return value
 
 
@@ -212,8 +214,10 @@ def validate_check(request: CheckInput) -> str:
         r.context.visible_text,
     )
     try:  # every field checked at once (the usual case)
+        joined = "".join(texts)
         usual = (
-            not holds_surrogate("".join(texts))
+            "\0" not in joined
+            and not holds_surrogate(joined)
             and max(map(len, texts)) <= MAX_FIELD_CHARS
             and type(r.lease_epoch) is int
             and 0 <= r.lease_epoch <= MAX_EPOCH

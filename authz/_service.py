@@ -23,7 +23,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from handrail._dsn import is_pg_dsn
-from handrail._rpc import AUTHZ_DOMAIN, add_service, cannot_listen, error_status, port_taken
+from handrail._rpc import AUTHZ_DOMAIN, add_service, cannot_listen, error_status, nul_field, port_taken
 from handrail._rpc import bearer_token as bearer_token
 from handrail.authz import _wire, _wire_responses
 from handrail.authz._authorizer import Authorizer
@@ -99,12 +99,21 @@ _Resp = TypeVar("_Resp")
 _Handler = Callable[[Any, _Req, grpc.ServicerContext], _Resp]
 
 
+def _no_nul(request: Any) -> None:
+    """Refuse a request with a NUL in a string field, naming it (see :func:`nul_field`)."""
+    if field := nul_field(request):
+        raise InvalidArgumentError(field, "must not contain NUL (U+0000)")
+
+
 def _rpc(method: _Handler[_Req, _Resp]) -> _Handler[_Req, _Resp]:
     """Map errors raised by a handler to gRPC status codes (the RPC boundary)."""
+    nul_checked = method.__name__ != "Check"  # validate_check refuses a NUL (the hot path)
 
     @functools.wraps(method)
     def wrapper(self: Any, request: _Req, context: grpc.ServicerContext) -> _Resp:
         try:
+            if nul_checked:
+                _no_nul(request)
             return method(self, request, context)
         except AuthzError as exc:
             context.abort_with_status(status_of(exc))
@@ -124,6 +133,7 @@ def _stream_rpc(
     @functools.wraps(method)
     def wrapper(self: Any, request: _Req, context: grpc.ServicerContext) -> Iterator[_Resp]:
         try:
+            _no_nul(request)
             yield from method(self, request, context)
         except AuthzError as exc:
             context.abort_with_status(status_of(exc))

@@ -51,6 +51,7 @@ __all__ = [
     "cannot_listen",
     "error_detail",
     "error_status",
+    "nul_field",
     "port_taken",
 ]
 
@@ -294,3 +295,20 @@ def add_service(server: Any, servicer: Any, service: ServiceDescriptor, messages
             response_serializer=response_cls.SerializeToString,
         )
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service.full_name, handlers),))
+
+
+def nul_field(message: Any, prefix: str = "") -> str:
+    """The first string field of ``message`` (nested and repeated ones too) that holds a
+    NUL (U+0000), as a dotted path (``grant.note``); ``""`` when none does. Protobuf
+    strings may hold one; PostgreSQL's text cannot, and libpq's text parameters end at it."""
+    for fd, value in message.ListFields():
+        values = value if fd.is_repeated else (value,)
+        if fd.type == fd.TYPE_STRING:
+            if any("\0" in v for v in values):
+                return f"{prefix}{fd.name}"
+        elif fd.type == fd.TYPE_MESSAGE:
+            for item in values:
+                found = nul_field(item, f"{prefix}{fd.name}.")
+                if found:
+                    return found
+    return ""

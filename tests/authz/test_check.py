@@ -178,6 +178,12 @@ def test_policy_forbid_names_the_policy(sidecar: Sidecar) -> None:
         ({"action_id": "x" * 5000}, "action_id"),
         ({"context": ElementContext(dialog_title="x" * 5000)}, "resource.dialog_title"),
         ({"context": ElementContext(visible_text="x" * 5000)}, "resource.visible_text"),
+        # a NUL: PostgreSQL's text cannot hold one, and libpq's parameters end at it (the
+        # log would have named the agent "agent-a" for "agent-a\0evil")
+        ({"principal": "agent-a\0evil"}, "principal"),
+        ({"target": TARGET + "\0"}, "target"),
+        ({"element_name": "Save\0"}, "resource.element_name"),
+        ({"context": ElementContext(heading="\0")}, "resource.heading"),
     ],
 )
 def test_invalid_check_names_the_field(sidecar: Sidecar, kwargs: dict[str, object], field: str) -> None:
@@ -193,6 +199,28 @@ def test_invalid_check_names_the_field(sidecar: Sidecar, kwargs: dict[str, objec
         )
     assert err.value.code_name == "INVALID_ARGUMENT"
     assert err.value.details.startswith(f"{field}: ")
+    assert sidecar.server.store.count_decisions() == 0  # refused before anything is decided
+
+
+def test_a_nul_in_any_request_is_invalid_argument_naming_the_field(sidecar: Sidecar) -> None:
+    """Every RPC, on both stores: never INTERNAL (PostgreSQL's text cannot hold a NUL)."""
+    op = sidecar.client("op")
+    calls = {
+        "grant.note": lambda: op.grant("agent-a", TARGET, ["submit"], [ORIGIN], note="n\0"),
+        "grant.origins": lambda: op.grant("agent-a", TARGET, ["submit"], [ORIGIN, "https://\0.test"]),
+        "grant_id": lambda: op.revoke("g\0"),
+        "principal": lambda: op.list_grants(principal="agent-a\0"),
+        "target": lambda: op.take_over(TARGET + "\0"),
+        "targets": lambda: next(iter(op.watch([TARGET, "t\0"]))),
+    }
+    for field, call in calls.items():
+        with pytest.raises(AuthzRpcError) as err:
+            call()
+        assert (err.value.code_name, err.value.details) == (
+            "INVALID_ARGUMENT",
+            f"{field}: must not contain NUL (U+0000)",
+        )
+    assert op.grant("agent-a", TARGET, ["submit"], [ORIGIN], note="fine").note == "fine"  # served on
 
 
 def test_unspecified_and_unknown_verb(sidecar: Sidecar) -> None:

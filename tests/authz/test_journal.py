@@ -267,6 +267,7 @@ SURROGATE = "holds a lone surrogate"
         ("principal", {"principal": 7}, "must be text, not int"),
         ("resource.url", {"url": b"https://app.test/"}, "must be text, not bytes"),
         ("context", {"context": None}, "must be an ElementContext, not NoneType"),
+        ("resource.window_class", {"window_class": "x\0"}, "must not contain NUL"),
     ],
 )
 def test_a_check_the_log_could_not_write_is_refused_before_it_is_logged(
