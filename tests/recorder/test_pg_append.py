@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 
-from handrail.recorder import LedgerError, open_ledger
+from handrail.recorder import Ledger, LedgerError, open_ledger
 from handrail.recorder import _postgres as pg_store
 from handrail.scenarios._postgres import pg_url
+from tests.recorder.test_ledger_cli import run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -145,3 +147,26 @@ def test_a_ledger_database_it_cannot_reach_is_named_with_libpqs_reason(dsn: str,
         pg_store.PgLedgerStore(dsn, "exe-1")
     assert str(err.value).startswith("cannot connect to the ledger database postgresql://")
     assert says in str(err.value) and "\n" not in str(err.value)
+
+
+def test_an_executor_id_that_is_not_a_file_name_never_becomes_a_path(
+    pg_dsn: Callable[[], str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An executor's head file is ``ledger-<id>.head`` in its data dir. It may not append
+    under an id that is not a file name. Reading, the ids come from the database, which any
+    executor with its credentials writes: one like ``x/../../planted`` is verified without
+    a head file, never read from where it points (here a planted file the verify would
+    otherwise call the chain's damaged head file)."""
+    dsn = pg_dsn()
+    evil = "x/../../planted"
+    with pytest.raises(LedgerError, match=r"must be 1\.\.200 letters, digits"):
+        open_ledger(dsn, executor_id=evil, head_dir=tmp_path / "data")
+    hostile = Ledger(None, store=pg_store.PgLedgerStore(dsn, evil))  # its own code, the same database
+    hostile.intent("s1", "a1", "k1", "agent", 1, PARAMS)
+    hostile.close()
+    data = tmp_path / "data"
+    (data / "ledger-x").mkdir(parents=True)
+    (tmp_path / "planted.head").write_text("not a head file")
+    assert (data / f"ledger-{evil}.head").resolve() == (tmp_path / "planted.head").resolve()
+    assert run_cli(["ledger", "verify", "--db", dsn, "--data-dir", str(data)]) == 0
+    assert f"executor {evil}: ok: 1 entries, chain verified; head file: none" in capsys.readouterr().out
