@@ -186,6 +186,8 @@ class SharedEventHub(EventHub):
                 sub.gap = True
             with sub._cond:
                 sub._events.extendleft(reversed([e for e in replay if concerns(e, sub.targets)]))
+        elif since_seq > last:  # ahead of this replica: another's event in flight, or never issued
+            sub.gap = True  # a resync loses nothing either way (see _watch.EventHub.subscribe)
         return sub
 
     def _read_log(self, after: int, upto: int) -> tuple[list[WatchEventInfo], int]:

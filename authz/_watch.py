@@ -125,7 +125,12 @@ class EventHub:
         return event
 
     def subscribe(self, targets: Iterable[str], since_seq: int = 0) -> Subscription:
-        """A new subscription; with ``since_seq``, the buffered events after it come first."""
+        """A new subscription; with ``since_seq``, the buffered events after it come first.
+
+        A ``since_seq`` past the last event this hub issued was never issued here: it came
+        from another data dir, a restored copy, or a clock that went back at a restart.
+        Waiting for the sequence to pass it would drop every change until then; the
+        subscription starts with a resync instead (:attr:`Subscription.gap`)."""
         sub = Subscription(self, frozenset(targets))
         with self._lock:
             if self._closed:
@@ -138,6 +143,8 @@ class EventHub:
                 for event in self._recent:
                     if event.seq > since_seq and concerns(event, sub.targets):
                         sub._events.append(event)
+            elif since_seq > self._last:  # never issued here: see the docstring
+                sub.gap = True
             self._subs.append(sub)
         return sub
 

@@ -162,6 +162,14 @@ def test_since_seq_replays_and_resyncs(sidecar: Sidecar, watch: type[Watcher]) -
     e = resync.next()
     assert (e.kind, e.change) == ("lease", "resync")
     assert e.lease is not None and e.lease.epoch == lease.epoch + 1
+    # one this sidecar never issued (another data dir, a restored database, a clock that
+    # went back at a restart): the current state too, not silence until the sequence
+    # passes it (every change until then would be missed)
+    ahead = watch(exe, [TARGET], since_seq=2**63 - 1)
+    e = ahead.next()
+    assert (e.kind, e.change, e.lease.epoch if e.lease else None) == ("lease", "resync", lease.epoch + 1)
+    op.hand_back(TARGET, lease.epoch + 1)
+    assert ahead.next().change == "handback"  # and live changes after it
 
 
 def test_who_may_watch(sidecar: Sidecar) -> None:
