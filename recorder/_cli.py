@@ -56,7 +56,7 @@ def register(subparsers: Any) -> None:
     tail = commands.add_parser("tail", help="print the last entries as a timeline")
     _add_location(tail)
     _add_filters(tail)
-    tail.add_argument("-n", type=int, default=20, help="how many entries (default 20)")
+    tail.add_argument("-n", type=_count, default=20, help="how many entries (default 20; 0 with -f: only new ones)")
     tail.add_argument("-f", "--follow", action="store_true", help="keep printing new entries (Ctrl-C stops)")
     tail.set_defaults(func=run_tail)
 
@@ -191,6 +191,17 @@ def _select(ledger: Ledger, filters: dict[str, Any]) -> list[Entry]:
 Chains = list[tuple[str, Ledger]]
 """The ledgers a command reads: ``("", ledger)`` for a file; ``(executor id, ledger)`` for
 each executor's chain in a PostgreSQL ledger."""
+
+
+def _count(text: str) -> int:
+    """``-n``: a whole number of entries, not a negative one (which printed nothing)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{n} is negative: say how many entries to print")
+    return n
 
 
 def _last(ledger: Ledger, n: int, filters: dict[str, Any]) -> list[Entry]:

@@ -75,6 +75,12 @@ def test_tail(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 1
     assert "s=s2 act=b key=kb agent:other-agent" in lines[0]
+    # a negative count printed nothing and succeeded; now it is the operator's one line
+    for bad, says in (("-5", "-5 is negative: say how many entries to print"), ("x", "'x' is not a whole number")):
+        with pytest.raises(SystemExit) as exit_:
+            run_cli(["ledger", "tail", "--data-dir", str(data_dir), "-n", bad])
+        assert exit_.value.code == 2
+        assert capsys.readouterr().err.strip().splitlines()[-1].endswith(f"error: argument -n: {says}")
 
 
 def test_default_path(monkeypatch: pytest.MonkeyPatch) -> None:
