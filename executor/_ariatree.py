@@ -50,6 +50,7 @@ _SINGLE = re.compile(r"'((?:[^']|'')*)'")
 _DOUBLE = re.compile(r'"((?:[^"\\]|\\.)*)"\Z', re.S)
 _ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", re.S)
 _SIMPLE_ESCAPES = {"\\": "\\", '"': '"', "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "0": "\0", "/": "/"}
+_NOT_TEXT = re.compile("[\0\ud800-\udfff]")
 _KEY = re.compile(r'([a-z][a-z0-9-]*)(?: ("(?:[^"\\]|\\.)*"))?((?: \[[a-z-]+(?:=[^\]\[]*)?\])*)\Z')
 _ATTR = re.compile(r"\[([a-z-]+)(?:=([^\]\[]*))?\]")
 
@@ -86,12 +87,13 @@ def _unescape(body: str) -> str:
     def one(m: re.Match[str]) -> str:
         code = m.group(1)
         if code[0] in "xuU" and len(code) > 1:
-            return chr(int(code[1:], 16))
+            point = int(code[1:], 16)
+            return chr(point) if point <= 0x10FFFF else "\ufffd"
         if code in _SIMPLE_ESCAPES:
             return _SIMPLE_ESCAPES[code]
         raise SnapshotFormatError(f"unknown escape \\{code}")
 
-    return _ESCAPE.sub(one, body) if "\\" in body else body
+    return _text(_ESCAPE.sub(one, body)) if "\\" in body else body
 
 
 def _scalar(text: str) -> str:
@@ -166,6 +168,19 @@ def _line(line: str, number: int, depth: int) -> _Item:
 _PLAIN_FIRST = frozenset("'\"&*!|>%@`{[#,")
 
 
+def _text(value: object) -> str:
+    """A decoded scalar as text: an escaped surrogate pair joined into its character, and a
+    lone surrogate or a NUL (a page can put either in a name from script; Chromium's
+    snapshot escapes both) made U+FFFD, as a decoder does. The sidecar refuses both in a
+    check's text (no database stores them): read as they are, they would make the page's
+    element unactionable."""
+    text = str(value)
+    if _NOT_TEXT.search(text) is None:
+        return text
+    joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return joined.replace("\0", "\ufffd")
+
+
 def _yaml_items(snapshot: str) -> Iterator[_Item]:
     """The same items, from PyYAML's parse of the whole snapshot (the fallback)."""
     import yaml
@@ -182,12 +197,12 @@ def _yaml_items(snapshot: str) -> Iterator[_Item]:
             if isinstance(item, dict):
                 for key, value in item.items():
                     if isinstance(value, list):
-                        yield depth, str(key), None, True
+                        yield depth, _text(key), None, True
                         yield from walk(value, depth + 1)
                     else:
-                        yield depth, str(key), "" if value is None else str(value), False
+                        yield depth, _text(key), "" if value is None else _text(value), False
             else:
-                yield depth, str(item), None, False
+                yield depth, _text(item), None, False
 
     yield from walk(tree, 0)
 
@@ -238,7 +253,7 @@ class KeyCache:
             else:
                 role, raw_name, attrs = m.groups()
                 found = dict(_ATTR.findall(attrs)) if attrs else {}
-                parsed = (role, json.loads(raw_name) if raw_name else "", found.get("ref", ""), found)
+                parsed = (role, _text(json.loads(raw_name)) if raw_name else "", found.get("ref", ""), found)
             self.keys[key] = parsed
         return parsed  # type: ignore[return-value]
 

@@ -75,6 +75,19 @@ def test_identical_clone_is_refused_not_clicked(stack: Stack, agent: AgentSetup,
     assert site.posts == []
 
 
+def test_a_name_holding_a_nul_or_a_lone_surrogate_is_still_clicked(stack: Stack, agent: AgentSetup, site: Site) -> None:
+    """The page names its button with U+0000 and a lone surrogate from script. The sidecar
+    refuses either in a check's text; the executor reads both as U+FFFD, so the element
+    stays actionable and is judged by its grant like any other."""
+    session = _session(stack, agent, site, ["submit"])
+    site.run_js("document.querySelector('#box button').setAttribute('aria-label', 'Place\\u0000order \\ud800');")
+    session.observe()
+    ref = session.find("button", "Place\ufffdorder \ufffd")
+    r = session.click(ref)
+    assert r.result.outcome is Outcome.DONE, r.result.message
+    assert len(site.posts) == 1
+
+
 def test_modal_opened_between_observe_and_act_is_refused(stack: Stack, agent: AgentSetup, site: Site) -> None:
     session = _session(stack, agent, site, ["submit"])
     ref = session.find("button", "Place order")

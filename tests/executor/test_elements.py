@@ -135,6 +135,22 @@ def test_names_with_line_separators_and_controls() -> None:
     ]
 
 
+def test_a_nul_or_a_lone_surrogate_in_a_name_reads_as_a_replacement_character() -> None:
+    """A page can put U+0000 or a lone surrogate in an accessible name (set from script);
+    Chromium's snapshot escapes both, as here. The sidecar refuses either in a check's text
+    (no database stores them): read as U+FFFD, the element stays actionable and its check
+    says what the page showed as well as text can."""
+    snapshot = (
+        '- button "Sa\\u0000ve \\ud800" [ref=e1]\n'
+        '- link "\\ud83d\\ude00 \\udfff" [ref=e2]: "x\\0y \\ud83d\\ude00 \\ud83d"'
+    )
+    elements = parse_snapshot(snapshot)
+    assert [e.name for e in elements] == ["Sa\ufffdve \ufffd", "\U0001f600 \ufffd"]  # a pair stays one character
+    assert elements[1].text == "x\ufffdy \U0001f600 \ufffd"
+    with_nul = '- button "a\\u0000b" [ref=e1]: "c\\0d"'
+    assert [(e.name, e.text) for e in _build(_yaml_items(with_nul), "", {}, KeyCache())] == [("a\ufffdb", "c\ufffdd")]
+
+
 def test_a_snapshot_outside_the_subset_is_parsed_by_pyyaml() -> None:
     # A comment: valid YAML Playwright does not write.
     odd = '- list [ref=e1]:\n  - button "Go" [ref=e2] # a comment\n  - text: hi'
