@@ -36,6 +36,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from handrail._rpc import wire_text
 from handrail.executor._elements import Box, Context, Element
 
 __all__ = ["KeyCache", "SnapshotFormatError", "parse_snapshot"]
@@ -50,7 +51,6 @@ _SINGLE = re.compile(r"'((?:[^']|'')*)'")
 _DOUBLE = re.compile(r'"((?:[^"\\]|\\.)*)"\Z', re.S)
 _ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", re.S)
 _SIMPLE_ESCAPES = {"\\": "\\", '"': '"', "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "0": "\0", "/": "/"}
-_NOT_TEXT = re.compile("[\0\ud800-\udfff]")
 _KEY = re.compile(r'([a-z][a-z0-9-]*)(?: ("(?:[^"\\]|\\.)*"))?((?: \[[a-z-]+(?:=[^\]\[]*)?\])*)\Z')
 _ATTR = re.compile(r"\[([a-z-]+)(?:=([^\]\[]*))?\]")
 
@@ -169,16 +169,11 @@ _PLAIN_FIRST = frozenset("'\"&*!|>%@`{[#,")
 
 
 def _text(value: object) -> str:
-    """A decoded scalar as text: an escaped surrogate pair joined into its character, and a
-    lone surrogate or a NUL (a page can put either in a name from script; Chromium's
-    snapshot escapes both) made U+FFFD, as a decoder does. The sidecar refuses both in a
-    check's text (no database stores them): read as they are, they would make the page's
-    element unactionable."""
-    text = str(value)
-    if _NOT_TEXT.search(text) is None:
-        return text
-    joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    return joined.replace("\0", "\ufffd")
+    """A decoded scalar as text (:func:`~handrail._rpc.wire_text`): a page can put a NUL or
+    a lone surrogate in a name or a text from script, and Chromium's snapshot carries both
+    (escaped). Read as they are, they would make the element unactionable (the sidecar
+    refuses a NUL) and the observation unsendable (no UTF-8 encoder takes a surrogate)."""
+    return wire_text(str(value))
 
 
 def _yaml_items(snapshot: str) -> Iterator[_Item]:

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from handrail._rpc import wire_text
 from handrail._vocabulary import Reason, Verb
 from handrail.executor._models import (
     ActionSpec,
@@ -107,6 +108,28 @@ class AuthzResource:
     visible_text: str = ""
     effects: tuple[Effect, ...] = ()
     document_load: bool = False
+
+    def __post_init__(self) -> None:
+        # What a page's script read (the element's context) may hold a lone surrogate or a
+        # NUL: the sidecar would refuse the check; as text (see wire_text) it is judged.
+        for name in _RESOURCE_TEXTS:
+            value = getattr(self, name)
+            if wire_text(value) != value:
+                object.__setattr__(self, name, wire_text(value))
+
+
+_RESOURCE_TEXTS = (
+    "url",
+    "element_role",
+    "element_name",
+    "window_class",
+    "window_title",
+    "dialog_title",
+    "form_name",
+    "heading",
+    "description",
+    "visible_text",
+)
 
 
 @dataclass(frozen=True)

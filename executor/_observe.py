@@ -13,6 +13,7 @@ import hashlib
 import time
 from dataclasses import replace
 
+from handrail._rpc import wire_text
 from handrail.executor._backend import ObserveOptions, RawObservation
 from handrail.executor._elements import Element
 from handrail.executor._lease import LeaseKeeper
@@ -36,6 +37,20 @@ def _digest(raw: RawObservation) -> str:
     return h.hexdigest()
 
 
+def _as_text(raw: RawObservation) -> RawObservation:
+    """``raw`` with the text its page controls (the title, the tabs' titles and URLs, the
+    frames' names and URLs, the dialogs' messages) as :func:`~handrail._rpc.wire_text`: a
+    page's script can put a lone surrogate in its title, which made the observation
+    unsendable (INTERNAL). The snapshot's names and texts are read so by its parser."""
+    tabs = tuple(replace(t, url=wire_text(t.url), title=wire_text(t.title)) for t in raw.tabs)
+    frames = tuple(replace(f, name=wire_text(f.name), url=wire_text(f.url)) for f in raw.frames)
+    dialogs = tuple(replace(d, message=wire_text(d.message)) for d in raw.dialogs)
+    title, url = wire_text(raw.title), wire_text(raw.url)
+    if (title, url, tabs, frames, dialogs) == (raw.title, raw.url, raw.tabs, raw.frames, raw.dialogs):
+        return raw
+    return replace(raw, title=title, url=url, tabs=tabs, frames=frames, dialogs=dialogs)
+
+
 class Observer:
     """Takes a session's observations.
 
@@ -51,7 +66,7 @@ class Observer:
         """A fresh observation of the session's surface; with ``diff``, as a diff of the last."""
         if session.fence.held_epoch is None:
             await self._leases.acquire(session)
-        raw = await session.backend.observe(options)
+        raw = _as_text(await session.backend.observe(options))
         previous = session.latest_full_snapshot
         previous_elements = session.latest_elements
         session.generation += 1

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import errno
 import inspect
+import re
 import socket
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ __all__ = [
     "error_status",
     "nul_field",
     "port_taken",
+    "wire_text",
 ]
 
 #: The metadata key every call carries its credentials in.
@@ -295,6 +297,21 @@ def add_service(server: Any, servicer: Any, service: ServiceDescriptor, messages
             response_serializer=response_cls.SerializeToString,
         )
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service.full_name, handlers),))
+
+
+_NOT_TEXT = re.compile("[\0\ud800-\udfff]")
+
+
+def wire_text(value: str) -> str:
+    """``value`` as text every wire and database here carries: an escaped surrogate pair
+    joined into its character, a lone surrogate or a NUL made U+FFFD, as a decoder does.
+    For text a page controls (a title, an accessible name, what a page script returns): a
+    lone surrogate survives into Python from JavaScript and no UTF-8 encoder takes it (an
+    observation holding one could not be sent), and the sidecar refuses a NUL."""
+    if _NOT_TEXT.search(value) is None:
+        return value
+    joined = value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return joined.replace("\0", "\ufffd")
 
 
 def nul_field(message: Any, prefix: str = "") -> str:

@@ -75,13 +75,22 @@ def test_identical_clone_is_refused_not_clicked(stack: Stack, agent: AgentSetup,
     assert site.posts == []
 
 
-def test_a_name_holding_a_nul_or_a_lone_surrogate_is_still_clicked(stack: Stack, agent: AgentSetup, site: Site) -> None:
-    """The page names its button with U+0000 and a lone surrogate from script. The sidecar
-    refuses either in a check's text; the executor reads both as U+FFFD, so the element
-    stays actionable and is judged by its grant like any other."""
+def test_page_text_holding_a_nul_or_a_lone_surrogate_is_observed_and_clicked(
+    stack: Stack, agent: AgentSetup, site: Site
+) -> None:
+    """The page puts U+0000 and lone surrogates, from script, in its button's name, in the
+    heading the button's context is read from, and in its title. A lone surrogate in the
+    title made Observe answer INTERNAL (no UTF-8 encoder takes one); the sidecar refuses a
+    NUL in a check. The executor reads each as U+FFFD: the page is observed, the button is
+    found by that name, and the click is judged by its grant like any other."""
     session = _session(stack, agent, site, ["submit"])
-    site.run_js("document.querySelector('#box button').setAttribute('aria-label', 'Place\\u0000order \\ud800');")
-    session.observe()
+    site.run_js(
+        "document.querySelector('#box button').setAttribute('aria-label', 'Place\\u0000order \\ud800');"
+        "document.querySelector('h1').textContent = 'Check\\ud800out';"
+        "document.title = 'Shop \\ud83d';"
+    )
+    obs = session.observe()
+    assert obs.title == "Shop \ufffd"
     ref = session.find("button", "Place\ufffdorder \ufffd")
     r = session.click(ref)
     assert r.result.outcome is Outcome.DONE, r.result.message
