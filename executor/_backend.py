@@ -114,8 +114,9 @@ class AuthzResource:
         # NUL: the sidecar would refuse the check; as text (see wire_text) it is judged.
         for name in _RESOURCE_TEXTS:
             value = getattr(self, name)
-            if wire_text(value) != value:
-                object.__setattr__(self, name, wire_text(value))
+            text = wire_text(value)  # the very object when it is text already
+            if text is not value:
+                object.__setattr__(self, name, text)
 
 
 _RESOURCE_TEXTS = (
