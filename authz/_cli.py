@@ -146,6 +146,13 @@ def register(subparsers: _Subparsers) -> None:
         help="an origin of the operator console, which no agent may reach (repeatable; "
         "default $HANDRAIL_CONSOLE_ORIGIN or http://127.0.0.1:7710)",
     )
+    serve.add_argument(
+        "--cpus",
+        default=None,
+        metavar="LIST",
+        help="keep the sidecar on these CPUs, e.g. 1 or 2-3 (default: anywhere); on a small host "
+        "one CPU of its own makes checks faster, see docs/deploy.md",
+    )
     serve.add_argument("--log-level", default="INFO", help="logging level on stderr (default %(default)s)")
     serve.set_defaults(func=cmd_serve)
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import psycopg
 
+from handrail._cpus import parse_cpus, pin_process, span
 from handrail._dsn import is_pg_dsn
 from handrail._vocabulary import VERBS
 from handrail.authz._client import AuthzClient
@@ -48,6 +49,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    if args.cpus is not None:
+        try:  # before the server starts its threads: they inherit it
+            cpus = parse_cpus(args.cpus)
+        except ValueError as exc:
+            print(f"handrail-authz: cannot start: {exc}", file=sys.stderr)
+            return 1
+        pin_process(cpus)
+        logging.getLogger("handrail.authz").info("authz kept on CPU %s", span(cpus))
     try:
         server, port = serve(
             args.data_dir,

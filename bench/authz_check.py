@@ -83,11 +83,13 @@ def run_echo_server() -> None:
     server.wait_for_termination()
 
 
-def start_echo() -> tuple[subprocess.Popen[str], str]:
+def start_echo(cpus: set[int] | None = None) -> tuple[subprocess.Popen[str], str]:
+    """The echo server; ``cpus``: kept on those CPUs, as the sidecar's ``--cpus`` keeps it."""
     proc = subprocess.Popen(
         [sys.executable, __file__, "--echo-server"],
         stdout=subprocess.PIPE,
         text=True,
+        preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()

@@ -7,8 +7,16 @@ allowed, every one logged before it is answered). A private PostgreSQL server is
 the run with its durable settings (``fsync`` on, ``synchronous_commit`` on for state
 changes; a plain decision's commit does not wait for the disk, see ``docs/deploy.md``).
 
-Figures, each configuration measured in blocks alternating with the echo so that drift hits
-both:
+Every server is kept on one CPU, as ``docs/deploy.md`` advises for a small host: the echo,
+the SQLite sidecar and the first replica on the last CPU this process may use (the echo
+with ``sched_setaffinity``, the sidecars with ``--cpus``), the other replicas on the other
+CPUs in turn; the client runs anywhere. So that the setting's effect is on record, the
+SQLite sidecar and one PostgreSQL sidecar are measured again left to the scheduler,
+against a second echo left there too (``*_unpinned_*``); the targets are judged on the
+kept pair, each check against the echo served the same way.
+
+Figures, each configuration measured in blocks alternating with its echo so that drift
+hits both:
 
 * ``Check`` p50/p99 over raw bytes (as ``authz_check.py``) for one SQLite sidecar, one
   PostgreSQL sidecar, and three PostgreSQL replicas called round robin;
@@ -101,8 +109,19 @@ def seed_pg(dsn: str) -> dict[str, str]:
     return tokens
 
 
-def serve_args(policies: Path, *where: str) -> list[str]:
-    return ["authz", "serve", *where, "--listen", "127.0.0.1:0", "--policies", str(policies), "--log-level", "WARNING"]
+def serve_args(policies: Path, *where: str, cpu: int | None = None) -> list[str]:
+    pinned = [] if cpu is None else ["--cpus", str(cpu)]
+    return [
+        "authz", "serve", *where, "--listen", "127.0.0.1:0", "--policies", str(policies), "--log-level", "WARNING",
+        *pinned,
+    ]  # fmt: skip
+
+
+def server_cpus() -> list[int]:
+    """The CPUs the servers are kept on, the first for the echo, the SQLite sidecar and the
+    first replica, the others in turn for the other replicas: the last CPU this process may
+    use first (the client runs anywhere)."""
+    return sorted(os.sched_getaffinity(0), reverse=True)
 
 
 def raw_call(address: str, method: str, token: str) -> Callable[[bytes], bytes]:
@@ -320,25 +339,37 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="authz-scale-"))
     procs: list[ServerProcess] = []
     echo_proc: subprocess.Popen[str] | None = None
+    free_echo_proc: subprocess.Popen[str] | None = None
     pg = None
     figures: dict[str, Any] = {}
     tokens: dict[str, str] = {}
     try:
         policies = write_policies(tmp / "policies")
-        echo_proc, echo_address = start_echo()
+        cpus = server_cpus()
+        echo_proc, echo_address = start_echo({cpus[0]})
+        free_echo_proc, free_echo_address = start_echo()
         payloads = check_requests()
 
-        # --- one SQLite sidecar ------------------------------------------------------------
+        # --- one SQLite sidecar: kept on one CPU (--cpus), then left to the scheduler -------
         sqlite_tokens = seed(tmp / "data")
-        sqlite = start_server(
-            "authz-sqlite", serve_args(tmp / "policies", "--data-dir", str(tmp / "data")), ready_prefix=READY
-        )
-        procs.append(sqlite)
+        sq_where = ("--data-dir", str(tmp / "data"))
         echo = raw_call(echo_address, "/bench.Echo/Echo", sqlite_tokens["exe"])
+        free_echo = raw_call(free_echo_address, "/bench.Echo/Echo", sqlite_tokens["exe"])
+        sqlite = start_server("authz-sqlite", serve_args(tmp / "policies", *sq_where, cpu=cpus[0]), ready_prefix=READY)
+        procs.append(sqlite)
         e_sq, c_sq = latency(
             echo, raw_call(sqlite.address, "/handrail.authz.v1.Authz/Check", sqlite_tokens["exe"]), payloads, samples
         )
         sqlite_rate = client_rate(sqlite.address, sqlite_tokens["exe"], args.threads, seconds)
+        sqlite.stop()
+        procs.remove(sqlite)
+        sqlite = start_server("authz-sqlite-free", serve_args(tmp / "policies", *sq_where), ready_prefix=READY)
+        procs.append(sqlite)
+        e_sqf, c_sqf = latency(
+            free_echo, raw_call(sqlite.address, "/handrail.authz.v1.Authz/Check", sqlite_tokens["exe"]), payloads,
+            samples,
+        )  # fmt: skip
+        sqlite_free_rate = client_rate(sqlite.address, sqlite_tokens["exe"], args.threads, seconds)
         sqlite.stop()
         procs.remove(sqlite)
 
@@ -349,7 +380,11 @@ def main() -> int:
         tokens.update(seed_pg(dsn))
         print(f"seeded PostgreSQL with {N_AGENTS * N_TARGETS} grants in {time.perf_counter() - t0:.1f} s")
         replicas = [
-            start_server(f"authz-pg{i}", serve_args(tmp / "policies", "--store", dsn), ready_prefix=READY)
+            start_server(
+                f"authz-pg{i}",
+                serve_args(tmp / "policies", "--store", dsn, cpu=cpus[i % len(cpus)]),
+                ready_prefix=READY,
+            )
             for i in range(3)
         ]
         procs += replicas
@@ -368,16 +403,27 @@ def main() -> int:
         )
         leases = lease_rate(one, tokens["exe"], tokens["op"], 4, seconds)
         reach = takeover_reach([r.address for r in replicas], tokens["op"], tokens["exe"], rounds)
+        for replica in replicas:
+            replica.stop()
+            procs.remove(replica)
+        free = start_server("authz-pg-free", serve_args(tmp / "policies", "--store", dsn), ready_prefix=READY)
+        procs.append(free)
+        free_echo = raw_call(free_echo_address, "/bench.Echo/Echo", tokens["exe"])
+        e_pgf, c_pgf = latency(
+            free_echo, raw_call(free.address, "/handrail.authz.v1.Authz/Check", tokens["exe"]), payloads, samples
+        )
+        pg_free_rate = client_rate(free.address, tokens["exe"], args.threads, seconds)
         with PgStore(dsn, pool_size=1) as store:
             logged = store.count_decisions()
     finally:
         for proc in procs:
             proc.stop()
-        if echo_proc is not None:
-            echo_proc.kill()
-            echo_proc.wait()
-            if echo_proc.stdout is not None:
-                echo_proc.stdout.close()
+        for echo_server in (echo_proc, free_echo_proc):
+            if echo_server is not None:
+                echo_server.kill()
+                echo_server.wait()
+                if echo_server.stdout is not None:
+                    echo_server.stdout.close()
         if pg is not None:
             pg.stop()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -388,14 +434,17 @@ def main() -> int:
     echo_all = e_sq + e_pg + e_pg3
     figures["echo_p50_us"] = us(statistics.median(echo_all))
     figures["echo_p99_us"] = us(pct(echo_all, 99))
-    for name, e_s, c_s in (("sqlite", e_sq, c_sq), ("pg", e_pg, c_pg), ("pg3", e_pg3, c_pg3)):
+    free = (("sqlite_unpinned", e_sqf, c_sqf), ("pg_unpinned", e_pgf, c_pgf))
+    for name, e_s, c_s in (("sqlite", e_sq, c_sq), ("pg", e_pg, c_pg), ("pg3", e_pg3, c_pg3), *free):
         figures[f"{name}_check_p50_us"] = us(statistics.median(c_s))
         figures[f"{name}_check_p99_us"] = us(pct(c_s, 99))
         figures[f"{name}_echo_p50_us"] = us(statistics.median(e_s))
         figures[f"{name}_added_p50_us"] = us(statistics.median(c_s) - statistics.median(e_s))
         figures[f"{name}_p50_ratio"] = round(statistics.median(c_s) / statistics.median(e_s), 3)
     figures["sqlite_checks_per_s"] = round(sqlite_rate)
+    figures["sqlite_unpinned_checks_per_s"] = round(sqlite_free_rate)
     figures["pg1_checks_per_s"] = round(pg1_rate)
+    figures["pg1_unpinned_checks_per_s"] = round(pg_free_rate)
     figures["pg3_checks_per_s"] = round(pg3_rate)
     figures["pg3_over_pg1"] = round(pg3_rate / pg1_rate, 3)
     for name, cpu in (("pg1", pg1_cpu), ("pg3", pg3_cpu)):
@@ -420,6 +469,7 @@ def main() -> int:
     figures["policies"] = policies
     figures["pg_decisions_logged"] = logged
     figures["cores"] = cores
+    figures["servers_on_cpus"] = [cpus[i % len(cpus)] for i in range(3)]
     targets = {"sqlite_added_p50_us_max": 150, "pg_p50_ratio_max": 2.0, "pg3_over_pg1_min": 1.5}
     status = {
         "sqlite_added_p50_us_max": "met" if figures["sqlite_added_p50_us"] <= 150 else "not met",
@@ -436,14 +486,17 @@ def main() -> int:
     print(
         f"echo              p50 {figures['echo_p50_us']:7.0f} us  p99 {figures['echo_p99_us']:7.0f} us  {echo_rate:6.0f}/s"
     )
-    for name, label in (("sqlite", "SQLite sidecar"), ("pg", "PostgreSQL, one"), ("pg3", "PostgreSQL, three")):
+    labels = (("sqlite", "SQLite sidecar"), ("pg", "PostgreSQL, one"), ("pg3", "PostgreSQL, three"))
+    frees = (("sqlite_unpinned", "SQLite, anywhere"), ("pg_unpinned", "PostgreSQL, anyw."))
+    for name, label in (*labels, *frees):
         print(
             f"{label:17} p50 {figures[f'{name}_check_p50_us']:7.0f} us  p99 {figures[f'{name}_check_p99_us']:7.0f} us"
             f"  adds {figures[f'{name}_added_p50_us']:5.0f} us at p50 (ratio {figures[f'{name}_p50_ratio']:.2f})"
         )
     print(
-        f"checks/s through AuthzClient, {args.threads} threads: SQLite {sqlite_rate:.0f}, PostgreSQL one"
-        f" {pg1_rate:.0f}, three {pg3_rate:.0f} ({figures['pg3_over_pg1']:.2f}x)"
+        f"checks/s through AuthzClient, {args.threads} threads: SQLite {sqlite_rate:.0f} (anywhere"
+        f" {sqlite_free_rate:.0f}), PostgreSQL one {pg1_rate:.0f} (anywhere {pg_free_rate:.0f}), three"
+        f" {pg3_rate:.0f} ({figures['pg3_over_pg1']:.2f}x)"
     )
     for label, cpu in (("one replica", pg1_cpu), ("three replicas", pg3_cpu)):
         print(

@@ -54,6 +54,70 @@ def test_serve_prints_listening_line_answers_health_and_stops(tmp_path: Path) ->
     assert (tmp_path / "authz.sqlite").exists()
 
 
+def _cpus_of(pid: int) -> dict[int, str]:
+    """Each thread of ``pid``: the CPUs it may run on, as the kernel lists them."""
+    found = {}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            status = Path(f"/proc/{pid}/task/{task}/status").read_text()
+        except FileNotFoundError:  # ended meanwhile
+            continue
+        found[int(task)] = next(
+            ln.split(":", 1)[1].strip() for ln in status.splitlines() if ln.startswith("Cpus_allowed_list")
+        )
+    return found
+
+
+@pytest.mark.slow
+def test_serve_cpus_keeps_every_thread_on_the_cpu_given(tmp_path: Path) -> None:
+    cpu = max(os.sched_getaffinity(0))
+    proc = subprocess.Popen(
+        _handrail("authz", "serve", "--data-dir", str(tmp_path), "--listen", "127.0.0.1:0", "--cpus", str(cpu)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().strip()
+        assert line.startswith("handrail-authz listening on "), line
+        address = line.rsplit(" ", 1)[1]
+        with grpc.insecure_channel(address) as channel:  # handler threads start on demand: make some
+            stub = health_pb2_grpc.HealthStub(channel)
+            futures = [stub.Check.future(health_pb2.HealthCheckRequest(), timeout=5) for _ in range(8)]
+            assert all(f.result().status == health_pb2.HealthCheckResponse.SERVING for f in futures)
+        threads = _cpus_of(proc.pid)
+        assert len(threads) > 5  # gRPC's, the poller, the handlers, the store's
+        assert set(threads.values()) == {str(cpu)}
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0
+        assert proc.stderr is not None
+        assert f"authz kept on CPU {cpu}" in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cpus", ["9999", "1-0", "two", ""])
+def test_serve_cpus_refused_in_one_line_before_anything_opens(tmp_path: Path, cpus: str) -> None:
+    result = subprocess.run(
+        _handrail("authz", "serve", "--data-dir", str(tmp_path / "d"), "--listen", "127.0.0.1:0", "--cpus", cpus),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"handrail-authz: cannot start: --cpus {cpus!r}: ")
+    assert result.stderr.count("\n") == 1
+    assert not (tmp_path / "d").exists()  # refused before the store or its lock was made
+
+
 @pytest.mark.slow
 def test_serve_with_broken_policy_exits_with_file_and_line(tmp_path: Path) -> None:
     policies = tmp_path / "policies"
