@@ -484,6 +484,11 @@ def main() -> int:
     figures["target_status"] = status
     figures["met_leaves_out"] = [k for k, v in status.items() if v == "explained, not met"]
     print(
+        f"each server kept on one CPU (--cpus; the echo, the SQLite sidecar and replica 0 on CPU {cpus[0]}), the"
+        " targets judged there; the 'anywhere' rows: the same sidecars left to the scheduler, against an echo left"
+        " there too"
+    )
+    print(
         f"echo              p50 {figures['echo_p50_us']:7.0f} us  p99 {figures['echo_p99_us']:7.0f} us  {echo_rate:6.0f}/s"
     )
     labels = (("sqlite", "SQLite sidecar"), ("pg", "PostgreSQL, one"), ("pg3", "PostgreSQL, three"))
