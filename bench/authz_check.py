@@ -46,6 +46,7 @@ import grpc
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import emit, pct, summary
 
+from handrail._cpus import parse_cpus, pin_process, span
 from handrail.authz import GrantInfo, SqliteStore
 from handrail.authz._policies import DEFAULT_POLICIES_DIR
 from handrail.proto.authz.v1 import authz_pb2 as pb
@@ -65,8 +66,11 @@ ECHO_READY = "echo listening on "
 # --- the echo server (a process of its own) ----------------------------------------------------
 
 
-def run_echo_server() -> None:
-    """A trivial unary service, bytes in, the same bytes out, served like the sidecar."""
+def run_echo_server(cpus: str | None = None) -> None:
+    """A trivial unary service, bytes in, the same bytes out, served like the sidecar
+    (``cpus``: kept on those CPUs, as the sidecar's ``--cpus`` keeps it)."""
+    if cpus is not None:
+        pin_process(parse_cpus(cpus))  # before gRPC starts its threads: they inherit it
 
     def echo(request: bytes, context: grpc.ServicerContext) -> bytes:
         return request
@@ -85,12 +89,8 @@ def run_echo_server() -> None:
 
 def start_echo(cpus: set[int] | None = None) -> tuple[subprocess.Popen[str], str]:
     """The echo server; ``cpus``: kept on those CPUs, as the sidecar's ``--cpus`` keeps it."""
-    proc = subprocess.Popen(
-        [sys.executable, __file__, "--echo-server"],
-        stdout=subprocess.PIPE,
-        text=True,
-        preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),
-    )
+    pinned = [] if cpus is None else ["--cpus", span(frozenset(cpus))]
+    proc = subprocess.Popen([sys.executable, __file__, "--echo-server", *pinned], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()
     if not line.startswith(ECHO_READY):
@@ -254,13 +254,14 @@ def sustained(
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--echo-server", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--cpus", default=None, help=argparse.SUPPRESS)  # the echo server's
     parser.add_argument("--quick", action="store_true", help="fewer samples (a smoke run)")
     parser.add_argument("--samples", type=int, default=0)
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=5.0)
     args = parser.parse_args()
     if args.echo_server:
-        run_echo_server()
+        run_echo_server(args.cpus)
         return 0
     samples = args.samples or (1000 if args.quick else 8000)
     seconds = 1.0 if args.quick else args.seconds
