@@ -44,7 +44,7 @@ from psycopg import pq
 from psycopg.adapt import Transformer
 from psycopg.conninfo import conninfo_to_dict
 
-from handrail._dsn import why_no_connection
+from handrail._dsn import redact, why_no_connection
 from handrail.authz._errors import StoreUnavailableError
 
 log = logging.getLogger("handrail.authz.pg")
@@ -65,7 +65,7 @@ def describe(dsn: str) -> str:
     host = parts.get("host", "localhost")
     port = parts.get("port", "5432")
     user = f"{parts['user']}@" if parts.get("user") else ""
-    return f"postgresql://{user}{host}:{port}/{parts.get('dbname', '')}"
+    return redact(f"postgresql://{user}{host}:{port}/{parts.get('dbname', '')}", dsn)  # a password cut into the host
 
 
 class _LastInFirstOut(psycopg_pool.ConnectionPool[psycopg.Connection[Any]]):

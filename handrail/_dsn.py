@@ -1,11 +1,15 @@
 """Whether a store or ledger location names a PostgreSQL database (no driver loaded to
-tell), and why a first connection to one failed."""
+tell), why a first connection to one failed, and that reason without the password."""
 
 from __future__ import annotations
 
+import re
 import time
+import urllib.parse
 
-__all__ = ["is_pg_dsn", "why_no_connection"]
+__all__ = ["is_pg_dsn", "redact", "why_no_connection"]
+
+_KEYWORD_PASSWORD = re.compile(r"password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)")
 
 
 def is_pg_dsn(location: str) -> bool:
@@ -28,10 +32,28 @@ def why_no_connection(dsn: str, timeout_s: float, where: str) -> str:
             psycopg.connect(dsn, connect_timeout=max(2, int(timeout_s)), autocommit=True).close()
             return ""
         except psycopg.Error as exc:
-            text = str(exc).strip()
+            text = redact(str(exc), dsn).strip()
             reason = text.splitlines()[0].strip() if text else type(exc).__name__
             if isinstance(exc, psycopg.ProgrammingError):  # the string itself: no use trying again
                 return f"cannot connect to {where}: not a usable connection string: {reason}"
             if time.monotonic() + 0.2 >= deadline:
                 return f"cannot connect to {where} within {timeout_s:g} s: {reason}"
         time.sleep(0.2)
+
+
+def redact(text: str, dsn: str) -> str:
+    """``text`` (a driver's message about ``dsn``) with the password of ``dsn`` written as
+    ``***``: libpq quotes a connection string that does not parse whole, and a password
+    holding an unescaped ``@`` or ``/`` is cut into what it then calls a host or a path,
+    so each piece of the password is hidden too, as are ``password=`` values."""
+    secrets: set[str] = set()
+    if is_pg_dsn(dsn) and "@" in dsn:
+        userinfo = dsn.split("://", 1)[1].rsplit("@", 1)[0]
+        if ":" in userinfo:
+            password = userinfo.split(":", 1)[1]
+            secrets.update((password, urllib.parse.unquote(password)))
+            secrets.update(piece for piece in re.split(r"[@/?:#]", password) if len(piece) >= 3)
+    secrets.update(m.group(1).strip("'") for m in _KEYWORD_PASSWORD.finditer(dsn))
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return _KEYWORD_PASSWORD.sub("password=***", text)

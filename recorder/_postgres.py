@@ -34,11 +34,11 @@ from typing import Any, TypeVar
 import psycopg
 import psycopg_pool
 
-from handrail._dsn import why_no_connection
+from handrail._dsn import redact, why_no_connection
 
 from ._chain import GENESIS_HASH, hash_columns, now_ms
 from ._entry import Entry, PreparedEntry, entry_from_row
-from ._errors import LedgerError
+from ._errors import LedgerError, LedgerTamperedError
 from ._recovery import RecoveredAction, UnresolvedAction, intent_params
 from ._store import BulkRow, ChainSnapshot, EntryQuery, RecoveryWrite, StoredRow
 
@@ -55,6 +55,26 @@ _INSERT = (
 )
 
 _HEAD = "SELECT head_seq, head_hash FROM ledger_heads WHERE executor_id = %s"
+_CHAIN_EXISTS = (
+    "SELECT EXISTS (SELECT 1 FROM ledger_heads WHERE executor_id = %s)"
+    " OR EXISTS (SELECT 1 FROM ledger_entries WHERE executor_id = %s)"
+)
+# a new chain's head, at genesis: never for a chain with entries (its head row was deleted)
+_NEW_HEAD = (
+    "INSERT INTO ledger_heads (executor_id, head_seq, head_hash) SELECT %s, 0, %s"
+    " WHERE NOT EXISTS (SELECT 1 FROM ledger_entries WHERE executor_id = %s) ON CONFLICT (executor_id) DO NOTHING"
+)
+# every chain: those with a recorded head, and those with entries (one index probe per
+# chain, not a scan of the entries)
+_EXECUTORS = """
+WITH RECURSIVE ids(id) AS (
+    (SELECT executor_id FROM ledger_entries ORDER BY executor_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT e.executor_id FROM ledger_entries AS e WHERE e.executor_id > ids.id ORDER BY e.executor_id LIMIT 1)
+    FROM ids WHERE ids.id IS NOT NULL
+)
+SELECT id FROM ids WHERE id IS NOT NULL UNION SELECT executor_id FROM ledger_heads ORDER BY 1
+"""
 
 # An append onto the head the store last saw, in one statement: the recorded head moves
 # from (seen_seq, seen_hash) to (head_seq, head_hash) and the entries (one array per
@@ -113,14 +133,43 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
             FOR EACH STATEMENT EXECUTE FUNCTION ledger_entries_append_only();
         """,
     ),
+    (
+        "ledger heads only move forward",
+        """
+        CREATE FUNCTION ledger_heads_forward_only() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'UPDATE' AND NEW.executor_id = OLD.executor_id AND (NEW.head_seq > OLD.head_seq
+                    OR (NEW.head_seq = OLD.head_seq AND NEW.head_hash = OLD.head_hash)) THEN
+                RETURN NEW;
+            END IF;
+            RAISE EXCEPTION 'ledger heads only move forward: % refused', TG_OP;
+        END $$;
+        CREATE TRIGGER ledger_heads_forward BEFORE UPDATE OR DELETE ON ledger_heads
+            FOR EACH ROW EXECUTE FUNCTION ledger_heads_forward_only();
+        CREATE TRIGGER ledger_heads_no_truncate BEFORE TRUNCATE ON ledger_heads
+            FOR EACH STATEMENT EXECUTE FUNCTION ledger_heads_forward_only();
+        """,
+    ),
 )
 
+
+def _jsonb(column: str) -> str:
+    r"""SQL reading the text ``column`` (an entry's canonical JSON) as ``jsonb``. PostgreSQL
+    refuses ``\u0000`` in jsonb (its text cannot hold a NUL) while the entry format keeps
+    one a caller wrote, so an escaped NUL is read as U+FFFD; only an escape counts, not a
+    backslash-u written as text (``\\u0000``: an even run of backslashes before it)."""
+    return (
+        rf"(CASE WHEN strpos({column}, '\u0000') = 0 THEN {column}"
+        rf" ELSE regexp_replace({column}, '(?<!\\)((?:\\\\)*)\\u0000', '\1\\ufffd', 'g') END)::jsonb"
+    )
+
+
 _TARGET = """
-    coalesce((SELECT s.body::jsonb ->> 'target' FROM ledger_entries AS s
+    coalesce((SELECT {s_body} ->> 'target' FROM ledger_entries AS s
               WHERE s.executor_id = {e}.executor_id AND s.session_id = {e}.session_id
                 AND s.idempotency_key = '' AND s.kind = 'session_open'
               ORDER BY s.seq LIMIT 1), '')
-"""
+""".replace("{s_body}", _jsonb("s.body"))
 
 _INTERRUPTED = f"""
 SELECT i.seq, i.session_id, i.action_id, i.idempotency_key, i.principal, i.principal_kind,
@@ -135,13 +184,13 @@ ORDER BY i.seq
 
 _UNRESOLVED = f"""
 SELECT u.seq, u.session_id, u.action_id, u.idempotency_key, u.principal, u.principal_kind,
-       u.epoch, u.body::jsonb ->> 'reason',
+       u.epoch, {_jsonb("u.body")} ->> 'reason',
        (SELECT p.body FROM ledger_entries AS p
         WHERE p.executor_id = u.executor_id AND p.kind = 'intent' AND p.session_id = u.session_id
           AND p.action_id = u.action_id ORDER BY p.seq DESC LIMIT 1),
        {_TARGET.format(e="u")}
 FROM ledger_entries AS u
-WHERE u.executor_id = %(exe)s AND u.kind = 'result' AND upper(u.body::jsonb ->> 'outcome') = 'UNKNOWN'
+WHERE u.executor_id = %(exe)s AND u.kind = 'result' AND upper({_jsonb("u.body")} ->> 'outcome') = 'UNKNOWN'
   AND NOT EXISTS (
     SELECT 1 FROM ledger_entries AS l
     WHERE l.executor_id = u.executor_id AND l.kind IN ('result', 'reconcile')
@@ -239,12 +288,13 @@ class PgLedgerStore:
         raise AssertionError("unreachable")
 
     def _check_chain(self, conn: psycopg.Connection[Any]) -> None:
+        """A chain is there when it has a recorded head or any entry: one whose head row was
+        deleted is still read (and found BAD by ``verify``), not taken for no chain."""
         try:
-            sql = "SELECT 1 FROM ledger_heads WHERE executor_id = %s"
-            found = conn.execute(sql, (self.executor_id,)).fetchone()
+            found = conn.execute(_CHAIN_EXISTS, (self.executor_id, self.executor_id)).fetchone()
         except psycopg.errors.UndefinedTable:
             raise LedgerError(f"no ledger in {_describe(self.dsn)}", reason="NOT_FOUND") from None
-        if found is None:
+        if found is None or not found[0]:
             raise LedgerError(f"no chain of executor {self.executor_id!r} in {_describe(self.dsn)}", reason="NOT_FOUND")
 
     def _writing(self) -> None:
@@ -266,10 +316,11 @@ class PgLedgerStore:
                         "INSERT INTO ledger_migrations (version, name, applied_ms) VALUES (%s, %s, %s)",
                         (version, name, now_ms()),
                     )
-            conn.execute(
-                "INSERT INTO ledger_heads (executor_id, head_seq, head_hash) VALUES (%s, 0, %s)"
-                " ON CONFLICT (executor_id) DO NOTHING",
-                (self.executor_id, GENESIS_HASH),
+            conn.execute(_NEW_HEAD, (self.executor_id, GENESIS_HASH, self.executor_id))
+        if conn.execute(_HEAD, (self.executor_id,)).fetchone() is None:  # entries, and no head
+            raise LedgerTamperedError(
+                f"the recorded head of {self.location} is missing while its chain has entries: its row in"
+                " ledger_heads was deleted outside the ledger (`handrail ledger verify` says what else changed)"
             )
 
     # -- writing -------------------------------------------------------------------
@@ -312,8 +363,16 @@ class PgLedgerStore:
         return stored if self._run(work, "append to", again=_always) else None
 
     def _insert(self, conn: psycopg.Connection[Any], entries: Sequence[PreparedEntry]) -> list[StoredRow]:
-        stored = _chain(entries, *self._locked_head(conn))
-        self._write(conn, stored, *_head_of(stored))
+        head = self._locked_head(conn)
+        stored = _chain(entries, *head)
+        try:
+            self._write(conn, stored, *_head_of(stored))
+        except psycopg.errors.UniqueViolation:
+            raise LedgerTamperedError(
+                f"the recorded head of {self.location} (#{head[0]}) is behind its stored entries: ledger_heads"
+                " was moved back outside the ledger; nothing was written (`handrail ledger verify` says more)",
+                seq=head[0] + 1,
+            ) from None
         return stored
 
     def _locked_head(self, conn: psycopg.Connection[Any]) -> tuple[int, str]:
@@ -422,7 +481,7 @@ class PgLedgerStore:
         try:
             conn = psycopg.connect(self.dsn, connect_timeout=10)
         except psycopg.Error as exc:
-            raise LedgerError(f"cannot read ledger {self.location}: {_first_line(exc)}") from exc
+            raise LedgerError(f"cannot read ledger {self.location}: {_first_line(exc, self.dsn)}") from exc
         try:
             with conn:
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -469,11 +528,11 @@ def ledger_executors(dsn: str) -> list[str]:
     """
     try:
         with psycopg.connect(dsn, connect_timeout=10) as conn:
-            rows = conn.execute("SELECT executor_id FROM ledger_heads ORDER BY executor_id").fetchall()
+            rows = conn.execute(_EXECUTORS).fetchall()
     except psycopg.errors.UndefinedTable:
         raise LedgerError(f"no ledger in {_describe(dsn)}", reason="NOT_FOUND") from None
     except psycopg.Error as exc:
-        raise LedgerError(f"cannot read the ledger database {_describe(dsn)}: {_first_line(exc)}") from exc
+        raise LedgerError(f"cannot read the ledger database {_describe(dsn)}: {_first_line(exc, dsn)}") from exc
     return [str(r[0]) for r in rows]
 
 
@@ -481,8 +540,8 @@ def _always() -> bool:
     return True
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
+def _first_line(exc: BaseException, dsn: str = "") -> str:
+    text = redact(str(exc), dsn).strip() if dsn else str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
 
 
@@ -493,7 +552,8 @@ def _describe(dsn: str) -> str:
         parts = conninfo_to_dict(dsn)
     except psycopg.ProgrammingError:
         return "postgresql://?"
-    return f"postgresql://{parts.get('host', 'localhost')}:{parts.get('port', '5432')}/{parts.get('dbname', '')}"
+    host, port, dbname = parts.get("host", "localhost"), parts.get("port", "5432"), parts.get("dbname", "")
+    return redact(f"postgresql://{host}:{port}/{dbname}", dsn)  # a password cut into the host
 
 
 def _where(query: EntryQuery) -> tuple[str, list[Any]]:
@@ -510,7 +570,7 @@ def _where(query: EntryQuery) -> tuple[str, list[Any]]:
             where += f" AND {column} = %s"
             params.append(value)
     if query.outcome is not None:
-        where += " AND (upper(body::jsonb ->> 'outcome') = %s OR (kind = 'refusal' AND %s = 'REFUSED'))"
+        where += f" AND (upper({_jsonb('body')} ->> 'outcome') = %s OR (kind = 'refusal' AND %s = 'REFUSED'))"
         params += [query.outcome.upper(), query.outcome.upper()]
     if query.since_ms is not None:
         where += " AND ts_ms >= %s"

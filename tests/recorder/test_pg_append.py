@@ -108,24 +108,6 @@ def test_a_reply_lost_after_the_append_committed_is_not_written_again(
         assert ledger.intent("s1", "a2", "k2", "agent", 1, PARAMS).seq == 3
 
 
-def test_a_head_moved_back_behind_the_ledgers_back_is_never_written_over(pg_dsn: Callable[[], str]) -> None:
-    """Someone moves the recorded head back (a restore of ``ledger_heads`` alone): the
-    store's compare-and-set does not match, and the locked append then collides with the
-    entries already there: an error, nothing overwritten."""
-    dsn = pg_dsn()
-    with open_ledger(dsn, executor_id="exe-1") as ledger:
-        for i in range(3):
-            ledger.intent("s1", f"a{i}", f"k{i}", "agent", 1, PARAMS)
-        with psycopg.connect(dsn, autocommit=True) as admin:
-            admin.execute(
-                "UPDATE ledger_heads SET head_seq = 1, head_hash = e.entry_hash FROM ledger_entries AS e"
-                " WHERE ledger_heads.executor_id = 'exe-1' AND e.executor_id = 'exe-1' AND e.seq = 1"
-            )
-        with pytest.raises(LedgerError, match="duplicate key"):
-            ledger.intent("s1", "a3", "k3", "agent", 1, PARAMS)
-        assert _seqs(dsn, "exe-1") == [1, 2, 3]
-
-
 @pytest.mark.parametrize(
     ("dsn", "says"),
     [
