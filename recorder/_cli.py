@@ -16,7 +16,7 @@ import re
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,15 +30,18 @@ from ._bodies import IntentBody, ReconcileBody, ResultBody, SessionOpenBody
 from ._chain import canonical_json
 from ._entry import Entry
 from ._errors import LedgerError
+from ._headfile import head_file_ids, head_file_path
 from ._ledger import Ledger
-from ._open import open_ledger
+from ._open import FILE_SAFE_ID, open_ledger
 from ._timeline import timeline
+from ._verify import VerifyReport, verify_absent
 
 DATA_DIR_ENV = "HANDRAIL_DATA_DIR"
 LEDGER_ENV = "HANDRAIL_LEDGER"
 DEFAULT_DATA_DIR = "./handrail-data"
 LEDGER_FILE = "ledger.sqlite"
 FOLLOW_POLL_S = 0.2
+MAX_COUNT = 2**63 - 1  # a seq, and a SQL LIMIT, is a 64-bit integer
 
 _DURATION = re.compile(r"^(\d+)(ms|s|m|h|d)$")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -62,8 +65,8 @@ def register(subparsers: Any) -> None:
 
     show = commands.add_parser("show", help="every entry of one action, with its session")
     _add_location(show)
-    show.add_argument("action_id", metavar="ACTION_ID")
-    show.add_argument("--session", default=None, help="the action's session, if ids repeat")
+    show.add_argument("action_id", metavar="ACTION_ID", type=_text)
+    show.add_argument("--session", default=None, type=_text, help="the action's session, if ids repeat")
     show.set_defaults(func=run_show)
 
     verify = commands.add_parser("verify", help="recompute the hash chain, check both heads")
@@ -93,6 +96,7 @@ def _add_location(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--executor",
         default=None,
+        type=_executor,
         help="with a PostgreSQL ledger: only this executor's chain (default: every executor's)",
     )
     parser.add_argument(
@@ -104,15 +108,36 @@ def _add_location(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_filters(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--session", default=None, help="only this session's entries")
-    parser.add_argument("--principal", default=None, help="only entries by this principal")
-    parser.add_argument("--outcome", default=None, help="only entries stating this outcome (DONE, UNKNOWN, ...)")
-    parser.add_argument("--kind", default=None, help="only entries of this kind")
+    parser.add_argument("--session", default=None, type=_text, help="only this session's entries")
+    parser.add_argument("--principal", default=None, type=_text, help="only entries by this principal")
+    parser.add_argument(
+        "--outcome", default=None, type=_text, help="only entries stating this outcome (DONE, UNKNOWN, ...)"
+    )
+    parser.add_argument("--kind", default=None, type=_text, help="only entries of this kind")
     parser.add_argument(
         "--since",
         default=None,
         help="only entries from this time on: ISO 8601 (naive means UTC) or an age such as 90s, 15m, 2h, 1d",
     )
+
+
+def _text(text: str) -> str:
+    """An id or filter value: text that a ledger can hold (UTF-8, no NUL). A byte that is
+    not UTF-8 in the command line arrives as a lone surrogate; argparse names the option."""
+    if "\0" in text:
+        raise argparse.ArgumentTypeError("holds a NUL character")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError(f"{text!a} is not UTF-8 text") from None
+    return text
+
+
+def _executor(text: str) -> str:
+    """``--executor``: one chain; empty would have meant every chain, silently."""
+    if not text:
+        raise argparse.ArgumentTypeError("is empty: name an executor, or leave the option out for every chain")
+    return _text(text)
 
 
 def ledger_path(db: str | None = None, data_dir: str | None = None) -> Path:
@@ -188,11 +213,6 @@ def _select(ledger: Ledger, filters: dict[str, Any]) -> list[Entry]:
     return [e for e in ledger.session_entries(session) if _matches(e, filters)]
 
 
-Chains = list[tuple[str, Ledger]]
-"""The ledgers a command reads: ``("", ledger)`` for a file; ``(executor id, ledger)`` for
-each executor's chain in a PostgreSQL ledger."""
-
-
 def _count(text: str) -> int:
     """``-n``: a whole number of entries, not a negative one (which printed nothing)."""
     try:
@@ -201,6 +221,8 @@ def _count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if n < 0:
         raise argparse.ArgumentTypeError(f"{n} is negative: say how many entries to print")
+    if n > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"{n} is more than {MAX_COUNT} (2**63-1)")
     return n
 
 
@@ -213,34 +235,119 @@ def _last(ledger: Ledger, n: int, filters: dict[str, Any]) -> list[Entry]:
     return ledger.tail(n, **filters)
 
 
-def _open_existing(args: argparse.Namespace) -> Chains | None:
-    if args.db and is_pg_dsn(args.db):
-        chains: Chains = []
-        try:
-            from ._postgres import ledger_executors  # psycopg only when a database is named
+class Chains:
+    """The chains a command reads (``""``: a file's one chain; else executor ids), opened
+    one at a time: an open chain of a PostgreSQL ledger holds connections of its own.
+    ``head_of`` names a chain's head file; ``missing`` says what a chain the store lacks means.
+    """
 
-            heads = _head_dir(args)
-            executors = [args.executor] if args.executor else ledger_executors(args.db)
-            if not executors:
-                print("error: the ledger database holds no executor's chain yet", file=sys.stderr)
-                return None
-            for exe in executors:
-                chains.append((exe, open_ledger(args.db, executor_id=exe, head_dir=heads, read_only=True)))
-            return chains
+    def __init__(
+        self, names: list[str], open_one: Callable[[str], Ledger], head_of: Callable[[str], Path | None], missing: str
+    ) -> None:
+        self.names = names
+        self._open_one = open_one
+        self._head_of = head_of
+        self._missing = missing
+        self._kept: dict[str, Ledger] = {}
+
+    @contextmanager
+    def opened(self, exe: str) -> Iterator[Ledger]:
+        """The chain ``exe``, open for the block (or for as long as :meth:`kept` holds it)."""
+        if exe in self._kept:
+            yield self._kept[exe]
+            return
+        ledger = self._open_one(exe)
+        try:
+            yield ledger
+        finally:
+            ledger.close()
+
+    @contextmanager
+    def kept(self) -> Iterator[None]:
+        """Keep a lone chain open for the block (``tail -f`` polls it): never more than one."""
+        if len(self.names) != 1:
+            yield
+            return
+        with self.opened(self.names[0]) as ledger:
+            self._kept[self.names[0]] = ledger
+            try:
+                yield
+            finally:
+                self._kept.clear()
+
+    def verify(self, exe: str) -> VerifyReport:
+        """Verify one chain; one the store does not have, against its head file.
+
+        Raises:
+            LedgerError: the chain cannot be read, or is not there and has no head file.
+        """
+        try:
+            with self.opened(exe) as ledger:
+                return ledger.verify()
         except LedgerError as exc:
-            for _, opened in chains:
-                opened.close()
-            print(f"error: {exc}", file=sys.stderr)
-            return None
+            if exc.reason != "NOT_FOUND":
+                raise
+            report = verify_absent(self._head_of(exe), self._missing)
+            if report is None:
+                raise
+            return report
+
+
+def _open_existing(args: argparse.Namespace, *, head_files: bool = False) -> Chains | None:
+    """The chains to read, or None after printing why there are none.
+
+    With ``head_files`` (verify), a chain a head file in the data dir names is read too when
+    the store has none: its entries were deleted, which the head file proves."""
+    if args.db and is_pg_dsn(args.db):
+        return _pg_chains(args, head_files)
     path = ledger_path(args.db, args.data_dir)
-    if not path.is_file():
+    head = head_file_path(path)
+    if not path.is_file() and not (head_files and os.path.lexists(head)):
         print(f"error: no ledger at {path}", file=sys.stderr)
         return None
+
+    def open_file(_: str) -> Ledger:
+        if not path.is_file():
+            raise LedgerError(f"no ledger at {path}", reason="NOT_FOUND")
+        return Ledger(path, read_only=True)
+
+    return Chains([""], open_file, lambda _: head, f"there is no ledger at {path}")
+
+
+def _pg_chains(args: argparse.Namespace, head_files: bool) -> Chains | None:
+    dsn: str = args.db
     try:
-        return [("", Ledger(path, read_only=True))]
+        from ._postgres import ledger_executors  # psycopg only when a database is named
+
+        heads = _head_dir(args)
+        on_file = [e for e in head_file_ids(heads) if FILE_SAFE_ID.fullmatch(e)] if head_files and heads else []
+        if args.executor:
+            names = [args.executor]
+        else:
+            try:
+                names = ledger_executors(dsn)
+            except LedgerError as exc:
+                if exc.reason != "NOT_FOUND" or not on_file:
+                    raise
+                names = []  # no ledger at all, yet head files say there were chains
+            names = sorted({*names, *on_file})
     except LedgerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
+    if not names:
+        print("error: the ledger database holds no executor's chain yet", file=sys.stderr)
+        return None
+
+    def head_of(exe: str) -> Path | None:
+        # as open_ledger names it; an id that is not a file name has no head file
+        if heads is None or not FILE_SAFE_ID.fullmatch(exe):
+            return None
+        return head_file_path(heads / f"ledger-{exe}")
+
+    def open_chain(exe: str) -> Ledger:
+        return open_ledger(dsn, executor_id=exe, head_dir=heads, read_only=True)
+
+    return Chains(names, open_chain, head_of, "the database has no chain")
 
 
 def _head_dir(args: argparse.Namespace) -> Path | None:
@@ -258,24 +365,12 @@ def _head_dir(args: argparse.Namespace) -> Path | None:
     return None
 
 
-@contextmanager
-def _reading(args: argparse.Namespace) -> Iterator[Chains | None]:
-    """Open the ledger (every chain of a PostgreSQL one); report a read error or a bad
-    argument as exit code 2."""
-    chains = _open_existing(args)
-    if chains is None:
-        yield None
-        return
-    try:
-        yield chains
-    finally:
-        for _, ledger in chains:
-            ledger.close()
-
-
-def _merged(chains: Chains, entries_of: Any) -> list[tuple[str, Entry]]:
+def _merged(chains: Chains, entries_of: Callable[[str, Ledger], list[Entry]]) -> list[tuple[str, Entry]]:
     """Entries of every chain, by time (then executor and seq)."""
-    found = [(exe, entry) for exe, ledger in chains for entry in entries_of(ledger)]
+    found: list[tuple[str, Entry]] = []
+    for exe in chains.names:
+        with chains.opened(exe) as ledger:
+            found += [(exe, entry) for entry in entries_of(exe, ledger)]
     return sorted(found, key=lambda pair: (pair[1].ts_ms, pair[0], pair[1].seq))
 
 
@@ -286,25 +381,34 @@ def _lines(found: list[tuple[str, Entry]]) -> str:
 
 def run_tail(args: argparse.Namespace) -> int:
     """Print the last ``-n`` entries; with ``-f`` keep printing new ones until stopped."""
-    with _reading(args) as chains:
-        if chains is None:
-            return 2
-        try:
-            filters = _filters(args)
-            found = _merged(chains, lambda ledger: _last(ledger, args.n, filters))
+    chains = _open_existing(args)
+    if chains is None:
+        return 2
+    try:
+        filters = _filters(args)
+        heads: dict[str, int] = {}
+
+        def last_of(exe: str, ledger: Ledger) -> list[Entry]:
+            got = _last(ledger, args.n, filters)
+            heads[exe] = ledger.head()[0]  # -f prints what comes after
+            return got
+
+        with chains.kept():
+            found = _merged(chains, last_of)
             found = found[-args.n :] if args.n > 0 else []
             if found:
                 print(_lines(found), flush=True)
             if args.follow:
-                _follow(chains, filters)
-        except (LedgerError, ValueError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+                _follow(chains, filters, heads)
+    except (LedgerError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
-def _follow(chains: Chains, filters: dict[str, Any]) -> None:
-    """Poll every chain for entries after its head until Ctrl-C or SIGTERM.
+def _follow(chains: Chains, filters: dict[str, Any], last: dict[str, int]) -> None:
+    """Poll every chain (one open at a time) for entries after its head in ``last`` until
+    Ctrl-C or SIGTERM.
 
     Both signals only set the stop flag (seen within one poll): a ``KeyboardInterrupt``
     raised wherever the main thread happens to be (in a read of the ledger, in a print)
@@ -317,17 +421,19 @@ def _follow(chains: Chains, filters: dict[str, Any]) -> None:
             stop.set()
 
         previous = {sig: signal.signal(sig, on_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    last = {exe: ledger.head()[0] for exe, ledger in chains}
     try:
         while not stop.is_set():
             # The filters skip entries, so track the head, not the last entry printed.
             fresh: list[tuple[str, Entry]] = []
-            for exe, ledger in chains:
-                head = ledger.head()[0]
-                if head > last[exe]:
-                    got = ledger.entries(since_seq=last[exe], **filters)
-                    fresh += [(exe, entry) for entry in got if entry.seq <= head]
-                    last[exe] = head
+            for exe in chains.names:
+                if stop.is_set():
+                    break
+                with chains.opened(exe) as ledger:
+                    head = ledger.head()[0]
+                    if head > last[exe]:
+                        got = ledger.entries(since_seq=last[exe], **filters)
+                        fresh += [(exe, entry) for entry in got if entry.seq <= head]
+                        last[exe] = head
             if fresh:
                 print(_lines(sorted(fresh, key=lambda p: (p[1].ts_ms, p[0], p[1].seq))), flush=True)
             stop.wait(FOLLOW_POLL_S)
@@ -340,37 +446,37 @@ def _follow(chains: Chains, filters: dict[str, Any]) -> None:
 
 def run_show(args: argparse.Namespace) -> int:
     """Print every entry of one action with its session's context; 1 when none."""
-    with _reading(args) as chains:
-        if chains is None:
-            return 2
-        try:
-            with_entries = [
-                (exe, ledger) for exe, ledger in chains if ledger.entries(action_id=args.action_id, limit=1)
-            ]
-            if not with_entries:
-                print(f"no entries for action {args.action_id}", file=sys.stderr)
-                return 1
-            exe, ledger = with_entries[0]  # an action id is the executor's own
-            if exe:
-                print(f"executor {exe}")
-            entries = ledger.entries(action_id=args.action_id, session_id=args.session)
-            if not entries:
-                print(f"no entries for action {args.action_id}", file=sys.stderr)
-                return 1
-            sessions = sorted({entry.session_id for entry in entries})
-            context = sorted(
-                {
-                    entry.seq: entry
-                    for sid in sessions
-                    if sid
-                    for entry in ledger.session_entries(sid)
-                    if entry.kind in ("session_open", "session_close", "lease_change")
-                }.values(),
-                key=lambda entry: entry.seq,
-            )
-        except LedgerError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+    chains = _open_existing(args)
+    if chains is None:
+        return 2
+    try:
+        for exe in chains.names:  # an action id is the executor's own: the first chain with it
+            with chains.opened(exe) as ledger:
+                if not ledger.entries(action_id=args.action_id, limit=1):
+                    continue
+                if exe:
+                    print(f"executor {exe}")
+                entries = ledger.entries(action_id=args.action_id, session_id=args.session)
+                context = sorted(
+                    {
+                        entry.seq: entry
+                        for sid in sorted({entry.session_id for entry in entries})
+                        if sid
+                        for entry in ledger.session_entries(sid)
+                        if entry.kind in ("session_open", "session_close", "lease_change")
+                    }.values(),
+                    key=lambda entry: entry.seq,
+                )
+                break
+        else:
+            entries = []
+    except LedgerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not entries:
+        print(f"no entries for action {args.action_id}", file=sys.stderr)
+        return 1
+    sessions = sorted({entry.session_id for entry in entries})
     print(f"action {args.action_id}: {_status(entries)}")
     for sid in sessions:
         opened = [e.content for e in context if e.session_id == sid and e.kind == "session_open"]
@@ -403,46 +509,53 @@ def _status(entries: list[Entry]) -> str:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    """Verify the chain; exit 0 when it holds, 1 when it does not, 2 on a read error."""
-    with _reading(args) as chains:
-        if chains is None:
-            return 2
-        bad = 0
-        for exe, ledger in chains:
-            try:
-                report = ledger.verify()
-            except LedgerError as exc:
-                print(f"error: {exc}", file=sys.stderr)
-                return 2
-            name = f"executor {exe}: " if exe else ""
-            if report.ok:
-                print(f"{name}ok: {report.count} entries, chain verified; head file: {report.head_file}")
-                continue
-            bad += 1
-            where = f"entry #{report.first_bad_seq}" if report.first_bad_seq else "the head file"
-            print(f"{name}BAD at {where}: {report.message}")
-    if len(chains) > 1:
-        print(f"{len(chains) - bad} of {len(chains)} chains verified")
-    return 1 if bad else 0
+    """Verify every chain; exit 0 when all hold, 1 when one does not, 2 when one cannot be
+    read (the worst of these). A chain that is bad or unreadable does not stop the others."""
+    chains = _open_existing(args, head_files=True)
+    if chains is None:
+        return 2
+    worst = verified = 0
+    for exe in chains.names:
+        name = f"executor {exe}: " if exe else ""
+        try:
+            report = chains.verify(exe)
+        except LedgerError as exc:
+            print(f"error: {name}{exc}", file=sys.stderr)
+            worst = 2
+            continue
+        if report.ok:
+            print(f"{name}ok: {report.count} entries, chain verified; head file: {report.head_file}", flush=True)
+            verified += 1
+            continue
+        worst = max(worst, 1)
+        where = f"entry #{report.first_bad_seq}" if report.first_bad_seq else "the head file"
+        print(f"{name}BAD at {where}: {report.message}", flush=True)
+    if len(chains.names) > 1:
+        print(f"{verified} of {len(chains.names)} chains verified")
+    return worst
 
 
 def run_export(args: argparse.Namespace) -> int:
     """Write the (filtered) entries as JSON lines, one entry per line, in seq order."""
-    with _reading(args) as chains:
-        if chains is None:
-            return 2
-        try:
-            filters = _filters(args)
-            if args.output:
-                with open(args.output, "w", encoding="utf-8") as out:
-                    count = sum(_write_jsonl(ledger, filters, out, exe) for exe, ledger in chains)
-                print(f"{count} entries written to {args.output}", file=sys.stderr)
-            else:
-                for exe, ledger in chains:
+    chains = _open_existing(args)
+    if chains is None:
+        return 2
+    try:
+        filters = _filters(args)
+        if args.output:
+            count = 0
+            with open(args.output, "w", encoding="utf-8") as out:
+                for exe in chains.names:
+                    with chains.opened(exe) as ledger:
+                        count += _write_jsonl(ledger, filters, out, exe)
+            print(f"{count} entries written to {args.output}", file=sys.stderr)
+        else:
+            for exe in chains.names:
+                with chains.opened(exe) as ledger:
                     _write_jsonl(ledger, filters, sys.stdout, exe)
-        except (LedgerError, ValueError, OSError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+    except (LedgerError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -464,19 +577,19 @@ def _write_jsonl(ledger: Ledger, filters: dict[str, Any], out: TextIO, executor:
 
 def run_timeline(args: argparse.Namespace) -> int:
     """Print the (filtered) entries as a readable timeline, then a one-line summary."""
-    with _reading(args) as chains:
-        if chains is None:
-            return 2
-        try:
-            filters = _filters(args)
-            found = _merged(chains, lambda ledger: _select(ledger, filters))
-        except (LedgerError, ValueError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+    chains = _open_existing(args)
+    if chains is None:
+        return 2
+    try:
+        filters = _filters(args)
+        found = _merged(chains, lambda exe, ledger: _select(ledger, filters))
+    except (LedgerError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if found:
         print(_lines(found))
     actions = {(exe, e.session_id, e.action_id) for exe, e in found if e.action_id}
     sessions = {(exe, e.session_id) for exe, e in found if e.session_id}
-    executors = f", {len(chains)} executors" if len(chains) > 1 else ""
+    executors = f", {len(chains.names)} executors" if len(chains.names) > 1 else ""
     print(f"-- {len(found)} entries, {len(actions)} actions, {len(sessions)} sessions{executors}")
     return 0

@@ -199,6 +199,8 @@ def prepare(new: NewEntry) -> PreparedEntry:
     """
     if not new.kind:
         raise LedgerError("kind must not be empty", reason="INVALID_ARGUMENT")
+    for field in _TEXT_FIELDS:
+        _check_text(field, getattr(new, field))
     if new.principal_kind not in _PRINCIPAL_KINDS:
         raise LedgerError(
             f"principal_kind must be one of agent, human, system; got {new.principal_kind!r}",
@@ -218,6 +220,7 @@ def prepare(new: NewEntry) -> PreparedEntry:
         body_json = canonical_json(redact(body or {}))
     except (TypeError, ValueError) as exc:
         raise LedgerError(f"body is not JSON-serializable: {exc}", reason="INVALID_ARGUMENT") from exc
+    _check_text("body", body_json)
     return PreparedEntry(
         new.kind,
         new.session_id,
@@ -228,6 +231,25 @@ def prepare(new: NewEntry) -> PreparedEntry:
         new.epoch,
         body_json,
     )
+
+
+_TEXT_FIELDS = ("kind", "session_id", "action_id", "idempotency_key", "principal")
+
+
+def _check_text(field: str, text: object) -> None:
+    """Refuse what cannot be hashed and stored as UTF-8: not a str, or a lone surrogate
+    (from bytes that were not UTF-8 decoded with ``surrogateescape``)."""
+    if not isinstance(text, str):
+        raise LedgerError(f"{field} must be a str, got {type(text).__name__}", reason="INVALID_ARGUMENT")
+    if text.isascii():
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise LedgerError(
+            f"{field} holds {text[exc.start : exc.end]!a}, a lone surrogate: not text that UTF-8 can store",
+            reason="INVALID_ARGUMENT",
+        ) from None
 
 
 def entry_from_row(row: Sequence[Any]) -> Entry:

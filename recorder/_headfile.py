@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import tempfile
 import threading
 import time
@@ -20,9 +21,11 @@ from ._chain import canonical_json, now_ms
 from ._errors import LedgerError, LedgerTamperedError
 from ._store import LedgerStore
 
-__all__ = ["HeadWriter", "head_file_path", "read_head_file", "write_head_file"]
+__all__ = ["HeadWriter", "head_file_ids", "head_file_path", "read_head_file", "write_head_file"]
 
 _log = logging.getLogger("handrail.recorder")
+_HASH = re.compile(r"[0-9a-f]{64}")
+_MAX_SEQ = 2**63 - 1  # a seq is a 64-bit integer in both stores
 
 
 def head_file_path(db: str | Path) -> Path:
@@ -31,28 +34,53 @@ def head_file_path(db: str | Path) -> Path:
     return db.with_name(db.name + ".head")
 
 
+def head_file_ids(folder: Path) -> list[str]:
+    """The ids of the chains with a head file ``ledger-<id>.head`` in ``folder``, sorted.
+
+    Raises:
+        LedgerError: the folder cannot be listed.
+    """
+    try:
+        return sorted(p.name[len("ledger-") : -len(".head")] for p in folder.glob("ledger-*.head"))
+    except OSError as exc:
+        raise LedgerError(f"cannot list the head files in {folder}: {exc.strerror or exc}") from exc
+
+
 def read_head_file(path: Path | None) -> tuple[int, str] | None:
     """Return ``(seq, hash)`` from a head file, or ``None`` when there is none (or no path).
 
     Raises:
-        LedgerTamperedError: the file exists but does not parse.
+        LedgerTamperedError: something is there but it is not a head file: not UTF-8 JSON,
+            no whole ``seq`` in 0..2**63-1, no 64-hex-digit ``hash``, or a folder.
+        LedgerError: the file cannot be read (permissions, I/O).
     """
     if path is None:
         return None
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         return None
+    except IsADirectoryError:
+        raise LedgerTamperedError(f"head file {path} is damaged: it is a folder, not a file") from None
     except OSError as exc:
-        raise LedgerError(f"cannot read head file {path}: {exc}") from exc
+        raise LedgerError(f"cannot read head file {path}: {exc.strerror or exc}") from exc
     try:
-        data = json.loads(text)
-        seq, digest = int(data["seq"]), str(data["hash"])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise LedgerTamperedError(f"head file {path} is damaged: {exc}") from exc
-    if seq < 0 or len(digest) != 64:
-        raise LedgerTamperedError(f"head file {path} is damaged: seq {seq}, hash {digest!r}")
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise LedgerTamperedError(f"head file {path} is damaged: not UTF-8 JSON ({exc})") from None
+    seq = data.get("seq") if isinstance(data, dict) else None
+    digest = data.get("hash") if isinstance(data, dict) else None
+    if not isinstance(seq, int) or isinstance(seq, bool) or not 0 <= seq <= _MAX_SEQ:
+        raise LedgerTamperedError(f"head file {path} is damaged: seq {_shown(seq)} is not a whole number 0..2**63-1")
+    if not isinstance(digest, str) or not _HASH.fullmatch(digest):
+        raise LedgerTamperedError(f"head file {path} is damaged: hash {_shown(digest)} is not 64 hex digits")
     return seq, digest
+
+
+def _shown(value: object) -> str:
+    """A value read from a damaged file, short and on one line."""
+    text = ascii(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def write_head_file(path: Path, seq: int, digest: str) -> None:

@@ -17,7 +17,7 @@ from ._errors import LedgerTamperedError
 from ._headfile import read_head_file
 from ._store import ChainSnapshot
 
-__all__ = ["VerifyReport", "verify", "verify_chain"]
+__all__ = ["VerifyReport", "verify", "verify_absent", "verify_chain"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,29 @@ def verify(snapshot: Callable[[], AbstractContextManager[ChainSnapshot]], head_p
         return VerifyReport(False, 0, None, str(exc), head_file="damaged")
     with snapshot() as snap:
         return verify_chain(snap, recorded)
+
+
+def verify_absent(head_path: Path | None, missing: str) -> VerifyReport | None:
+    """Check a chain its store does not have against its head file: a head file past
+    seq 0 (or a damaged one) is evidence its entries were deleted.
+
+    Args:
+        head_path: the chain's head file (None: it has none).
+        missing: what the store lacks, e.g. ``"the database has no chain"``.
+
+    Returns:
+        None when there is no head file: nothing says the chain ever existed.
+    """
+    try:
+        recorded = read_head_file(head_path)
+    except LedgerTamperedError as exc:
+        return VerifyReport(False, 0, None, f"{exc}; {missing}", head_file="damaged")
+    if recorded is None:
+        return None
+    seq, digest = recorded
+    if seq == 0 and digest == GENESIS_HASH:
+        return VerifyReport(True, 0, None, f"0 entries, {missing}", "seq 0 matches")
+    return _bad(1, f"head file says seq {seq} hash {digest}, {missing}", f"seq {seq} is past the end")
 
 
 def verify_chain(snap: ChainSnapshot, recorded: tuple[int, str] | None) -> VerifyReport:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sqlite3
 import time
@@ -10,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from handrail.recorder import Ledger
+from handrail.recorder import Ledger, LedgerTamperedError
+from handrail.recorder._headfile import read_head_file
 from handrail.recorder._sqlite import verify_file
 
 
@@ -152,3 +154,64 @@ def test_reopening_keeps_the_head_file_in_step(ledger_path: Path, n: int) -> Non
         report = ledger.verify()
     assert report.ok, report.message
     assert report.head_file == f"seq {n + 2} matches"
+
+
+_HASH = "ab" * 32
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b"\xff\xfe", "not UTF-8 JSON"),
+        (b'{"seq":1e400,"hash":"' + _HASH.encode() + b'"}', "seq inf is not a whole number"),
+        (b'{"seq":true,"hash":"' + _HASH.encode() + b'"}', "seq True is not a whole number"),
+        (b'{"seq":1.5,"hash":"' + _HASH.encode() + b'"}', "seq 1.5 is not a whole number"),
+        (b'{"seq":"2","hash":"' + _HASH.encode() + b'"}', "seq '2' is not a whole number"),
+        (b'{"seq":-1,"hash":"' + _HASH.encode() + b'"}', "seq -1 is not a whole number"),
+        (b'{"seq":9223372036854775808,"hash":"' + _HASH.encode() + b'"}', "is not a whole number 0..2**63-1"),
+        (b'{"seq":2,"hash":5}', "hash 5 is not 64 hex digits"),
+        (b'{"seq":2,"hash":"' + b"z" * 64 + b'"}', "is not 64 hex digits"),
+        (b"[1, 2]", "seq None"),
+        (b"[" * 100_000, "not UTF-8 JSON"),
+        (None, "it is a folder"),
+    ],
+    ids=[
+        "not-utf8",
+        "1e400",
+        "bool",
+        "float",
+        "str",
+        "negative",
+        "2**63",
+        "hash-int",
+        "hash-hex",
+        "list",
+        "deep",
+        "dir",
+    ],
+)
+def test_a_damaged_head_file_is_reported_in_one_line(
+    ledger_path: Path, content: bytes | None, says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Whatever is in the head file's place: reported as damaged, never a traceback, at
+    open (the writer freezes, the evidence stays) and in ``handrail ledger verify``."""
+    from handrail.cli import main
+
+    with Ledger(ledger_path) as ledger:
+        _fill(ledger, 2)
+    head = ledger_path.with_name("ledger.sqlite.head")
+    head.unlink()
+    if content is None:
+        head.mkdir()
+    else:
+        head.write_bytes(content)
+    with pytest.raises(LedgerTamperedError, match=f"head file {head} is damaged: .*{re.escape(says)}"):
+        read_head_file(head)
+    with Ledger(ledger_path) as ledger:  # an executor opening its ledger
+        assert ledger.verify().head_file == "damaged"
+        _fill(ledger, 1)
+    assert head.is_dir() if content is None else head.read_bytes() == content
+    assert main(["ledger", "verify", "--db", str(ledger_path)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"BAD at the head file: head file {head} is damaged: ") and says in out
+    assert out.count("\n") == 1

@@ -313,12 +313,14 @@ def test_verify_of_a_postgresql_ledger_checks_the_executors_head_files(
     assert sorted(p.name for p in heads.iterdir()) == ["ledger-exe-a.head", "ledger-exe-b.head"]
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("ALTER TABLE ledger_entries DISABLE TRIGGER USER")
+        conn.execute("ALTER TABLE ledger_heads DISABLE TRIGGER USER")  # heads only move forward
         conn.execute("DELETE FROM ledger_entries WHERE executor_id = 'exe-a' AND seq = 3")
         conn.execute(
             "UPDATE ledger_heads SET head_seq = 2, head_hash = e.entry_hash FROM ledger_entries AS e"
             " WHERE ledger_heads.executor_id = 'exe-a' AND e.executor_id = 'exe-a' AND e.seq = 2"
         )
         conn.execute("ALTER TABLE ledger_entries ENABLE TRIGGER USER")
+        conn.execute("ALTER TABLE ledger_heads ENABLE TRIGGER USER")
     monkeypatch.chdir(tmp_path / "..")  # no ./handrail-data here: only the database is read
     monkeypatch.delenv("HANDRAIL_DATA_DIR", raising=False)
     assert run_cli(["ledger", "verify", "--db", dsn]) == 0
