@@ -16,8 +16,7 @@ import re
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
@@ -28,13 +27,13 @@ from handrail._vocabulary import Outcome
 
 from ._bodies import IntentBody, ReconcileBody, ResultBody, SessionOpenBody
 from ._chain import canonical_json
+from ._cli_chains import Chains
 from ._entry import Entry
 from ._errors import LedgerError
 from ._headfile import head_file_ids, head_file_path
 from ._ledger import Ledger
 from ._open import FILE_SAFE_ID, open_ledger
 from ._timeline import timeline
-from ._verify import VerifyReport, verify_absent
 
 DATA_DIR_ENV = "HANDRAIL_DATA_DIR"
 LEDGER_ENV = "HANDRAIL_LEDGER"
@@ -235,64 +234,6 @@ def _last(ledger: Ledger, n: int, filters: dict[str, Any]) -> list[Entry]:
     return ledger.tail(n, **filters)
 
 
-class Chains:
-    """The chains a command reads (``""``: a file's one chain; else executor ids), opened
-    one at a time: an open chain of a PostgreSQL ledger holds connections of its own.
-    ``head_of`` names a chain's head file; ``missing`` says what a chain the store lacks means.
-    """
-
-    def __init__(
-        self, names: list[str], open_one: Callable[[str], Ledger], head_of: Callable[[str], Path | None], missing: str
-    ) -> None:
-        self.names = names
-        self._open_one = open_one
-        self._head_of = head_of
-        self._missing = missing
-        self._kept: dict[str, Ledger] = {}
-
-    @contextmanager
-    def opened(self, exe: str) -> Iterator[Ledger]:
-        """The chain ``exe``, open for the block (or for as long as :meth:`kept` holds it)."""
-        if exe in self._kept:
-            yield self._kept[exe]
-            return
-        ledger = self._open_one(exe)
-        try:
-            yield ledger
-        finally:
-            ledger.close()
-
-    @contextmanager
-    def kept(self) -> Iterator[None]:
-        """Keep a lone chain open for the block (``tail -f`` polls it): never more than one."""
-        if len(self.names) != 1:
-            yield
-            return
-        with self.opened(self.names[0]) as ledger:
-            self._kept[self.names[0]] = ledger
-            try:
-                yield
-            finally:
-                self._kept.clear()
-
-    def verify(self, exe: str) -> VerifyReport:
-        """Verify one chain; one the store does not have, against its head file.
-
-        Raises:
-            LedgerError: the chain cannot be read, or is not there and has no head file.
-        """
-        try:
-            with self.opened(exe) as ledger:
-                return ledger.verify()
-        except LedgerError as exc:
-            if exc.reason != "NOT_FOUND":
-                raise
-            report = verify_absent(self._head_of(exe), self._missing)
-            if report is None:
-                raise
-            return report
-
-
 def _open_existing(args: argparse.Namespace, *, head_files: bool = False) -> Chains | None:
     """The chains to read, or None after printing why there are none.
 
@@ -347,7 +288,8 @@ def _pg_chains(args: argparse.Namespace, head_files: bool) -> Chains | None:
     def open_chain(exe: str) -> Ledger:
         return open_ledger(dsn, executor_id=exe, head_dir=heads, read_only=True)
 
-    return Chains(names, open_chain, head_of, "the database has no chain")
+    relist = None if args.executor else (lambda: ledger_executors(dsn))  # tail -f: chains begun since
+    return Chains(names, open_chain, head_of, "the database has no chain", relist)
 
 
 def _head_dir(args: argparse.Namespace) -> Path | None:
@@ -423,6 +365,8 @@ def _follow(chains: Chains, filters: dict[str, Any], last: dict[str, int]) -> No
         previous = {sig: signal.signal(sig, on_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         while not stop.is_set():
+            for exe in chains.relisted():  # a chain begun since: every entry of it is new
+                last.setdefault(exe, 0)
             # The filters skip entries, so track the head, not the last entry printed.
             fresh: list[tuple[str, Entry]] = []
             for exe in chains.names:

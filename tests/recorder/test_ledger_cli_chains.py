@@ -230,3 +230,42 @@ def test_a_chain_whose_rows_were_deleted_is_bad_by_its_head_file(
     assert run_cli(["ledger", "verify", "--db", dsn, "--data-dir", str(heads)]) == 0
     assert run_cli(["ledger", "verify", "--db", dsn, "--data-dir", str(heads), "--executor", "exe-1"]) == 2
     assert "no chain of executor 'exe-1'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_tail_follow_of_a_database_shows_a_chain_begun_after_it_started(pg_dsn: Callable[[], str]) -> None:
+    """``tail -f`` of a whole PostgreSQL ledger follows every chain: one an executor begins
+    while it runs too (it read the list of chains once, and missed it)."""
+    import signal
+    import subprocess
+    import sys
+
+    from handrail.recorder import open_ledger
+
+    dsn = pg_dsn()
+    with open_ledger(dsn, executor_id="exe-old") as ledger:
+        ledger.intent("s1", "a1", "k1", "agent", 1, {"action": "click"})
+    child = subprocess.Popen(
+        [sys.executable, "-m", "handrail", "ledger", "tail", "-f", "-n", "1", "--db", dsn],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        assert "exe-old" in child.stdout.readline()  # following now
+        with open_ledger(dsn, executor_id="exe-new") as ledger:
+            ledger.intent("s9", "b1", "kb1", "agent", 1, {"action": "type"})
+            ledger.intent("s9", "b2", "kb2", "agent", 1, {"action": "click"})
+        lines = [child.stdout.readline(), child.stdout.readline()]
+        assert all("exe-new" in line for line in lines), lines
+        assert "#1 intent" in lines[0] and "#2 intent" in lines[1]
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=10) == 0
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        for stream in (child.stdout, child.stderr):
+            if stream is not None:
+                stream.close()
