@@ -26,7 +26,7 @@ from typing import Any
 import psycopg
 
 from handrail._cpus import parse_cpus, pin_process, span
-from handrail._dsn import is_pg_dsn
+from handrail._dsn import is_pg_dsn, redact
 from handrail._vocabulary import VERBS
 from handrail.authz._client import AuthzClient
 from handrail.authz._decision_archive import DecisionArchive
@@ -115,7 +115,7 @@ def open_store(data_dir: str, store: str = "") -> AuthzStore:
     """
     if store:
         if not is_pg_dsn(store):
-            raise InvalidArgumentError("--store", f"must be a postgresql:// URL, not {store!r}")
+            raise InvalidArgumentError("--store", f"must be a postgresql:// URL, not {redact(store, store)!r}")
         # the pool warns of each failed attempt (on the terminal, with no logging set up);
         # a command says what failed in one line of its own
         logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)

@@ -183,6 +183,13 @@ REMOTE_ERRORS: dict[str, type[AuthzRpcError]] = {
 }
 
 
+class WatchBehindError(AuthzError):
+    """A ``Watch`` stream fell too far behind, or passed an event it could not be told: the
+    watcher must watch again with ``since_seq`` (``RESOURCE_EXHAUSTED``)."""
+
+    reason = "WATCH_OVERFLOW"
+
+
 class StoreUnavailableError(AuthzError):
     """The store's database cannot be reached (a PostgreSQL server that is down, a lost
     connection, no pooled connection in time). The servicer answers ``UNAVAILABLE``, so a

@@ -50,6 +50,8 @@ last sequence number), which the change log makes good after any reconnect.
 
 from __future__ import annotations
 
+import hashlib
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -69,6 +71,20 @@ from handrail.authz._sqlite_schema import hash_token
 from handrail.authz._store import CheckSnapshot
 from handrail.authz._store_parts import StoreParts
 from handrail.authz._watch import EventHub
+
+
+def channel_for(schema: str) -> str:
+    """The NOTIFY channel of the replicas serving ``schema``: ``handrail_authz_<schema>``, or
+    for a schema whose name would not make a plain identifier of at most 63 bytes (a longer
+    channel is refused by ``pg_notify`` and cut short by ``LISTEN``), the same prefix and a
+    digest of the name."""
+    plain = f"handrail_authz_{schema}"
+    if _PLAIN.fullmatch(schema) and len(plain) <= 63:
+        return plain
+    return "handrail_authz_" + hashlib.sha256(schema.encode()).hexdigest()[:40]
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9_]+")
 
 
 class PgStore(StoreParts):
@@ -139,7 +155,7 @@ class PgStore(StoreParts):
     def event_hub(self) -> EventHub:
         """See :meth:`AuthzStore.event_hub`: a hub fed by the change log of every replica."""
         if self._hub is None:
-            self._hub = SharedEventHub(self.db, f"handrail_authz_{self.db.schema}")
+            self._hub = SharedEventHub(self.db, channel_for(self.db.schema))
         return self._hub
 
     def close(self) -> None:

@@ -71,8 +71,13 @@ def event_json(event: WatchEventInfo, origin: str) -> str:
 
 
 def event_from_json(seq: int, text: str) -> tuple[WatchEventInfo, str]:
-    """The event a change log row holds, and the replica that published it."""
-    data: dict[str, Any] = json.loads(text)
+    """The event a change log row holds, and the replica that published it. Fields this
+    version does not know (a newer replica's, during a rolling upgrade) are left out.
+
+    Raises:
+        ValueError, TypeError, KeyError: the row is not an event this version can read.
+    """
+    data: dict[str, Any] = _known(WatchEventInfo, json.loads(text), "origin", "lease", "grant", "approval")
     origin = str(data.pop("origin", ""))
     lease = data.pop("lease", None)
     grant = data.pop("grant", None)
@@ -80,13 +85,32 @@ def event_from_json(seq: int, text: str) -> tuple[WatchEventInfo, str]:
     return (
         WatchEventInfo(
             seq=seq,
-            lease=LeaseInfo(**lease) if lease else None,
-            grant=GrantInfo(**_tuples(grant)) if grant else None,
-            approval=ApprovalInfo(**_tuples(approval)) if approval else None,
+            lease=LeaseInfo(**_known(LeaseInfo, lease)) if lease else None,
+            grant=GrantInfo(**_tuples(_known(GrantInfo, grant))) if grant else None,
+            approval=ApprovalInfo(**_tuples(_known(ApprovalInfo, approval))) if approval else None,
             **data,
         ),
         origin,
     )
+
+
+def _known(cls: type, values: object, *extra: str) -> dict[str, Any]:
+    """The items of ``values`` (a JSON object) that name fields of the dataclass ``cls``
+    (or one of ``extra``)."""
+    if not isinstance(values, dict):
+        raise TypeError(f"expected a JSON object, not {type(values).__name__}")
+    names = {f.name for f in dataclasses.fields(cls)} | set(extra)
+    return {k: v for k, v in values.items() if k in names and k != "seq"}
+
+
+def readable(seq: int, text: str) -> tuple[WatchEventInfo, str] | None:
+    """:func:`event_from_json`, or None for a row this version cannot read at all (written
+    by hand, or by a version whose events differ in kind), said in one warning."""
+    try:
+        return event_from_json(seq, text)
+    except Exception as exc:  # whatever shape a foreign row has: the listener must live on
+        log.warning("authz: change #%d of the change log cannot be read (%s); its watchers resync", seq, exc)
+        return None
 
 
 def _tuples(values: dict[str, Any]) -> dict[str, Any]:
@@ -201,8 +225,10 @@ class SharedEventHub(EventHub):
             return rows, (oldest[0] if oldest else None)
 
         rows, oldest = self._db.run(read, idempotent=True)
-        events = [event_from_json(int(seq), str(text))[0] for seq, text in rows]
-        return events, int(oldest) if oldest is not None else upto + 1
+        decoded = [readable(int(seq), str(text)) for seq, text in rows]
+        if None in decoded:  # an event no one can be told: the watcher resyncs instead
+            return [], upto + 1
+        return [d[0] for d in decoded if d is not None], int(oldest) if oldest is not None else upto + 1
 
     # --- the listener ---------------------------------------------------------------------
 
@@ -225,10 +251,13 @@ class SharedEventHub(EventHub):
                         polls += 1
                         if polls % 600 == 0:
                             self._prune(conn)
-            except psycopg.Error as exc:
+            except Exception as exc:  # a lost connection, or a bug: the listener lives on
                 if self._stop.is_set():
                     return
-                log.warning("authz: the watch listener lost its connection (%s); reconnecting", exc)
+                if isinstance(exc, psycopg.Error):
+                    log.warning("authz: the watch listener lost its connection (%s); reconnecting", exc)
+                else:
+                    log.exception("authz: the watch listener failed; starting again")
                 self._caught_up.set()
                 self._stop.wait(delay)
                 delay = min(delay * 2, 2.0)
@@ -239,9 +268,28 @@ class SharedEventHub(EventHub):
                 "SELECT seq, event FROM changes WHERE seq > %s ORDER BY seq LIMIT %s", (self._last, BATCH)
             ).fetchall()
             for seq, text in rows:
-                self._deliver(*event_from_json(int(seq), str(text)))
+                decoded = readable(int(seq), str(text))
+                if decoded is None:
+                    self._unreadable(int(seq))
+                else:
+                    self._deliver(*decoded)
             if len(rows) < BATCH:
                 return
+
+    def _unreadable(self, seq: int) -> None:
+        """Pass change ``seq``, which no watcher can be told: each stream ends as one that fell
+        behind (its client watches again with ``since_seq`` and gets a resync: the current
+        state), and whoever waits for its delivery stops waiting."""
+        with self._lock:
+            if seq <= self._last:
+                return
+            self._last = seq
+            subs = list(self._subs)
+        for sub in subs:
+            sub.fell_behind()
+        with self._delivered:
+            self._pushed = seq
+            self._delivered.notify_all()
 
     def _deliver(self, event: WatchEventInfo, origin: str) -> None:
         with self._lock:

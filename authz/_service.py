@@ -22,7 +22,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from handrail._dsn import is_pg_dsn
+from handrail._dsn import is_pg_dsn, redact
 from handrail._rpc import AUTHZ_DOMAIN, add_service, cannot_listen, error_status, nul_field, port_taken
 from handrail._rpc import bearer_token as bearer_token
 from handrail.authz import _wire, _wire_responses
@@ -38,6 +38,7 @@ from handrail.authz._errors import (
     PolicyError,
     StoreUnavailableError,
     UnauthenticatedError,
+    WatchBehindError,
 )
 from handrail.authz._explain import when
 from handrail.authz._models import DEFAULT_APPROVAL_TIMEOUT_MS, Principal
@@ -68,6 +69,7 @@ _STATUS: tuple[tuple[type[AuthzError], grpc.StatusCode], ...] = (
     (PolicyError, grpc.StatusCode.FAILED_PRECONDITION),
     (AuthzUnavailableError, grpc.StatusCode.UNAVAILABLE),
     (StoreUnavailableError, grpc.StatusCode.UNAVAILABLE),
+    (WatchBehindError, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (AuthzError, grpc.StatusCode.UNAVAILABLE),
 )
 
@@ -373,15 +375,8 @@ class AuthzServicer(authz_pb2_grpc.AuthzServicer):
                 try:
                     got = sub.get(_WATCH_POLL_S)
                 except SubscriptionClosed as exc:
-                    if exc.overflowed:
-                        context.abort_with_status(
-                            error_status(
-                                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                "watcher fell too far behind; watch again with since_seq",
-                                "WATCH_OVERFLOW",
-                                AUTHZ_DOMAIN,
-                            )
-                        )
+                    if exc.overflowed:  # answered by _stream_rpc (an abort here would be taken for a bug)
+                        raise WatchBehindError("watcher fell too far behind; watch again with since_seq") from None
                     return
                 if got is not None:
                     yield _wire.event_to_pb(got)
@@ -532,7 +527,7 @@ def serve(
     engine = PolicyEngine.load(policies_dir)
     shadow = PolicyEngine.load(shadow_policies_dir) if shadow_policies_dir else None
     if store and not is_pg_dsn(store):
-        raise ValueError(f"--store must be a postgresql:// URL, not {store!r}")
+        raise ValueError(f"--store must be a postgresql:// URL, not {redact(store, store)!r}")
     opened: AuthzStore
     sqlite: SqliteStore | None = None
     lock_fd: int | None = None

@@ -66,6 +66,13 @@ class Subscription:
                 self._events.append(event)
             self._cond.notify()
 
+    def fell_behind(self) -> None:
+        """End the subscription as one that fell behind: its watcher must watch again with
+        ``since_seq`` (and is resynced where events cannot be replayed)."""
+        with self._cond:
+            self._overflowed = self._closed = True
+            self._cond.notify_all()
+
     def get(self, timeout: float | None = None) -> WatchEventInfo | None:
         """The next event, or None after ``timeout`` seconds.
 

@@ -47,7 +47,7 @@ def redact(text: str, dsn: str) -> str:
     holding an unescaped ``@`` or ``/`` is cut into what it then calls a host or a path,
     so each piece of the password is hidden too, as are ``password=`` values."""
     secrets: set[str] = set()
-    if is_pg_dsn(dsn) and "@" in dsn:
+    if "@" in dsn and "://" in dsn:  # a URL, its scheme mistyped or not
         userinfo = dsn.split("://", 1)[1].rsplit("@", 1)[0]
         if ":" in userinfo:
             password = userinfo.split(":", 1)[1]
