@@ -16,7 +16,10 @@ one (the contract tests move time by hand on both stores).
 server that is down or a pool that has no connection in time become
 :class:`StoreUnavailableError` (UNAVAILABLE on the wire, so a client fails over or fails
 closed). A call marked idempotent is tried once more on a fresh connection first (a
-connection the server ended while it sat in the pool fails on first use).
+connection the server ended while it sat in the pool fails on first use). A statement the
+server refuses or cannot run (a privilege revoked, a table renamed away, a read-only
+session) is :class:`StoreUnavailableError` too, logged in one line: an integrity or data
+error, which callers handle, stays psycopg's.
 
 **The check path's statements** (:class:`Statement`) go through libpq's prepared-statement
 calls directly, not psycopg's cursor, and :meth:`PgDatabase.run` takes its connection from
@@ -276,16 +279,31 @@ class PgDatabase:
         assert row is not None
         return int(row[0])
 
-    def run(self, work: Callable[[psycopg.Connection[Any]], _T], *, idempotent: bool = False) -> _T:
-        """Run ``work`` on a pooled connection (autocommit); map psycopg's connection errors.
+    def run(
+        self,
+        work: Callable[[psycopg.Connection[Any]], _T],
+        *,
+        idempotent: bool = False,
+        what: str = "a statement",
+        refusals: bool = True,
+    ) -> _T:
+        """Run ``work`` on a pooled connection (autocommit); map psycopg's connection errors,
+        and the server's refusals of a statement.
 
         Args:
             work: what to do with the connection.
             idempotent: doing it twice is the same as once: after a connection error it is
                 tried once more, on a fresh connection.
+            what: what ``work`` runs, for the message of a refusal.
+            refusals: map the server's refusals (False: raise them as psycopg's, for a
+                caller that words them itself).
 
         Raises:
-            StoreUnavailableError: the database cannot be reached (or the pool is closed).
+            StoreUnavailableError: the database cannot be reached (or the pool is closed),
+                or it refuses the statement: a privilege revoked, a table, column or
+                function missing, a read-only session (logged at WARNING in one line). An
+                integrity or data error (``UniqueViolation``, a bad value), which callers
+                handle, and an error psycopg raises itself are raised as they are.
         """
         attempts = 2 if idempotent else 1
         for attempt in range(attempts):
@@ -310,14 +328,23 @@ class PgDatabase:
                     self._check()
                     continue
                 raise StoreUnavailableError(f"the store's database is unavailable: {_first_line(exc)}") from None
+            except psycopg.DatabaseError as exc:
+                if not refusals or not _refusal(exc):
+                    raise
+                problem = redact(_first_line(exc), self.dsn)
+                log.warning("authz: the store's database refused %s: %s", what, problem)
+                raise StoreUnavailableError(f"the store's database refused {what}: {problem}") from None
         raise AssertionError("unreachable")
 
     def execute(self, statement: Statement, values: Mapping[str, object], *, idempotent: bool = False) -> int:
         """Run ``statement`` with ``values`` on a pooled connection (autocommit), prepared
         there the first time; return how many rows it returned. Errors as :meth:`run`'s
-        (an error of the statement itself is psycopg's, as a cursor raises it)."""
+        (an integrity or data error of the statement itself is psycopg's, as a cursor
+        raises it)."""
         args = statement.args(values)
-        return self.run(lambda conn: self._exec(conn, statement, args).ntuples, idempotent=idempotent)
+        return self.run(
+            lambda conn: self._exec(conn, statement, args).ntuples, idempotent=idempotent, what=_named(statement)
+        )
 
     def fetch(
         self, statement: Statement, values: Mapping[str, object], *, idempotent: bool = False
@@ -331,7 +358,7 @@ class PgDatabase:
             loader.set_pgresult(result)
             return loader.load_rows(0, result.ntuples, tuple)
 
-        return self.run(work, idempotent=idempotent)
+        return self.run(work, idempotent=idempotent, what=_named(statement))
 
     def _exec(self, conn: psycopg.Connection[Any], statement: Statement, args: list[bytes | None]) -> pq.abc.PGresult:
         """``statement``'s result on ``conn``, prepared there first if it is not yet."""
@@ -371,15 +398,43 @@ class PgDatabase:
                 self._check_lock.release()
 
     def migrate(self, steps: tuple[Migration, ...]) -> list[int]:
-        """Apply the steps not yet recorded in ``migrations``, in one transaction, under an
-        advisory lock (replicas starting together apply each step once).
+        """Apply the steps not yet recorded in ``migrations``; the versions applied.
+
+        The recorded versions are read first, with no lock and nothing created: on a
+        database that has every step (the usual start of a replica) that is all, so a role
+        with only its tables' rights (no ``CREATE`` on the schema) starts. Only when a step
+        is missing are they applied, in one transaction under an advisory lock, after
+        reading the versions again under it (replicas starting together on an empty
+        database apply each step once: the first to take the lock applies them, the others
+        then find them recorded).
 
         Raises:
             StoreUnavailableError: the database does not answer, or refuses a step (the
-                role may not create in the schema, a name clashes): one line naming it.
+                role may not create in the schema, a name clashes), or records a step this
+                version does not know (a newer version migrated it): one line naming it.
         """
+        known = sorted(s.version for s in steps)
         applied: list[int] = []
         step = "the migrations table"
+
+        def recorded(conn: psycopg.Connection[Any]) -> set[int]:
+            # the table in the schema the store's tables are created in (not one of that
+            # name further down the search_path)
+            where = "to_regclass(quote_ident(current_schema()) || '.migrations')"
+            row = conn.execute(f"SELECT {where} IS NOT NULL").fetchone()
+            if not row or not row[0]:
+                return set()
+            done = {int(r[0]) for r in conn.execute("SELECT version FROM migrations")}
+            newer = sorted(v for v in done if not known or v > known[-1])
+            if newer:
+                raise _Refused(
+                    f"the store's schema at {describe(self.dsn)} is at migration {newer[-1]}, this version knows"
+                    f" {_span(known)}: upgrade handrail before starting this replica"
+                )
+            return done
+
+        def read(conn: psycopg.Connection[Any]) -> bool:
+            return set(known) <= recorded(conn)
 
         def work(conn: psycopg.Connection[Any]) -> None:
             nonlocal step
@@ -389,12 +444,20 @@ class PgDatabase:
                     "CREATE TABLE IF NOT EXISTS migrations ("
                     " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)"
                 )
-                done = {int(r[0]) for r in conn.execute("SELECT version FROM migrations")}
+                done = recorded(conn)
                 for version, name, sql in steps:
                     if version in done:
                         continue
                     step = f"migration {version} ({name})"
-                    conn.execute(sql.encode())  # a script: several statements, no parameters
+                    try:
+                        conn.execute(sql.encode())  # a script: several statements, no parameters
+                    except _EXISTS as exc:
+                        if not done:
+                            raise  # an empty or new table: a name clashes with another's
+                        raise _Refused(
+                            f"{describe(self.dsn)}: {step} is not recorded but its objects exist"
+                            f" ({_first_line(exc)}): the migrations table was edited"
+                        ) from None
                     conn.execute(
                         f"INSERT INTO migrations (version, name, applied_at_ms) VALUES (%(v)s, %(n)s, {NOW})",
                         {"v": version, "n": name, "now": self.now()},
@@ -402,7 +465,11 @@ class PgDatabase:
                     applied.append(version)
 
         try:
-            self.run(work)
+            if self.run(read, refusals=False):
+                return []
+            self.run(work, refusals=False)
+        except _Refused as exc:
+            raise StoreUnavailableError(str(exc)) from None
         except psycopg.Error as exc:  # refused by the database (a lost connection is run's)
             raise StoreUnavailableError(
                 f"{describe(self.dsn)} refused {step}: {_first_line(exc)} (the role must be able to"
@@ -419,6 +486,36 @@ class PgDatabase:
         """Close the pool (waits for connections in use to come back)."""
         self._closed = True
         self.pool.close(timeout=5.0)
+
+
+class _Refused(Exception):
+    """:meth:`PgDatabase.migrate` refuses to go on (its message is the whole line)."""
+
+
+#: A migration's objects that exist already.
+_EXISTS = (
+    psycopg.errors.DuplicateTable,
+    psycopg.errors.DuplicateColumn,
+    psycopg.errors.DuplicateFunction,
+    psycopg.errors.DuplicateObject,
+)
+
+
+def _span(versions: list[int]) -> str:
+    if not versions:
+        return "none"
+    return str(versions[0]) if len(versions) == 1 else f"{versions[0]}-{versions[-1]}"
+
+
+def _refusal(exc: psycopg.DatabaseError) -> bool:
+    """Whether ``exc`` is the server refusing or unable to run a statement (a privilege, a
+    missing object, a read-only session...): an error the server sent (it has a SQLSTATE)
+    that is not an integrity or data error, which callers catch (``UniqueViolation``)."""
+    return exc.sqlstate is not None and not isinstance(exc, (psycopg.IntegrityError, psycopg.DataError))
+
+
+def _named(statement: Statement) -> str:
+    return f"statement {statement.name.decode()}"
 
 
 def _first_line(exc: BaseException) -> str:

@@ -90,13 +90,13 @@ def test_parameters_stay_data_whatever_they_hold(db: PgDatabase) -> None:
 
 
 @pytest.mark.slow
-def test_an_error_of_the_statement_is_psycopgs_own(db: PgDatabase) -> None:
+def test_an_integrity_or_data_error_is_psycopgs_own_a_refusal_is_unavailable(db: PgDatabase) -> None:
     db.execute(INSERT, {"id": "a", "body": "x", "n": 1, "flag": True})
     with pytest.raises(psycopg.errors.UniqueViolation):
         db.execute(INSERT, {"id": "a", "body": "y", "n": 2, "flag": True})
     with pytest.raises(psycopg.errors.InvalidTextRepresentation):
         db.execute(INSERT, {"id": "b", "body": "x", "n": "twelve", "flag": True})
-    with pytest.raises(psycopg.errors.UndefinedTable):
+    with pytest.raises(StoreUnavailableError, match=r"refused statement test_missing: relation .* does not exist"):
         db.execute(Statement("test_missing", "SELECT * FROM no_such_table WHERE id = %(id)s::text"), {"id": "a"})
     # the connection is still good, and the statement still prepared on it
     assert db.execute(INSERT, {"id": "c", "body": "x", "n": 3, "flag": False}) == 1
