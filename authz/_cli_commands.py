@@ -142,14 +142,16 @@ def _on_store(args: argparse.Namespace, command: Callable[[AuthzStore], None]) -
     return 0
 
 
-def _expiry(ttl_s: float) -> int:
-    return _now_ms() + int(ttl_s * 1000) if ttl_s > 0 else 0
+def _expiry(store: AuthzStore, ttl_s: float) -> int:
+    """``ttl_s`` from now by the store's clock (the database's, for PostgreSQL: the one
+    that judges the expiry), not this host's."""
+    return store.now_ms() + int(ttl_s * 1000) if ttl_s > 0 else 0
 
 
 def cmd_principal_add(args: argparse.Namespace) -> int:
     """``handrail authz principal add``: print the new principal's token."""
     return _on_store(
-        args, lambda store: print(store.add_principal(args.name, args.role, args.token, _expiry(args.ttl)))
+        args, lambda store: print(store.add_principal(args.name, args.role, args.token, _expiry(store, args.ttl)))
     )
 
 
@@ -178,7 +180,7 @@ def cmd_principal_revoke(args: argparse.Namespace) -> int:
 
 def cmd_principal_rotate(args: argparse.Namespace) -> int:
     """``handrail authz principal rotate``: print the new token."""
-    return _on_store(args, lambda store: print(store.rotate_token(args.name, None, _expiry(args.ttl))[1]))
+    return _on_store(args, lambda store: print(store.rotate_token(args.name, None, _expiry(store, args.ttl))[1]))
 
 
 #: The youngest decisions ``prune-decisions`` may delete: a day old (a cutoff nearer than

@@ -121,3 +121,24 @@ def test_the_postgresql_store_implements_the_whole_protocol() -> None:
     for name in methods:
         ours, theirs = inspect.signature(getattr(AuthzStore, name)), inspect.signature(getattr(PgStore, name))
         assert ours == theirs, name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("skew_s", [3600, -600])
+def test_a_ttl_is_judged_by_the_databases_clock_not_the_operators(
+    pg_dsn: Callable[[], str], monkeypatch: pytest.MonkeyPatch, skew_s: int
+) -> None:
+    """An operator whose clock is an hour fast (or ten minutes slow) adds a principal with
+    ``--ttl 300``: it expires 300 s from now by the database's clock, which judges it."""
+    import time
+
+    dsn = pg_dsn()
+    real = time.time_ns
+    monkeypatch.setattr(time, "time_ns", lambda: real() + skew_s * 1_000_000_000)
+    assert _cli.main(["authz", "principal", "add", "temp-1", "--role", "agent", "--ttl", "300", "--store", dsn]) == 0
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT expires_at_ms - (extract(epoch from clock_timestamp()) * 1000)::bigint FROM principals"
+            " WHERE name = 'temp-1'"
+        ).fetchone()
+    assert row is not None and 290_000 <= row[0] <= 300_000
