@@ -47,7 +47,7 @@ from psycopg import pq
 from psycopg.adapt import Transformer
 from psycopg.conninfo import conninfo_to_dict
 
-from handrail._dsn import redact, why_no_connection
+from handrail._dsn import first_line, redact, why_no_connection
 from handrail.authz._errors import StoreUnavailableError
 
 log = logging.getLogger("handrail.authz.pg")
@@ -327,11 +327,11 @@ class PgDatabase:
                 if attempt + 1 < attempts and not self._closed:
                     self._check()
                     continue
-                raise StoreUnavailableError(f"the store's database is unavailable: {_first_line(exc)}") from None
+                raise StoreUnavailableError(f"the store's database is unavailable: {first_line(exc)}") from None
             except psycopg.DatabaseError as exc:
                 if not refusals or not _refusal(exc):
                     raise
-                problem = redact(_first_line(exc), self.dsn)
+                problem = first_line(exc, self.dsn)
                 log.warning("authz: the store's database refused %s: %s", what, problem)
                 raise StoreUnavailableError(f"the store's database refused {what}: {problem}") from None
         raise AssertionError("unreachable")
@@ -456,7 +456,7 @@ class PgDatabase:
                             raise  # an empty or new table: a name clashes with another's
                         raise _Refused(
                             f"{describe(self.dsn)}: {step} is not recorded but its objects exist"
-                            f" ({_first_line(exc)}): the migrations table was edited"
+                            f" ({first_line(exc)}): the migrations table was edited"
                         ) from None
                     conn.execute(
                         f"INSERT INTO migrations (version, name, applied_at_ms) VALUES (%(v)s, %(n)s, {NOW})",
@@ -472,7 +472,7 @@ class PgDatabase:
             raise StoreUnavailableError(str(exc)) from None
         except psycopg.Error as exc:  # refused by the database (a lost connection is run's)
             raise StoreUnavailableError(
-                f"{describe(self.dsn)} refused {step}: {_first_line(exc)} (the role must be able to"
+                f"{describe(self.dsn)} refused {step}: {first_line(exc)} (the role must be able to"
                 " create tables, functions and triggers in the schema, or own them)"
             ) from None
         return applied
@@ -516,8 +516,3 @@ def _refusal(exc: psycopg.DatabaseError) -> bool:
 
 def _named(statement: Statement) -> str:
     return f"statement {statement.name.decode()}"
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

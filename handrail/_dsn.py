@@ -7,7 +7,7 @@ import re
 import time
 import urllib.parse
 
-__all__ = ["is_pg_dsn", "redact", "why_no_connection"]
+__all__ = ["first_line", "is_pg_dsn", "redact", "why_no_connection"]
 
 _KEYWORD_PASSWORD = re.compile(r"password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)")
 
@@ -32,13 +32,19 @@ def why_no_connection(dsn: str, timeout_s: float, where: str) -> str:
             psycopg.connect(dsn, connect_timeout=max(2, int(timeout_s)), autocommit=True).close()
             return ""
         except psycopg.Error as exc:
-            text = redact(str(exc), dsn).strip()
-            reason = text.splitlines()[0].strip() if text else type(exc).__name__
+            reason = first_line(exc, dsn)
             if isinstance(exc, psycopg.ProgrammingError):  # the string itself: no use trying again
                 return f"cannot connect to {where}: not a usable connection string: {reason}"
             if time.monotonic() + 0.2 >= deadline:
                 return f"cannot connect to {where} within {timeout_s:g} s: {reason}"
         time.sleep(0.2)
+
+
+def first_line(exc: BaseException, dsn: str = "") -> str:
+    """The first line of what ``exc`` says (its type's name when it says nothing), with the
+    password of ``dsn`` hidden when one is given (see :func:`redact`)."""
+    text = (redact(str(exc), dsn) if dsn else str(exc)).strip()
+    return text.splitlines()[0].strip() if text else type(exc).__name__
 
 
 def redact(text: str, dsn: str) -> str:

@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 import psycopg
 import psycopg_pool
 
-from handrail._dsn import redact, why_no_connection
+from handrail._dsn import first_line, redact, why_no_connection
 
 from ._chain import GENESIS_HASH, hash_columns, now_ms
 from ._entry import Entry, PreparedEntry, entry_from_row
@@ -282,9 +282,9 @@ class PgLedgerStore:
                     with contextlib.suppress(psycopg_pool.PoolClosed):
                         self._pool.check()
                     continue
-                raise LedgerError(f"cannot {what} ledger {self.location}: {_first_line(exc)}") from exc
+                raise LedgerError(f"cannot {what} ledger {self.location}: {first_line(exc)}") from exc
             except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
-                raise LedgerError(f"cannot {what} ledger {self.location}: {_first_line(exc)}") from exc
+                raise LedgerError(f"cannot {what} ledger {self.location}: {first_line(exc)}") from exc
         raise AssertionError("unreachable")
 
     def _check_chain(self, conn: psycopg.Connection[Any]) -> None:
@@ -481,7 +481,7 @@ class PgLedgerStore:
         try:
             conn = psycopg.connect(self.dsn, connect_timeout=10)
         except psycopg.Error as exc:
-            raise LedgerError(f"cannot read ledger {self.location}: {_first_line(exc, self.dsn)}") from exc
+            raise LedgerError(f"cannot read ledger {self.location}: {first_line(exc, self.dsn)}") from exc
         try:
             with conn:
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -498,7 +498,7 @@ class PgLedgerStore:
 
                     yield ChainSnapshot(head, batches())
         except psycopg.Error as exc:
-            raise LedgerError(f"cannot read ledger {self.location}: {_first_line(exc)}") from exc
+            raise LedgerError(f"cannot read ledger {self.location}: {first_line(exc)}") from exc
         finally:
             conn.close()
 
@@ -532,17 +532,12 @@ def ledger_executors(dsn: str) -> list[str]:
     except psycopg.errors.UndefinedTable:
         raise LedgerError(f"no ledger in {_describe(dsn)}", reason="NOT_FOUND") from None
     except psycopg.Error as exc:
-        raise LedgerError(f"cannot read the ledger database {_describe(dsn)}: {_first_line(exc, dsn)}") from exc
+        raise LedgerError(f"cannot read the ledger database {_describe(dsn)}: {first_line(exc, dsn)}") from exc
     return [str(r[0]) for r in rows]
 
 
 def _always() -> bool:
     return True
-
-
-def _first_line(exc: BaseException, dsn: str = "") -> str:
-    text = redact(str(exc), dsn).strip() if dsn else str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _describe(dsn: str) -> str:
