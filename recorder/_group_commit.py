@@ -7,11 +7,12 @@ only once the transaction that holds its entries has committed.
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Callable, Sequence
 
 from ._entry import Entry, PreparedEntry
-from ._errors import LedgerError, LedgerTamperedError
+from ._errors import LedgerError
 
 __all__ = ["GroupCommit"]
 
@@ -79,12 +80,8 @@ class GroupCommit:
         try:
             stored = self._write(entries)
         except LedgerError as exc:  # nothing in the batch was written
-            for waiter in batch:  # each its own exception, of the same kind
-                waiter.error = (
-                    LedgerTamperedError(str(exc), seq=exc.seq, reason=exc.reason)
-                    if isinstance(exc, LedgerTamperedError)
-                    else LedgerError(str(exc), reason=exc.reason)
-                )
+            for waiter in batch:  # each its own exception (no shared traceback), of the same kind
+                waiter.error = copy.copy(exc)
             return
         except BaseException as exc:  # nobody may wait forever for a batch that died
             for waiter in batch:
