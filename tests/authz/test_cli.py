@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -23,19 +25,31 @@ def _handrail(*args: str) -> list[str]:
     return [sys.executable, "-m", "handrail", *args]
 
 
-@pytest.mark.slow
-def test_serve_prints_listening_line_answers_health_and_stops(tmp_path: Path) -> None:
+@contextlib.contextmanager
+def _serving(*args: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """``handrail authz serve ARGS`` as a process, and the address its ready line names;
+    killed at the end if the test did not stop it."""
     proc = subprocess.Popen(
-        _handrail("authz", "serve", "--data-dir", str(tmp_path), "--listen", "127.0.0.1:0"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        _handrail("authz", "serve", *args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline().strip()
-        assert line.startswith("handrail-authz listening on 127.0.0.1:"), line
-        address = line.rsplit(" ", 1)[1]
+        assert line.startswith("handrail-authz listening on "), line
+        yield proc, line.rsplit(" ", 1)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+@pytest.mark.slow
+def test_serve_prints_listening_line_answers_health_and_stops(tmp_path: Path) -> None:
+    with _serving("--data-dir", str(tmp_path), "--listen", "127.0.0.1:0") as (proc, address):
+        assert address.startswith("127.0.0.1:")
         assert int(address.rsplit(":", 1)[1]) > 0
         with grpc.insecure_channel(address) as channel:
             stub = health_pb2_grpc.HealthStub(channel)
@@ -44,13 +58,6 @@ def test_serve_prints_listening_line_answers_health_and_stops(tmp_path: Path) ->
                 assert reply.status == health_pb2.HealthCheckResponse.SERVING
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=15) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
     assert (tmp_path / "authz.sqlite").exists()
 
 
@@ -71,17 +78,7 @@ def _cpus_of(pid: int) -> dict[int, str]:
 @pytest.mark.slow
 def test_serve_cpus_keeps_every_thread_on_the_cpu_given(tmp_path: Path) -> None:
     cpu = max(os.sched_getaffinity(0))
-    proc = subprocess.Popen(
-        _handrail("authz", "serve", "--data-dir", str(tmp_path), "--listen", "127.0.0.1:0", "--cpus", str(cpu)),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline().strip()
-        assert line.startswith("handrail-authz listening on "), line
-        address = line.rsplit(" ", 1)[1]
+    with _serving("--data-dir", str(tmp_path), "--listen", "127.0.0.1:0", "--cpus", str(cpu)) as (proc, address):
         with grpc.insecure_channel(address) as channel:  # handler threads start on demand: make some
             stub = health_pb2_grpc.HealthStub(channel)
             futures = [stub.Check.future(health_pb2.HealthCheckRequest(), timeout=5) for _ in range(8)]
@@ -93,13 +90,6 @@ def test_serve_cpus_keeps_every_thread_on_the_cpu_given(tmp_path: Path) -> None:
         assert proc.wait(timeout=15) == 0
         assert proc.stderr is not None
         assert f"authz kept on CPU {cpu}" in proc.stderr.read()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
 
 
 @pytest.mark.slow
