@@ -156,10 +156,12 @@ class AsyncAuthzClient:
         origins: list[str],
         expires_at_ms: int = 0,
         note: str = "",
+        *,
+        ttl_ms: int = 0,
         **scope: Any,
     ) -> GrantInfo:
         """See :meth:`AuthzClient.grant`."""
-        return await self._send(calls.grant(principal, target, verbs, origins, expires_at_ms, note, scope))
+        return await self._send(calls.grant(principal, target, verbs, origins, expires_at_ms, note, scope, ttl_ms))
 
     async def revoke(self, grant_id: str) -> GrantInfo:
         """See :meth:`AuthzClient.revoke`."""

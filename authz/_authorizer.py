@@ -320,10 +320,14 @@ class Authorizer(_person_checks.PersonChecks, WatchPart):
 
     # --- grants -------------------------------------------------------------------------------
 
-    def grant(self, caller: Principal, grant: GrantInfo) -> GrantInfo:
-        """Store a new grant (operator, admin)."""
+    def grant(self, caller: Principal, grant: GrantInfo, ttl_ms: int = 0) -> GrantInfo:
+        """Store a new grant (operator, admin); ``ttl_ms``: its lifetime from now by the
+        store's clock, instead of ``grant.expires_at_ms``."""
         _core.authorize_manage(caller, "grant")
         _core.check_text("grant.principal", grant.principal, required=True)
+        if ttl_ms:
+            expires = _core.grant_expiry(ttl_ms, grant.expires_at_ms, self.store.now_ms())
+            grant = dataclasses.replace(grant, expires_at_ms=expires)
         _identity.live_agent(self.store, grant.principal, "grant.principal")
         stored = self.store.add_grant(grant, caller.name)
         log.info("grant %s by %s: %s", stored.grant_id, caller.name, stored)

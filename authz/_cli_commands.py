@@ -368,14 +368,14 @@ def _verbs(text: str) -> list[str]:
 
 def cmd_grant(client: AuthzClient, args: argparse.Namespace) -> None:
     """``handrail grant``: print the new grant's id."""
-    expires = _now_ms() + int(args.ttl * 1000) if args.ttl > 0 else 0
     grant = client.grant(
         args.principal,
         args.target,
         _verbs(args.verbs),
         args.origin,
-        expires,
+        0,
         args.note,
+        ttl_ms=round(args.ttl * 1000),
         path_globs=args.path,
         role_patterns=args.role,
         name_patterns=args.name,

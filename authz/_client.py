@@ -229,17 +229,22 @@ class AuthzClient:
         origins: list[str],
         expires_at_ms: int = 0,
         note: str = "",
+        *,
+        ttl_ms: int = 0,
         **scope: Any,
     ) -> GrantInfo:
         """Grant ``principal`` the ``verbs`` on ``target`` within ``origins`` (operator).
 
-        ``target`` may be an fnmatch pattern (``browser:*``). Keyword arguments set the
-        other fields of :class:`GrantInfo`: ``path_globs``, ``role_patterns``,
-        ``name_patterns``, ``window_class_patterns``, ``window_title_patterns`` (fnmatch
-        patterns; empty = any), ``allow_password_input``, ``single_use``, ``task_id``,
+        ``target`` may be an fnmatch pattern (``browser:*``). It ends at ``expires_at_ms``
+        (unix ms), or ``ttl_ms`` after the sidecar receives it, by the sidecar's clock (the
+        database's on PostgreSQL: the right choice when this host's clock may be off); not
+        both; neither: no expiry. Keyword arguments set the other fields of
+        :class:`GrantInfo`: ``path_globs``, ``role_patterns``, ``name_patterns``,
+        ``window_class_patterns``, ``window_title_patterns`` (fnmatch patterns; empty =
+        any), ``allow_password_input``, ``single_use``, ``task_id``,
         ``require_approval_verbs`` and ``approval_timeout_ms``.
         """
-        return self._send(calls.grant(principal, target, verbs, origins, expires_at_ms, note, scope))
+        return self._send(calls.grant(principal, target, verbs, origins, expires_at_ms, note, scope, ttl_ms))
 
     def revoke(self, grant_id: str) -> GrantInfo:
         """Revoke a grant (operator); return it."""

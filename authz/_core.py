@@ -57,6 +57,7 @@ __all__ = [
     "check_ttl",
     "check_verb",
     "desk_holder",
+    "grant_expiry",
     "lease_acquire",
     "lease_expire",
     "lease_hand_back",
@@ -113,6 +114,10 @@ DEFAULT_AGENT_TTL_MS = 30_000
 DEFAULT_HUMAN_TTL_MS = 10 * 60_000
 MAX_TTL_MS = 60 * 60_000
 
+#: Bounds of a grant's lifetime given as ``ttl_ms`` (one second, ten years).
+MIN_GRANT_TTL_MS = 1000
+MAX_GRANT_TTL_MS = 10 * 365 * 24 * 3600_000
+
 # --- validation -------------------------------------------------------------------------------
 
 
@@ -167,6 +172,24 @@ def check_ttl(field: str, ttl_ms: int, default_ms: int) -> int:
     if ttl_ms > MAX_TTL_MS:
         raise InvalidArgumentError(field, f"must be at most {MAX_TTL_MS} (one hour)")
     return ttl_ms or default_ms
+
+
+def grant_expiry(ttl_ms: int, expires_at_ms: int, now_ms: int) -> int:
+    """A grant's ``expires_at_ms`` for a lifetime of ``ttl_ms`` from ``now_ms`` (the store's
+    clock); ``expires_at_ms`` as asked when ``ttl_ms`` is 0.
+
+    Raises:
+        InvalidArgumentError: ``ttl_ms`` out of bounds, or given with ``grant.expires_at_ms``.
+    """
+    if not ttl_ms:
+        return expires_at_ms
+    if expires_at_ms:
+        raise InvalidArgumentError("ttl_ms", "give ttl_ms or grant.expires_at_ms, not both")
+    if not MIN_GRANT_TTL_MS <= ttl_ms <= MAX_GRANT_TTL_MS:
+        raise InvalidArgumentError(
+            "ttl_ms", f"must be {MIN_GRANT_TTL_MS} (one second) to {MAX_GRANT_TTL_MS} (ten years), not {ttl_ms}"
+        )
+    return now_ms + ttl_ms
 
 
 def url_origin(field: str, url: str) -> str:

@@ -178,7 +178,7 @@ class AuthzServicer(authz_pb2_grpc.AuthzServicer):
     @_rpc
     def Grant(self, request: pb.GrantRequest, context: grpc.ServicerContext) -> pb.GrantResponse:
         caller = self._caller(context)
-        grant = self.authz.grant(caller, _wire.grant_from_pb(request.grant))
+        grant = self.authz.grant(caller, _wire.grant_from_pb(request.grant), request.ttl_ms)
         return _wire_responses.grant_response(grant, self.store.now_ms())
 
     @_rpc

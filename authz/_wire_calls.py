@@ -111,9 +111,10 @@ def grant(
     expires_at_ms: int = 0,
     note: str = "",
     scope: Mapping[str, Any] | None = None,
+    ttl_ms: int = 0,
 ) -> Call[GrantInfo]:
     """``Grant``; ``scope`` sets the other fields of :class:`GrantInfo` by name (lists are
-    taken as tuples)."""
+    taken as tuples); ``ttl_ms``: the lifetime, on the sidecar's clock."""
     fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list | tuple) else v for k, v in (scope or {}).items()}
     info = GrantInfo(
         "",
@@ -125,7 +126,7 @@ def grant(
         note=note,
         **fields,
     )
-    return Call("Grant", pb.GrantRequest(grant=grant_to_pb(info)), _grant_of)
+    return Call("Grant", pb.GrantRequest(grant=grant_to_pb(info), ttl_ms=ttl_ms), _grant_of)
 
 
 def revoke(grant_id: str) -> Call[GrantInfo]:

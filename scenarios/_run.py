@@ -220,7 +220,6 @@ class Run:
         g = self.s.grant(grant_id)
         app_url = self.app.url if self.app is not None else ""
         origins = [app_url if o == "app" else o for o in g.origins if o != "app" or app_url]
-        expires = int(time.time() * 1000 + g.expires_in_s * 1000) if g.expires_in_s else 0
         scope: dict[str, Any] = {}
         if g.require_approval_verbs:
             scope["require_approval_verbs"] = [v.value for v in g.require_approval_verbs]
@@ -233,12 +232,12 @@ class Run:
             g.target or self.s.default_target,
             [v.value for v in g.verbs],
             origins,
-            expires_at_ms=expires,
+            ttl_ms=round(g.expires_in_s * 1000),  # on the sidecar's clock
             note=g.note or f"scenario {self.s.name}",
             **scope,
         )
         self.grant_ids[grant_id] = info.grant_id
-        self.grant_expiry_ms[grant_id] = info.expires_at_ms or expires
+        self.grant_expiry_ms[grant_id] = info.expires_at_ms
 
     # -- steps -------------------------------------------------------------------
 

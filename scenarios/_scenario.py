@@ -204,6 +204,13 @@ class GrantSpec(Model):
     at_start: bool = True
     operator: str | None = None
 
+    @field_validator("expires_in_s")
+    @classmethod
+    def _lifetime(cls, value: float) -> float:
+        if 0 < value < 1:  # the sidecar's floor for a grant's lifetime (ttl_ms)
+            raise ValueError("a grant lives 0 (no expiry) or at least 1 second")
+        return value
+
 
 class SessionSpec(Model):
     """A session an agent opens at the start (and again after an executor restart)."""

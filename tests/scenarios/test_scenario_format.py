@@ -95,6 +95,15 @@ def test_missing_field_names_file_line_and_path(tmp_path: Path) -> None:
     assert "needs a target" in message
 
 
+def test_a_grant_shorter_than_a_second_is_refused_at_its_line(tmp_path: Path) -> None:
+    # the sidecar counts a grant's lifetime itself (ttl_ms), from one second up
+    message = _error(
+        GOOD.replace("    verbs: [input, submit]", "    verbs: [input, submit]\n    expires_in_s: 0.5"), tmp_path
+    )
+    assert message.startswith(f"{tmp_path / 'x.yaml'}:6: grants[0].expires_in_s: ")
+    assert "at least 1 second" in message
+
+
 def test_missing_required_field(tmp_path: Path) -> None:
     message = _error(
         GOOD.replace("  - reconcile: {key: k1, verdict: HAPPENED}", "  - reconcile: {verdict: HAPPENED}"), tmp_path

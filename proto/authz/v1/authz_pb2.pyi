@@ -309,10 +309,12 @@ class Grant(_message.Message):
     def __init__(self, grant_id: _Optional[str] = ..., principal: _Optional[str] = ..., target: _Optional[str] = ..., verbs: _Optional[_Iterable[_Union[Verb, str]]] = ..., origins: _Optional[_Iterable[str]] = ..., expires_at_ms: _Optional[int] = ..., granted_by: _Optional[str] = ..., note: _Optional[str] = ..., created_at_ms: _Optional[int] = ..., revoked: _Optional[bool] = ..., path_globs: _Optional[_Iterable[str]] = ..., role_patterns: _Optional[_Iterable[str]] = ..., name_patterns: _Optional[_Iterable[str]] = ..., window_class_patterns: _Optional[_Iterable[str]] = ..., window_title_patterns: _Optional[_Iterable[str]] = ..., allow_password_input: _Optional[bool] = ..., single_use: _Optional[bool] = ..., task_id: _Optional[str] = ..., require_approval_verbs: _Optional[_Iterable[_Union[Verb, str]]] = ..., approval_timeout_ms: _Optional[int] = ..., revoked_at_ms: _Optional[int] = ..., used_at_ms: _Optional[int] = ..., closed_at_ms: _Optional[int] = ..., state: _Optional[str] = ..., grant_state: _Optional[_Union[GrantState, str]] = ..., idempotency_header: _Optional[bool] = ...) -> None: ...
 
 class GrantRequest(_message.Message):
-    __slots__ = ("grant",)
+    __slots__ = ("grant", "ttl_ms")
     GRANT_FIELD_NUMBER: _ClassVar[int]
+    TTL_MS_FIELD_NUMBER: _ClassVar[int]
     grant: Grant
-    def __init__(self, grant: _Optional[_Union[Grant, _Mapping]] = ...) -> None: ...
+    ttl_ms: int
+    def __init__(self, grant: _Optional[_Union[Grant, _Mapping]] = ..., ttl_ms: _Optional[int] = ...) -> None: ...
 
 class GrantResponse(_message.Message):
     __slots__ = ("grant",)
