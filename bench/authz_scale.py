@@ -13,7 +13,9 @@ with ``sched_setaffinity``, the sidecars with ``--cpus``), the other replicas on
 CPUs in turn; the client runs anywhere. So that the setting's effect is on record, the
 SQLite sidecar and one PostgreSQL sidecar are measured again left to the scheduler,
 against a second echo left there too (``*_unpinned_*``); the targets are judged on the
-kept pair, each check against the echo served the same way.
+kept pair, each check against the echo served the same way. Not judged either: that check
+with PostgreSQL kept on the sidecar's CPU too, and a bare ``SELECT 1`` to a backend on the
+caller's CPU and on another (``pg_db_on_sidecar_cpu_*``, ``pg_select1_*``).
 
 Figures, each configuration measured in blocks alternating with its echo so that drift
 hits both:
@@ -58,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import emit, pct
@@ -135,6 +138,51 @@ def raw_call(address: str, method: str, token: str) -> Callable[[bytes], bytes]:
     return call
 
 
+def postgres_pids(postmaster: int) -> list[int]:
+    """The PostgreSQL server's processes: the postmaster and its children (the backends)."""
+    pids = [postmaster]
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int(Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()[1]) == postmaster:
+                    pids.append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                continue
+    return pids
+
+
+def place_postgres(postmaster: int, cpus: set[int]) -> bool:
+    """Keep the PostgreSQL server's processes on ``cpus``; False where this process may not."""
+    try:
+        for pid in postgres_pids(postmaster):
+            os.sched_setaffinity(pid, cpus)
+    except PermissionError:
+        return False
+    except ProcessLookupError:
+        pass
+    return True
+
+
+def round_trip_us(dsn: str, own: int, backend: int) -> float:
+    """p50 of a bare ``SELECT 1`` from this process kept on CPU ``own`` to a backend kept on
+    CPU ``backend`` (the cost of the hop itself, with no sidecar)."""
+    mine = os.sched_getaffinity(0)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT pg_backend_pid()").fetchone()
+        assert row is not None
+        os.sched_setaffinity(int(row[0]), {backend})
+        os.sched_setaffinity(0, {own})
+        try:
+            times = []
+            for _ in range(2000):
+                t0 = time.perf_counter()
+                conn.pgconn.exec_(b"SELECT 1")
+                times.append(time.perf_counter() - t0)
+        finally:
+            os.sched_setaffinity(0, mine)
+    return statistics.median(times[200:]) * 1e6
+
+
 class CpuMeter:
     """CPU seconds spent by the run's own processes (this client, the sidecars, the
     PostgreSQL server and its backends) and how busy the machine's cores were (any process),
@@ -158,15 +206,8 @@ class CpuMeter:
         return ticks / self._tick
 
     def _postgres(self) -> float:
-        total = self._cpu(self.postmaster, reaped=True)
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    if int(self._stat(int(entry.name))[1]) == self.postmaster:
-                        total += self._cpu(int(entry.name))
-                except (OSError, IndexError, ValueError):
-                    continue
-        return total
+        children = postgres_pids(self.postmaster)[1:]
+        return self._cpu(self.postmaster, reaped=True) + sum(self._cpu(pid) for pid in children)
 
     @staticmethod
     def _machine() -> tuple[int, int]:
@@ -391,6 +432,18 @@ def main() -> int:
         one = replicas[0].address
         echo = raw_call(echo_address, "/bench.Echo/Echo", tokens["exe"])
         e_pg, c_pg = latency(echo, raw_call(one, "/handrail.authz.v1.Authz/Check", tokens["exe"]), payloads, samples)
+        # Not judged: how much of that is this machine's cost of a hop to another CPU. The
+        # same check with the database kept on the sidecar's CPU, and a bare round trip.
+        assert pg.proc is not None
+        everywhere = os.sched_getaffinity(pg.proc.pid)
+        placed = place_postgres(pg.proc.pid, {cpus[0]})
+        if placed:
+            e_pgc, c_pgc = latency(
+                echo, raw_call(one, "/handrail.authz.v1.Authz/Check", tokens["exe"]), payloads, samples
+            )
+            place_postgres(pg.proc.pid, everywhere)
+            other = next((c for c in cpus if c != cpus[0]), cpus[0])
+            hops = {"same": round_trip_us(dsn, cpus[0], cpus[0]), "other": round_trip_us(dsn, cpus[0], other)}
         three = round_robin([raw_call(r.address, "/handrail.authz.v1.Authz/Check", tokens["exe"]) for r in replicas])
         e_pg3, c_pg3 = latency(echo, three, payloads, samples)
         all3 = ",".join(r.address for r in replicas)
@@ -460,6 +513,11 @@ def main() -> int:
     ceiling = cores / (pg3_cpu["total_us"] / 1e6)
     figures["pg3_cpu_ceiling_per_s"] = round(ceiling)
     figures["echo_per_s"] = round(echo_rate)
+    if placed:
+        figures["pg_db_on_sidecar_cpu_check_p50_us"] = us(statistics.median(c_pgc))
+        figures["pg_db_on_sidecar_cpu_p50_ratio"] = round(statistics.median(c_pgc) / statistics.median(e_pgc), 3)
+        figures["pg_select1_same_cpu_us"] = round(hops["same"], 1)
+        figures["pg_select1_other_cpu_us"] = round(hops["other"], 1)
     figures["pg_lease_ops_per_s"] = round(leases)
     figures["takeover_to_all_watches_p50_ms"] = round(statistics.median(reach) * 1000, 2)
     figures["takeover_to_all_watches_p99_ms"] = round(pct(reach, 99) * 1000, 2)
@@ -508,6 +566,13 @@ def main() -> int:
             f"CPU per check, {label}: {cpu['total_us']:.0f} us (client {cpu['client_us']:.0f}, sidecars"
             f" {cpu['sidecars_us']:.0f}, PostgreSQL {cpu['postgres_us']:.0f}); this run used"
             f" {cpu['own_share']:.0%} of {cores} cores, the machine's cores were {cpu['machine_busy']:.0%} busy"
+        )
+    if placed:
+        print(
+            f"not judged: with PostgreSQL kept on the sidecar's CPU too, the check's p50 is"
+            f" {figures['pg_db_on_sidecar_cpu_check_p50_us']:.0f} us (ratio {figures['pg_db_on_sidecar_cpu_p50_ratio']:.2f});"
+            f" a bare SELECT 1 takes {hops['same']:.0f} us to a backend on the caller's CPU and {hops['other']:.0f} us"
+            " to one on another CPU (this machine's cost of waking another CPU, paid twice per check)"
         )
     print(f"lease operations/s on PostgreSQL (4 threads, one replica): {leases:.0f}")
     print(
