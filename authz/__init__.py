@@ -6,6 +6,7 @@ Run it with ``handrail authz serve``; talk to it with :class:`AuthzClient` or
 The modules, bottom up (each imports only modules above it in this list)::
 
     _errors            the error tree
+    _deadline          the caller's deadline, carried from the servicer to the stores
     _models            the records (checks, decisions, grants, leases, approvals, events)
                        and the sidecar's own words (Role, GrantState, ApprovalStatus ...)
     _urls              URLs and origins as a browser parses them (WHATWG, ada-url)

@@ -13,6 +13,8 @@ Every error below carries a ``reason`` code (see :class:`handrail._errors.Handra
         ├── PolicyError              a Cedar policy or schema file is broken (``.file``, ``.line``)
         ├── AuthzUnavailableError    client: the sidecar is unreachable or past its deadline
         ├── StoreUnavailableError    server: the store's database cannot be reached
+        │   └── StoreBusyError       server: no connection (or writer) free in time
+        ├── DeadlineExceededError    server: the caller's deadline passed first
         └── AuthzRpcError            client: any other gRPC error (``.code_name``, ``.details``,
                                      ``.field``, ``.metadata``; ``.reason`` is ErrorInfo's)
 
@@ -197,3 +199,20 @@ class StoreUnavailableError(AuthzError):
     """
 
     reason = "AUTHZ_UNAVAILABLE"
+
+
+class StoreBusyError(StoreUnavailableError):
+    """Every connection to the store's database (PostgreSQL's pool) or its one writer
+    (SQLite) stayed busy until the pool's timeout or, sooner, a margin before the caller's
+    deadline (see :mod:`._deadline`). UNAVAILABLE: it passes, and the caller hears it in
+    time to try another replica or fail closed knowing why.
+    """
+
+
+class DeadlineExceededError(AuthzError):
+    """The caller's deadline passed before the work could start (or while a state
+    change waited, which was then rolled back): nothing was done for it. The servicer
+    answers ``DEADLINE_EXCEEDED``, which nobody may hear any more (see :mod:`._deadline`).
+    """
+
+    reason = "DEADLINE_EXCEEDED"

@@ -59,6 +59,7 @@ from typing import Any
 
 import psycopg
 
+from handrail.authz import _deadline as deadline
 from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, PrincipalInfo
 from handrail.authz._pg_approvals import PgApprovals, PgDecisions, conditional_insert
 from handrail.authz._pg_db import PgDatabase, describe
@@ -256,14 +257,18 @@ class PgStore(StoreParts):
         """See :meth:`AuthzStore.revoke_principal`; forgets every snapshot (a caller's
         snapshot is kept by its token's digest, not its name)."""
         try:
-            return super().revoke_principal(name)
+            revoked = super().revoke_principal(name)
+            deadline.changed()
+            return revoked
         finally:
             self._forget(lambda _key: True)
 
     def rotate_token(self, name: str, token: str | None = None, expires_at_ms: int = 0) -> tuple[PrincipalInfo, str]:
         """See :meth:`AuthzStore.rotate_token`; forgets every snapshot."""
         try:
-            return super().rotate_token(name, token, expires_at_ms)
+            rotated = super().rotate_token(name, token, expires_at_ms)
+            deadline.changed()
+            return rotated
         finally:
             self._forget(lambda _key: True)
 
@@ -298,6 +303,9 @@ class PgStore(StoreParts):
         def work(conn: psycopg.Connection[Any]) -> bool:
             try:
                 with conn.transaction():
+                    # a row lock waited on past the caller's deadline rolls it all back:
+                    # no grant is consumed, no approval used, for a caller that has gone
+                    PgDatabase.bound(conn)
                     if consume and PgGrants.consume(conn, consume, now) is None:
                         raise _LostRace
                     if use_approval and not PgApprovals.use(conn, use_approval, record.decision_id, now):
@@ -314,7 +322,10 @@ class PgStore(StoreParts):
             return True
 
         try:
-            return self.db.run(work)
+            committed = self.db.run(work, what="the check's commit")
+            if committed:
+                deadline.changed()  # publishing the consumption must not be cut short
+            return committed
         finally:
             if consume:
                 agent = record.request.principal

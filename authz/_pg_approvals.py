@@ -22,6 +22,7 @@ from typing import Any
 
 import psycopg
 
+from handrail.authz import _deadline as deadline
 from handrail.authz._core import check_text
 from handrail.authz._errors import InvalidArgumentError, LeaseConflictError, NotFoundError
 from handrail.authz._models import ApprovalInfo, ApprovalStatus, DecisionRecord
@@ -140,6 +141,7 @@ class PgApprovals:
 
         def work(conn: psycopg.Connection[Any]) -> ApprovalInfo:
             with conn.transaction():
+                PgDatabase.bound(conn)  # a row lock waited on past the deadline: rolled back
                 row = conn.execute(select, {"id": approval_id, "now": self._db.now()}).fetchone()
                 if row is None:
                     raise NotFoundError(f"no approval with id {approval_id!r}")
@@ -154,7 +156,9 @@ class PgApprovals:
                 assert done is not None  # the row is locked: still PENDING
                 return approval_row(done)
 
-        return self._db.run(work, idempotent=True)
+        decided = self._db.run(work, idempotent=True, what=f"deciding approval {approval_id}")
+        deadline.changed()
+        return decided
 
     def expire(self) -> list[ApprovalInfo]:
         """Mark pending approvals past their deadline EXPIRED; return the ones this call

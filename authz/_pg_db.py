@@ -21,6 +21,12 @@ server refuses or cannot run (a privilege revoked, a table renamed away, a read-
 session) is :class:`StoreUnavailableError` too, logged in one line: an integrity or data
 error, which callers handle, stays psycopg's.
 
+**The caller's deadline** (:mod:`._deadline`) bounds :meth:`PgDatabase.run`: a wait for a
+pooled connection ends a margin before it (:class:`StoreBusyError`, UNAVAILABLE, naming the
+database, not the pool's 5 s later), no statement starts once it has passed
+(:class:`DeadlineExceededError`), and a state change's transaction runs under a
+``statement_timeout`` that ends at it (:meth:`PgDatabase.bound`).
+
 **The check path's statements** (:class:`Statement`) go through libpq's prepared-statement
 calls directly, not psycopg's cursor, and :meth:`PgDatabase.run` takes its connection from
 the pool without the pool's context manager: a check on a remembered snapshot took 410 us
@@ -48,7 +54,8 @@ from psycopg.adapt import Transformer
 from psycopg.conninfo import conninfo_to_dict
 
 from handrail._dsn import first_line, redact, why_no_connection
-from handrail.authz._errors import StoreUnavailableError
+from handrail.authz import _deadline as deadline
+from handrail.authz._errors import DeadlineExceededError, StoreBusyError, StoreUnavailableError
 
 log = logging.getLogger("handrail.authz.pg")
 
@@ -298,7 +305,14 @@ class PgDatabase:
             refusals: map the server's refusals (False: raise them as psycopg's, for a
                 caller that words them itself).
 
+        Under a call's deadline (:mod:`._deadline`) the wait for a connection ends a margin
+        before it, and ``work`` is not started once it has passed.
+
         Raises:
+            StoreBusyError: no connection came free within the pool's timeout or, sooner,
+                what the caller's deadline left (its message names the database).
+            DeadlineExceededError: the caller's deadline passed before ``work`` could
+                start, or while a statement :meth:`bound` had bounded ran (rolled back).
             StoreUnavailableError: the database cannot be reached (or the pool is closed),
                 or it refuses the statement: a privilege revoked, a table, column or
                 function missing, a read-only session (logged at WARNING in one line). An
@@ -307,23 +321,28 @@ class PgDatabase:
         """
         attempts = 2 if idempotent else 1
         for attempt in range(attempts):
+            # no longer than the caller waits (and not at all once it has given up)
+            wait, by_deadline = deadline.wait_s(self.pool.timeout, what)
             try:
                 # getconn/putconn, not pool.connection(): half the CPU, and on a connection in
                 # autocommit the "with conn" that adds has nothing to commit or roll back (an
                 # explicit transaction is the work's own, and a connection put back in one is
                 # rolled back by the pool)
-                conn = self.pool.getconn()
+                conn = self.pool.getconn(wait)
                 try:
+                    deadline.start(what)  # it may have passed while waiting
                     return work(conn)
                 finally:
                     self.pool.putconn(conn)
             except psycopg_pool.PoolClosed:  # (these two are OperationalErrors too: first)
                 raise StoreUnavailableError("the store is closed") from None
             except psycopg_pool.PoolTimeout:  # every connection busy: not tried again
-                raise StoreUnavailableError(
-                    f"no connection to {describe(self.dsn)} within {self.pool.timeout:g} s"
-                ) from None
+                raise self._busy(wait, by_deadline) from None
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                if isinstance(exc, psycopg.errors.QueryCanceled) and deadline.passed(_SLACK_S):  # by bound()
+                    raise DeadlineExceededError(
+                        f"the caller's deadline passed while {what} ran: cancelled, nothing of it committed"
+                    ) from None
                 if attempt + 1 < attempts and not self._closed:
                     self._check()
                     continue
@@ -335,6 +354,27 @@ class PgDatabase:
                 log.warning("authz: the store's database refused %s: %s", what, problem)
                 raise StoreUnavailableError(f"the store's database refused {what}: {problem}") from None
         raise AssertionError("unreachable")
+
+    def _busy(self, wait: float, by_deadline: bool) -> StoreBusyError:
+        """The error of a wait for a connection that timed out after ``wait`` seconds."""
+        stats = self.pool.get_stats()
+        size, idle = stats.get("pool_size", 0), stats.get("pool_available", 0)
+        why = " (what the caller's deadline left, less a margin for the answer)" if by_deadline else ""
+        where = describe(self.dsn)
+        if size >= self.pool.max_size and not idle:
+            return StoreBusyError(f"all {size} connections of this replica to {where} were busy for {wait:.3g} s{why}")
+        return StoreBusyError(f"no connection to {where} within {wait:.3g} s{why}")
+
+    @staticmethod
+    def bound(conn: psycopg.Connection[Any]) -> None:
+        """Inside a transaction on ``conn``: end its statements at the caller's deadline
+        (``SET LOCAL statement_timeout``, never longer than the role's own), so that a
+        state change waiting on a row lock is rolled back rather than committed for a
+        caller that has given up (:meth:`run` raises :class:`DeadlineExceededError`). One
+        round trip, and none for a call without a deadline."""
+        ms = deadline.left_ms()
+        if ms is not None:
+            conn.execute(_BOUND, {"ms": ms})
 
     def execute(self, statement: Statement, values: Mapping[str, object], *, idempotent: bool = False) -> int:
         """Run ``statement`` with ``values`` on a pooled connection (autocommit), prepared
@@ -512,6 +552,14 @@ def _refusal(exc: psycopg.DatabaseError) -> bool:
     missing object, a read-only session...): an error the server sent (it has a SQLSTATE)
     that is not an integrity or data error, which callers catch (``UniqueViolation``)."""
     return exc.sqlstate is not None and not isinstance(exc, (psycopg.IntegrityError, psycopg.DataError))
+
+
+#: How near the deadline a cancelled statement counts as cancelled by it (``bound`` rounds).
+_SLACK_S = 0.005
+
+#: Lower this transaction's statement_timeout to ``ms`` (a role's own 0 is "none").
+_BOUND = """SELECT set_config('statement_timeout', (CASE WHEN setting::bigint = 0 OR setting::bigint > %(ms)s
+    THEN %(ms)s ELSE setting::bigint END)::text, true) FROM pg_settings WHERE name = 'statement_timeout'"""
 
 
 def _named(statement: Statement) -> str:

@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 import psycopg
 
+from handrail.authz import _deadline as deadline
 from handrail.authz._core import check_text, validate_grant
 from handrail.authz._decide import target_matches
 from handrail.authz._errors import NotFoundError
@@ -198,9 +199,11 @@ class PgGrants:
 
         def work(conn: psycopg.Connection[Any]) -> None:
             with conn.transaction(), conn.cursor() as cur:
+                PgDatabase.bound(conn)
                 cur.executemany(_INSERT, [_values(g) for g in in_order])
 
-        self._db.run(work, idempotent=True)
+        self._db.run(work, idempotent=True, what="adding grants")
+        deadline.changed()
         return stored
 
     def revoke(self, grant_id: str) -> GrantInfo:
@@ -208,6 +211,7 @@ class PgGrants:
         check_text("grant_id", grant_id, required=True)
         sql = f"UPDATE grants SET revoked_at_ms = {NOW} WHERE grant_id = %(id)s AND revoked_at_ms IS NULL"
         self._db.run(lambda c: c.execute(sql, {"id": grant_id, "now": self._db.now()}), idempotent=True)
+        deadline.changed()
         return self.get(grant_id)
 
     def close_task(self, task_id: str) -> list[GrantInfo]:
@@ -218,6 +222,7 @@ class PgGrants:
             f" RETURNING {GRANT_COLS}"
         )
         rows = self._db.run(lambda c: c.execute(sql, {"task": task_id, "now": self._db.now()}).fetchall())
+        deadline.changed()
         return sorted((grant_row(r) for r in rows), key=lambda g: (g.created_at_ms, g.grant_id))
 
     @staticmethod

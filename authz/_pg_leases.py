@@ -23,6 +23,7 @@ from typing import Any
 
 import psycopg
 
+from handrail.authz import _deadline as deadline
 from handrail.authz._core import check_text
 from handrail.authz._errors import LeaseConflictError
 from handrail.authz._lease_changes import Acquire, Expire, HandBack, Release, Renew, TakeOver
@@ -167,16 +168,18 @@ class PgLeases:
             if statement is not None:
                 sql, params, idempotent = statement
                 params["now"] = self._db.now()
-                done = self._db.run(_fetch_one(sql, params), idempotent=idempotent)
+                done = self._db.run(_fetch_one(sql, params), idempotent=idempotent, what=_CHANGING)
                 if done is not None:
+                    deadline.changed()
                     return _before_after(target, done)
             current, now = self._read(target)
             new = transition(current, now)  # raises the conflict that explains a refusal
             if new == current:
                 return current.effective(now), current.effective(now)
             if statement is None:  # no statement of its own: compare-and-set what was read
-                done = self._db.run(_fetch_one(_CAS, _cas_params(current, new, now)))
+                done = self._db.run(_fetch_one(_CAS, _cas_params(current, new, now)), what=_CHANGING)
                 if done is not None:
+                    deadline.changed()
                     return _before_after(target, done)
         raise LeaseConflictError(f"the lease on {target!r} kept changing concurrently; try again")
 
@@ -205,7 +208,21 @@ def _statement(target: str, change: Callable[[LeaseInfo, int], LeaseInfo]) -> tu
 
 
 def _fetch_one(sql: str, params: dict[str, Any]) -> Callable[[psycopg.Connection[Any]], tuple[Any, ...] | None]:
-    return lambda conn: conn.execute(sql, params).fetchone()
+    """One lease statement; under a call's deadline, in a transaction that ends it there
+    (a row lock waited on past it rolls back rather than changing the lease for a caller
+    that has given up: three more round trips, on a lease change only)."""
+
+    def work(conn: psycopg.Connection[Any]) -> tuple[Any, ...] | None:
+        if deadline.left_s() is None:
+            return conn.execute(sql, params).fetchone()
+        with conn.transaction():
+            PgDatabase.bound(conn)
+            return conn.execute(sql, params).fetchone()
+
+    return work
+
+
+_CHANGING = "a lease change"
 
 
 def _cas_params(current: LeaseInfo, new: LeaseInfo, now: int) -> dict[str, Any]:

@@ -27,10 +27,12 @@ from handrail._rpc import AUTHZ_DOMAIN, add_service, cannot_listen, error_status
 from handrail._rpc import bearer_token as bearer_token
 from handrail.authz import _wire, _wire_responses
 from handrail.authz._authorizer import Authorizer
+from handrail.authz._deadline import call_deadline
 from handrail.authz._errors import (
     AlreadyExistsError,
     AuthzError,
     AuthzUnavailableError,
+    DeadlineExceededError,
     InvalidArgumentError,
     LeaseConflictError,
     NotFoundError,
@@ -70,6 +72,7 @@ _STATUS: tuple[tuple[type[AuthzError], grpc.StatusCode], ...] = (
     (AuthzUnavailableError, grpc.StatusCode.UNAVAILABLE),
     (StoreUnavailableError, grpc.StatusCode.UNAVAILABLE),
     (WatchBehindError, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    (DeadlineExceededError, grpc.StatusCode.DEADLINE_EXCEEDED),
     (AuthzError, grpc.StatusCode.UNAVAILABLE),
 )
 
@@ -114,9 +117,10 @@ def _rpc(method: _Handler[_Req, _Resp]) -> _Handler[_Req, _Resp]:
     @functools.wraps(method)
     def wrapper(self: Any, request: _Req, context: grpc.ServicerContext) -> _Resp:
         try:
-            if nul_checked:
-                _no_nul(request)
-            return method(self, request, context)
+            with call_deadline(context.time_remaining(), method.__name__):  # bounds its store calls
+                if nul_checked:
+                    _no_nul(request)
+                return method(self, request, context)
         except AuthzError as exc:
             context.abort_with_status(status_of(exc))
         except Exception:  # a bug: logged with its traceback, answered without one

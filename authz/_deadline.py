@@ -1,0 +1,142 @@
+"""The caller's deadline, carried from each RPC to the store that does the call's work.
+
+A client that gives up (its deadline passes) is answered by its own gRPC library; the
+sidecar is not told, and without this module it would go on: wait its pool's 5 s for a
+database connection, then decide, log an allow nobody receives and, worse, consume a
+single-use grant for a caller that is gone (its retry is then denied). So the servicer
+runs each unary handler inside :func:`call_deadline`, which puts the call's deadline in a
+context variable (each gRPC call runs in a context of its own), and the stores read it:
+
+* **a wait for a shared part of the store** (a pooled PostgreSQL connection; SQLite's one
+  writer) ends a margin before the deadline (:func:`wait_s`): :class:`StoreBusyError`,
+  UNAVAILABLE, naming the database. The margin (a tenth of the call's time, at most
+  100 ms) is for the answer to reach the caller while it still listens: the store was
+  saturated, which is passing, so the client may try another replica or fail closed
+  knowing why;
+* **once the deadline has passed, no statement is started** (:func:`start`):
+  :class:`DeadlineExceededError`, DEADLINE_EXCEEDED: nobody is waiting for the answer,
+  and the code is the one the caller's own library reported;
+* **a state change's statements end at the deadline** where the driver allows it
+  (:func:`left_ms`: PostgreSQL's ``statement_timeout`` inside the transaction, SQLite's
+  busy timeout), rolled back: DEADLINE_EXCEEDED;
+* **once a state change has committed** (:func:`changed`) the deadline no longer applies
+  to the call: what follows (the change's Watch event, the answer) is done as for a call
+  without one, since a change made must also be told.
+
+What is left is the commit itself: a change whose commit began before the deadline may
+end after it (its ``COMMIT`` and the answer's way back). The caller then hears
+DEADLINE_EXCEEDED, fails closed, and the change stands, logged with its decision.
+
+Each call cut short this way is logged in one line (WARNING), never a traceback. Code
+outside a call (the expiry thread, the command line) has no deadline and waits as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import NamedTuple
+
+from handrail.authz._errors import DeadlineExceededError, StoreBusyError
+
+log = logging.getLogger("handrail.authz")
+
+#: The most a wait keeps back from the deadline for the answer's way back.
+MAX_MARGIN_S = 0.1
+
+#: The least a bounded wait lasts (an idle connection or a free writer is still taken).
+MIN_WAIT_S = 0.001
+
+#: A remaining time above this is no deadline (gRPC's "infinite future").
+_NO_DEADLINE_S = 1e8
+
+
+class _Deadline(NamedTuple):
+    at: float  # time.monotonic() when the caller gives up
+    margin: float  # seconds a wait keeps back for the answer
+
+
+_CALL: ContextVar[_Deadline | None] = ContextVar("handrail_authz_deadline", default=None)
+
+
+@contextmanager
+def call_deadline(remaining_s: float | None, method: str) -> Iterator[None]:
+    """Run an RPC's handler under its deadline (``remaining_s``, gRPC's
+    ``context.time_remaining()``; None: none): refused at once when it is spent, and every
+    store call inside bounded by it. A call cut short (:class:`DeadlineExceededError`,
+    :class:`StoreBusyError`) is logged here in one line, naming ``method``.
+
+    Raises:
+        DeadlineExceededError: the deadline was spent before the handler began.
+    """
+    deadline = None
+    if remaining_s is not None and remaining_s < _NO_DEADLINE_S:
+        deadline = _Deadline(time.monotonic() + remaining_s, min(MAX_MARGIN_S, remaining_s / 10))
+    token = _CALL.set(deadline)
+    try:
+        if deadline is not None and remaining_s is not None and remaining_s <= 0:
+            raise DeadlineExceededError("the caller's deadline passed before the call was served (nothing done)")
+        yield
+    except (DeadlineExceededError, StoreBusyError) as exc:
+        log.warning("authz: %s cut short: %s", method, exc)
+        raise
+    finally:
+        _CALL.reset(token)
+
+
+def left_s() -> float | None:
+    """Seconds until this call's deadline (negative once passed); None without one."""
+    deadline = _CALL.get()
+    return None if deadline is None else deadline.at - time.monotonic()
+
+
+def left_ms() -> int | None:
+    """:func:`left_s` in whole milliseconds (rounded up), at least 1, for a timeout
+    setting; None without a deadline."""
+    left = left_s()
+    return None if left is None else max(1, math.ceil(left * 1000))
+
+
+def start(what: str) -> None:
+    """Refuse to start ``what`` once this call's deadline has passed.
+
+    Raises:
+        DeadlineExceededError: it has.
+    """
+    deadline = _CALL.get()
+    if deadline is not None and time.monotonic() >= deadline.at:
+        raise DeadlineExceededError(f"the caller's deadline passed before {what} (not started)")
+
+
+def wait_s(default_s: float, what: str) -> tuple[float, bool]:
+    """How long to wait for a shared part of the store (a connection, the writer) to do
+    ``what``: ``default_s``, or less to end a margin before this call's deadline; and
+    whether the deadline set it.
+
+    Raises:
+        DeadlineExceededError: the deadline has passed (``what`` is not started).
+    """
+    deadline = _CALL.get()
+    if deadline is None:
+        return default_s, False
+    left = deadline.at - time.monotonic()
+    if left <= 0:
+        raise DeadlineExceededError(f"the caller's deadline passed before {what} (not started)")
+    bounded = max(left - deadline.margin, MIN_WAIT_S)
+    return (bounded, True) if bounded < default_s else (default_s, False)
+
+
+def passed(slack_s: float = 0.0) -> bool:
+    """Whether this call has a deadline and it has passed (or is within ``slack_s``)."""
+    left = left_s()
+    return left is not None and left <= slack_s
+
+
+def changed() -> None:
+    """This call has committed a state change: its deadline no longer applies to what it
+    does next (publishing the change, reading its answer)."""
+    _CALL.set(None)
