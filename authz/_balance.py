@@ -41,10 +41,13 @@ from handrail.authz._errors import AuthzError, AuthzUnavailableError, InvalidArg
 DOWN_S = 2.0
 
 #: Channel options: ping the replica every second; two seconds without an answer end the
-#: connection (the server permits it: ``_service.KEEPALIVE_SERVER_OPTIONS``).
+#: connection (the server permits it: ``_service.KEEPALIVE_SERVER_OPTIONS``). gRPC (1.85)
+#: ends it only on ``ping_timeout_ms`` (default a minute): ``keepalive_timeout_ms`` alone
+#: let a call wait out its whole deadline on a stopped replica.
 KEEPALIVE_OPTIONS = [
     ("grpc.keepalive_time_ms", 1000),
     ("grpc.keepalive_timeout_ms", 1000),
+    ("grpc.http2.ping_timeout_ms", 1000),
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.max_pings_without_data", 0),
 ]
