@@ -60,6 +60,9 @@ class _Deadline(NamedTuple):
     margin: float  # seconds a wait keeps back for the answer
 
 
+#: A call without a deadline (or whose deadline was lifted); None: no call at all.
+_NONE = _Deadline(math.inf, 0.0)
+
 _CALL: ContextVar[_Deadline | None] = ContextVar("handrail_authz_deadline", default=None)
 
 
@@ -73,12 +76,12 @@ def call_deadline(remaining_s: float | None, method: str) -> Iterator[None]:
     Raises:
         DeadlineExceededError: the deadline was spent before the handler began.
     """
-    deadline = None
+    deadline = _NONE
     if remaining_s is not None and remaining_s < _NO_DEADLINE_S:
         deadline = _Deadline(time.monotonic() + remaining_s, min(MAX_MARGIN_S, remaining_s / 10))
     token = _CALL.set(deadline)
     try:
-        if deadline is not None and remaining_s is not None and remaining_s <= 0:
+        if remaining_s is not None and remaining_s <= 0:
             raise DeadlineExceededError("the caller's deadline passed before the call was served (nothing done)")
         yield
     except (DeadlineExceededError, StoreBusyError) as exc:
@@ -88,10 +91,15 @@ def call_deadline(remaining_s: float | None, method: str) -> Iterator[None]:
         _CALL.reset(token)
 
 
+def in_call() -> bool:
+    """Whether this thread is serving an RPC (with a deadline or not)."""
+    return _CALL.get() is not None
+
+
 def left_s() -> float | None:
     """Seconds until this call's deadline (negative once passed); None without one."""
     deadline = _CALL.get()
-    return None if deadline is None else deadline.at - time.monotonic()
+    return None if deadline is None or deadline is _NONE else deadline.at - time.monotonic()
 
 
 def left_ms() -> int | None:
@@ -121,7 +129,7 @@ def wait_s(default_s: float, what: str) -> tuple[float, bool]:
         DeadlineExceededError: the deadline has passed (``what`` is not started).
     """
     deadline = _CALL.get()
-    if deadline is None:
+    if deadline is None or deadline is _NONE:
         return default_s, False
     left = deadline.at - time.monotonic()
     if left <= 0:
@@ -139,4 +147,5 @@ def passed(slack_s: float = 0.0) -> bool:
 def changed() -> None:
     """This call has committed a state change: its deadline no longer applies to what it
     does next (publishing the change, reading its answer)."""
-    _CALL.set(None)
+    if _CALL.get() is not None:
+        _CALL.set(_NONE)

@@ -196,7 +196,7 @@ class SqliteStore(StoreParts):
     ) -> bool:
         """See :meth:`AuthzStore.commit_check`: one ``synchronous=FULL`` transaction."""
         try:
-            with self.db.atomic() as conn:
+            with self.db.atomic(what="the check's commit") as conn:
                 now = record.at_ms
                 if consume and not self._grants.consume(conn, consume, now):
                     raise _LostRace

@@ -5,16 +5,31 @@ the decision log, the migrations) shares one :class:`SqliteDatabase`: reads go t
 calling thread's own connection, writes through :meth:`SqliteDatabase.atomic`, which holds
 the process's one write lock (SQLite has one writer anyway, and waiting on a Python lock
 costs microseconds where SQLite's busy handler sleeps milliseconds).
+
+Under a caller's deadline (:mod:`._deadline`) a write waits for that lock, and for the
+file's own (another process writing, as a backup or a command may), only until a margin
+before it (:class:`StoreBusyError`, UNAVAILABLE, naming the file), and is not started once
+it has passed (:class:`DeadlineExceededError`): a grant is not consumed, a lease not
+changed, a decision not logged, for a caller that has given up. In a call without a
+deadline, a file still locked after SQLite's 10 s is :class:`StoreBusyError` too, never an
+internal error (outside a call, the command line, it stays SQLite's own error).
 """
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from handrail.authz import _deadline as deadline
+from handrail.authz._errors import StoreBusyError
+
+#: How long SQLite waits for another connection's write lock (without a nearer deadline).
+BUSY_S = 10.0
 
 
 def wall_clock_ms() -> int:
@@ -59,7 +74,7 @@ class SqliteDatabase:
         """
         if self._closed:
             raise RuntimeError("the store is closed")
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10.0)
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_S)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute(f"PRAGMA synchronous={synchronous}")
         conn.execute("PRAGMA foreign_keys=ON")
@@ -75,18 +90,57 @@ class SqliteDatabase:
         return conn
 
     @contextmanager
-    def atomic(self, conn: sqlite3.Connection | None = None) -> Iterator[sqlite3.Connection]:
+    def atomic(self, conn: sqlite3.Connection | None = None, what: str = "a write") -> Iterator[sqlite3.Connection]:
         """A write transaction (``BEGIN IMMEDIATE``) under the write lock, on ``conn``
-        (default :attr:`writer`); rolled back when the block raises."""
-        with self.write_lock:
-            conn = conn or self.writer
+        (default :attr:`writer`); rolled back when the block raises. Once it has committed,
+        the call's deadline no longer applies (see :mod:`._deadline`).
+
+        Raises:
+            StoreBusyError, DeadlineExceededError: as :meth:`writing`.
+        """
+        conn = conn or self.writer
+        with self.writing(conn, what):
             conn.execute("BEGIN IMMEDIATE")
             try:
+                deadline.start(what)
                 yield conn
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
+        deadline.changed()
+
+    @contextmanager
+    def writing(self, conn: sqlite3.Connection, what: str) -> Iterator[sqlite3.Connection]:
+        """Hold the write lock to write ``what`` on ``conn`` (a transaction, or one insert
+        outside any). Under a caller's deadline the wait for the lock, and SQLite's for the
+        file's (its busy timeout, put back after), end a margin before it.
+
+        Raises:
+            StoreBusyError: the lock, or the file's, stayed taken (the message names the file).
+            DeadlineExceededError: the deadline passed before ``what`` could start.
+        """
+        wait, bounded = deadline.wait_s(math.inf, what)
+        if not self.write_lock.acquire(timeout=wait if bounded else -1):
+            raise StoreBusyError(f"the writer of {self.path} was busy for {wait:.3g} s{_WHY}")
+        try:
+            deadline.start(what)
+            wait, bounded = deadline.wait_s(BUSY_S, what)
+            if bounded:
+                conn.execute(f"PRAGMA busy_timeout = {max(1, int(wait * 1000))}")
+            try:
+                yield conn
+            except sqlite3.OperationalError as exc:
+                busy = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF in _BUSY_CODES
+                if not busy or not deadline.in_call():  # the command line words its own
+                    raise
+                why = _WHY if bounded else ""
+                raise StoreBusyError(f"{self.path} stayed locked by another writer for {wait:.3g} s{why}") from None
+            finally:
+                if bounded:
+                    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_S * 1000)}")
+        finally:
+            self.write_lock.release()
 
     def close(self) -> None:
         """Close every connection this database opened (from any thread)."""
@@ -95,3 +149,8 @@ class SqliteDatabase:
             conns, self._all = self._all, []
         for conn in conns:
             conn.close()
+
+
+_BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+_BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+_WHY = " (what the caller's deadline left, less a margin for the answer)"

@@ -27,6 +27,7 @@ import threading
 import time
 from typing import Any
 
+from handrail.authz import _deadline as deadline
 from handrail.authz._core import check_text
 from handrail.authz._errors import InvalidArgumentError, NotFoundError
 from handrail.authz._journal import (
@@ -167,9 +168,10 @@ class DecisionLog:
         journal = self.journal
         if journal is None:
             row = decision_row(record)
-            with self._db.write_lock:
+            with self._db.writing(self._conn, "logging the decision"):
                 self._conn.execute(INSERT_DECISION, row)
             return
+        deadline.start("logging the decision")  # an allow nobody would receive is not logged
         fields = decision_fields(record)  # its JSON is written when it is flushed
         try:
             payload = marshal.dumps(fields)
