@@ -152,6 +152,9 @@ def test_an_exhausted_pool_is_unavailable_before_the_deadline_and_no_abandoned_c
     with _held(side, "LOCK TABLE grants IN ACCESS EXCLUSIVE MODE"), ThreadPoolExecutor(8) as pool:
         answers = list(pool.map(lambda _: _check(side, DEADLINE_S), range(8)))
     assert not [a for _, a in answers if isinstance(a, Decision)], answers
+    store = side.server.store
+    assert store.get_grant(grant.grant_id).used_at_ms == 0
+    assert side.allows_of("agent-a") == []
     busy = [(took, str(a)) for took, a in answers if "UNAVAILABLE" in str(a) and "DEADLINE" not in str(a)]
     assert len(busy) >= 3, answers  # the four that waited (one may have raced the margin)
     where = describe(side.dsn)
@@ -161,9 +164,6 @@ def test_an_exhausted_pool_is_unavailable_before_the_deadline_and_no_abandoned_c
         assert f"all 4 connections of this replica to {where} were busy" in message, message
         assert SECRET not in message
     assert all(isinstance(a, AuthzUnavailableError) for _, a in answers)
-    store = side.server.store
-    assert store.get_grant(grant.grant_id).used_at_ms == 0
-    assert side.allows_of("agent-a") == []
     lines = _one_line_each(caplog, "Check")
     assert len(lines) == 8, lines
     assert sum("were busy" in line for line in lines) == len(busy)
