@@ -12,7 +12,10 @@ replicas are down, so a caller that fails closed (the executor refuses the write
 ``AUTHZ_UNAVAILABLE``) does so after at most one deadline, not one per replica. A replica
 that failed is tried last for :data:`DOWN_S` seconds. Channels ping their replica every
 second (gRPC keepalive), so a replica that stopped answering (``SIGSTOP``, a dead host)
-is found within about two seconds and its calls fail at once instead of waiting.
+is found within about two seconds and its calls fail at once instead of waiting. A
+channel waits at most :data:`RECONNECT_MAX_MS` between attempts to reconnect (gRPC's
+default grows to two minutes), so a replica that comes back after every one was down is
+used within a second.
 
 **What may be sent again.** A request that never reached a replica (no connection) may
 go to the next one, whatever it is. A request that may have reached one (the connection
@@ -40,16 +43,23 @@ from handrail.authz._errors import AuthzError, AuthzUnavailableError, InvalidArg
 #: How long a replica that failed is tried only after the others, in seconds.
 DOWN_S = 2.0
 
+#: The longest a channel waits before it tries to reconnect to its replica, in ms.
+RECONNECT_MAX_MS = 1000
+
 #: Channel options: ping the replica every second; two seconds without an answer end the
 #: connection (the server permits it: ``_service.KEEPALIVE_SERVER_OPTIONS``). gRPC (1.85)
 #: ends it only on ``ping_timeout_ms`` (default a minute): ``keepalive_timeout_ms`` alone
-#: let a call wait out its whole deadline on a stopped replica.
+#: let a call wait out its whole deadline on a stopped replica. Reconnect within
+#: :data:`RECONNECT_MAX_MS`: gRPC's backoff (1 s, growing by 1.6 up to 120 s) would leave
+#: a replica that came back unused for as long as it had been away.
 KEEPALIVE_OPTIONS = [
     ("grpc.keepalive_time_ms", 1000),
     ("grpc.keepalive_timeout_ms", 1000),
     ("grpc.http2.ping_timeout_ms", 1000),
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.max_pings_without_data", 0),
+    ("grpc.initial_reconnect_backoff_ms", 200),
+    ("grpc.max_reconnect_backoff_ms", RECONNECT_MAX_MS),
 ]
 
 #: RPCs that may be sent to another replica after one may have received them.
