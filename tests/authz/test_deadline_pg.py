@@ -27,8 +27,9 @@ import psycopg
 import pytest
 
 from handrail.authz import AuthzClient, AuthzServer, AuthzUnavailableError, Decision, GrantInfo, serve
+from handrail.authz._deadline import call_deadline
 from handrail.authz._errors import AuthzError
-from handrail.authz._pg_db import describe
+from handrail.authz._pg_db import PgDatabase, describe
 from handrail.scenarios._postgres import pg_url
 from tests.authz.conftest import ADMIN, LEASE_GRANT_NOTE
 
@@ -166,6 +167,7 @@ def test_an_exhausted_pool_is_unavailable_before_the_deadline_and_no_abandoned_c
     assert all(isinstance(a, AuthzUnavailableError) for _, a in answers)
     lines = _one_line_each(caplog, "Check")
     assert len(lines) == 8, lines
+    assert not [r for r in caplog.records if SECRET in r.getMessage()]
     assert sum("were busy" in line for line in lines) == len(busy)
     assert sum("deadline passed before" in line for line in lines) == 8 - len(busy), lines
     # the agent's retry gets the grant's one use
@@ -246,3 +248,36 @@ def test_a_takeover_waiting_on_the_lease_row_past_the_deadline_is_not_made_later
     assert (lease.holder, lease.epoch) == ("agent-a", side.epoch)
     (line,) = _one_line_each(caplog, "TakeOver")
     assert "while a lease change ran" in line, line
+
+
+def test_a_state_changes_statement_timeout_ends_at_the_deadline_never_past_the_roles_own(
+    pg_dsn: Callable[[], str],
+) -> None:
+    """docs/deploy.md recommends a ``statement_timeout`` for the sidecar's role: a deadline
+    lowers it inside a state change's transaction, never raises it; without a deadline (or
+    outside the transaction) it is left alone."""
+    db = PgDatabase(pg_dsn(), min_size=1, max_size=1)
+
+    def bounded(conn: psycopg.Connection[Any]) -> int:
+        with conn.transaction():
+            PgDatabase.bound(conn)
+            return _timeout_ms(conn)
+
+    try:
+        assert db.run(bounded) == 0  # no call, no deadline
+        with call_deadline(5.0, "Check"):
+            assert 4_000 < db.run(bounded) <= 5_000
+            assert db.run(_timeout_ms) == 0  # SET LOCAL: gone with the transaction
+        db.run(lambda c: c.execute("SET statement_timeout = 200"))  # the role's own, say
+        with call_deadline(5.0, "Check"):
+            assert db.run(bounded) == 200
+        with call_deadline(0.1, "Check"):
+            assert 0 < db.run(bounded) <= 100
+    finally:
+        db.close()
+
+
+def _timeout_ms(conn: psycopg.Connection[Any]) -> int:
+    row = conn.execute("SELECT setting FROM pg_settings WHERE name = 'statement_timeout'").fetchone()
+    assert row is not None
+    return int(row[0])
