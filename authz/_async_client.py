@@ -6,7 +6,6 @@ It is :class:`~handrail.authz.AuthzClient` with every call awaited: the same cal
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -15,14 +14,7 @@ import grpc
 import grpc.aio
 
 from handrail.authz import _wire_calls as calls
-from handrail.authz._balance import (
-    KEEPALIVE_OPTIONS,
-    Replicas,
-    as_authz_error,
-    may_resend,
-    maybe_applied,
-    no_replica,
-)
+from handrail.authz._balance import KEEPALIVE_OPTIONS, Attempts, Replicas
 from handrail.authz._channel import channel_args, is_cancelled, map_grpc_errors, metadata
 from handrail.authz._errors import AuthzError, AuthzUnavailableError
 from handrail.authz._models import (
@@ -78,33 +70,20 @@ class AsyncAuthzClient:
 
     async def _send(self, call: calls.Call[_T], token: str | None = None) -> _T:
         """See :meth:`AuthzClient._send`: one deadline for the call, failover within it."""
-        replicas = self._replicas
-        deadline = time.monotonic() + self._timeout
-        last: AuthzError | None = None
-        for index in replicas.order():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
+        attempts = Attempts(self._replicas, call.rpc, self._timeout)
+        for index, timeout in attempts:
             try:
                 response = await getattr(self._stubs[index], call.rpc)(
                     call.request,
                     metadata=metadata(self._token if token is None else token),
-                    timeout=remaining,
+                    timeout=timeout,
                 )
             except grpc.RpcError as exc:
-                error = as_authz_error(exc, replicas.addresses[index])
-                if not isinstance(error, AuthzUnavailableError):
-                    raise error from None
-                replicas.failed(index)
-                last = error
-                if len(replicas) > 1 and not may_resend(call.rpc, exc):
-                    if exc.code() == grpc.StatusCode.UNAVAILABLE:
-                        raise maybe_applied(call.rpc, replicas.addresses[index], error) from None
-                    raise error from None
+                attempts.failed(index, exc)
                 continue
-            replicas.answered(index)
+            self._replicas.answered(index)
             return call.decode(response)
-        raise no_replica(replicas, last)
+        raise attempts.exhausted()
 
     async def check(
         self,

@@ -17,6 +17,12 @@ channel waits at most :data:`RECONNECT_MAX_MS` between attempts to reconnect (gR
 default grows to two minutes), so a replica that comes back after every one was down is
 used within a second.
 
+A replica can also hang *during* a call, before keepalive has found it. So a call that may
+be sent again (below) gives each attempt an equal share of what is left of its deadline
+among the replicas still to try that have not failed lately (the last one all of it),
+and a replica that has not answered within its share is left for the next one; a call
+that may not be sent again gives its one replica the whole deadline.
+
 **What may be sent again.** A request that never reached a replica (no connection) may
 go to the next one, whatever it is. A request that may have reached one (the connection
 dropped during the call) goes to another replica only if doing it twice is the same as
@@ -32,7 +38,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 import grpc
@@ -83,6 +89,9 @@ RESENDABLE = frozenset(
         "ExplainDecision",
         "ListDecisions",
         "WhoAmI",
+        "CheckHumanInput",
+        "ListLeases",
+        "ListPrincipals",
     }
 )
 
@@ -172,6 +181,10 @@ class Replicas(Generic[_C]):
         with self._lock:
             self._down_until[index] = time.monotonic() + DOWN_S
 
+    def up(self, index: int) -> bool:
+        """Whether replica ``index`` has not failed lately."""
+        return self._down_until[index] <= time.monotonic()
+
     def answered(self, index: int) -> None:
         """Replica ``index`` answered: it is as good as any."""
         if self._down_until[index]:
@@ -181,6 +194,66 @@ class Replicas(Generic[_C]):
     def describe(self) -> str:
         """The addresses, for messages."""
         return ", ".join(self.addresses)
+
+
+class Attempts:
+    """The attempts of one call across the replicas, within its one deadline.
+
+    Iterate it for ``(replica index, timeout of this attempt)``; tell it each attempt that
+    failed (:meth:`failed`, which raises when the call must not go on), and raise
+    :meth:`exhausted` when the iteration ends.
+
+    Args:
+        replicas: the replicas.
+        rpc: the RPC's name (``"Check"``): whether it may be sent again.
+        timeout_s: the deadline of the whole call, in seconds.
+    """
+
+    def __init__(self, replicas: Replicas[Any], rpc: str, timeout_s: float) -> None:
+        self.replicas = replicas
+        self.rpc = rpc
+        self._deadline = time.monotonic() + timeout_s
+        self._last: AuthzError | None = None
+        self._cut = False
+
+    def __iter__(self) -> Iterator[tuple[int, float]]:
+        order = self.replicas.order()
+        resendable = self.rpc in RESENDABLE
+        for n, index in enumerate(order):
+            remaining = self._deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            # A replica that hangs must not take the whole deadline from the next ones;
+            # those that failed lately are not counted (they fail at once, or hang too).
+            left = 1 + sum(self.replicas.up(i) for i in order[n + 1 :])
+            share = remaining / left if resendable else remaining
+            self._cut = share < remaining
+            yield index, share
+
+    def failed(self, index: int, exc: grpc.RpcError) -> None:
+        """Attempt at replica ``index`` failed with ``exc``: return to try the next one.
+
+        Raises:
+            AuthzError: the call ends here (an answer; or a failure after which the request
+                may not go to another replica).
+        """
+        replicas = self.replicas
+        address = replicas.addresses[index]
+        error = as_authz_error(exc, address)
+        if not isinstance(error, AuthzUnavailableError):
+            raise error from None
+        replicas.failed(index)
+        self._last = error
+        if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED and self._cut:
+            return  # its share of the deadline is spent; the call's is not (a resendable RPC)
+        if len(replicas) > 1 and not may_resend(self.rpc, exc):
+            if exc.code() == grpc.StatusCode.UNAVAILABLE:
+                raise maybe_applied(self.rpc, address, error) from None
+            raise error from None
+
+    def exhausted(self) -> AuthzUnavailableError:
+        """The error of a call that no replica answered in time."""
+        return no_replica(self.replicas, self._last)
 
 
 def no_replica(replicas: Replicas[Any], last: BaseException | None) -> AuthzUnavailableError:

@@ -8,11 +8,13 @@ Each test failed before the fix it names.
 
 from __future__ import annotations
 
+import asyncio
 import time
 
+import psycopg
 import pytest
 
-from handrail.authz import AuthzClient, AuthzUnavailableError
+from handrail.authz import AsyncAuthzClient, AuthzClient, AuthzUnavailableError
 from tests.authz import test_replica_faults
 from tests.authz.test_replica_faults import Cluster
 
@@ -63,3 +65,71 @@ def test_a_replica_back_after_every_one_was_down_answers_within_seconds(cluster:
                 time.sleep(0.05)
     finally:
         exe.close()
+
+
+def _grants_noted(cluster: Cluster, note: str) -> int:
+    with psycopg.connect(cluster.dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM grants WHERE note = %s", (note,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_a_replica_stopped_mid_call_costs_a_share_of_the_deadline_not_the_call(cluster: Cluster) -> None:
+    """Before: the call that met the stopped replica waited out its whole deadline there and
+    failed (DEADLINE_EXCEEDED), though two replicas were up. Now a resendable call gives it
+    a third of the deadline and goes on; a Grant (not resendable) is never sent twice."""
+    exe = AuthzClient(cluster.addresses, cluster.tokens["exe"], timeout_s=DEADLINE_S)
+    op = AuthzClient(cluster.addresses, cluster.tokens["op"], timeout_s=DEADLINE_S)
+    try:
+        epoch = exe.acquire(TARGET, holder="agent-1", ttl_ms=60_000).epoch
+        op.grant("agent-1", TARGET, ["submit"], [])
+        for _ in range(3):  # every channel connected: the stopped replica takes requests in
+            exe.get_lease(TARGET)
+            op.list_grants()
+        cluster.pause(0)
+        slowest = 0.0
+        for n in range(12):  # round robin starts every third call at the stopped replica
+            t0 = time.monotonic()
+            if n % 3 == 0:
+                assert exe.check("agent-1", TARGET, epoch, "submit", action_id=f"a{n}").allow
+            elif n % 3 == 1:
+                assert exe.get_lease(TARGET).epoch == epoch
+            else:
+                assert [lease.target for lease in exe.list_leases()] == [TARGET]
+            slowest = max(slowest, time.monotonic() - t0)
+        assert slowest < DEADLINE_S + 0.2
+        failed = []
+        for n in range(3):  # a grant that met the stopped replica may land when it resumes
+            try:
+                op.grant("agent-2", TARGET, ["submit"], [], note=f"attack-{n}")
+            except AuthzUnavailableError:
+                failed.append(n)
+        assert failed, "no grant met the stopped replica"
+        cluster.resume(0)
+        time.sleep(0.5)
+        for n in range(3):  # made once, or (the one that met the stopped replica) at most once
+            assert _grants_noted(cluster, f"attack-{n}") == 1 or (
+                n in failed and not _grants_noted(cluster, f"attack-{n}")
+            )
+    finally:
+        exe.close()
+        op.close()
+
+
+def test_the_async_client_too_goes_on_past_a_stopped_replica(cluster: Cluster) -> None:
+    async def run() -> float:
+        exe = AsyncAuthzClient(cluster.addresses, cluster.tokens["exe"], timeout_s=DEADLINE_S)
+        try:
+            epoch = (await exe.acquire(TARGET, holder="agent-1", ttl_ms=60_000)).epoch
+            for _ in range(3):
+                await exe.get_lease(TARGET)
+            cluster.pause(1)
+            slowest = 0.0
+            for _ in range(9):
+                t0 = time.monotonic()
+                assert (await exe.get_lease(TARGET)).epoch == epoch
+                slowest = max(slowest, time.monotonic() - t0)
+            return slowest
+        finally:
+            await exe.close()
+
+    assert asyncio.run(run()) < DEADLINE_S + 0.2
