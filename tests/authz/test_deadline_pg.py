@@ -231,6 +231,57 @@ def test_an_approval_is_not_created_for_a_caller_that_gave_up(
     assert "while the check's commit ran" in line, line
 
 
+def _approved(side: PgSidecar, fingerprint: str) -> str:
+    """An approval of agent-a's submit (its fingerprint), asked and approved; its id."""
+    with side.client("op") as op:
+        op.grant("agent-a", TARGET, ["submit"], [], require_approval_verbs=["submit"])
+        _, asked = _check(side, 5.0, fingerprint=fingerprint)
+        assert isinstance(asked, Decision) and asked.reason == "APPROVAL_REQUIRED", asked
+        op.approve(asked.approval_id)
+    return asked.approval_id
+
+
+def test_an_approval_is_not_used_up_for_a_caller_that_gave_up(
+    pg_sidecar: PgSidecar, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The approved action's check waits on the approval's row lock past its deadline: the
+    use is rolled back, so the approval is still there for the agent's retry."""
+    side = pg_sidecar
+    fingerprint = "a" * 64
+    approval_id = _approved(side, fingerprint)
+    caplog.set_level(logging.INFO, logger="handrail.authz")
+    with _held(side, "SELECT 1 FROM approvals WHERE approval_id = %s FOR UPDATE", params=(approval_id,)):
+        _, answer = _check(side, DEADLINE_S, fingerprint=fingerprint)
+    approval = side.server.store.get_approval(approval_id)
+    assert (approval.status, approval.used_at_ms) == ("APPROVED", 0), approval
+    assert side.allows_of("agent-a") == []
+    assert isinstance(answer, AuthzUnavailableError) and "DEADLINE_EXCEEDED" in str(answer), answer
+    assert "while the check's commit ran" in _one_line_each(caplog, "Check")[0]
+    _, retried = _check(side, 5.0, fingerprint=fingerprint)
+    assert isinstance(retried, Decision) and retried.allow, retried
+
+
+def test_an_approve_waiting_on_the_row_past_the_deadline_is_rolled_back(
+    pg_sidecar: PgSidecar, caplog: pytest.LogCaptureFixture
+) -> None:
+    side = pg_sidecar
+    with side.client("op") as op:
+        op.grant("agent-a", TARGET, ["submit"], [], require_approval_verbs=["submit"])
+    _, asked = _check(side, 5.0, fingerprint="b" * 64)
+    assert isinstance(asked, Decision) and asked.approval_id, asked
+    caplog.set_level(logging.INFO, logger="handrail.authz")
+    errors: list[AuthzError] = []
+    approval_row = "SELECT 1 FROM approvals WHERE approval_id = %s FOR UPDATE"
+    with _held(side, approval_row, params=(asked.approval_id,)), side.client("op", DEADLINE_S) as op:
+        try:
+            op.approve(asked.approval_id)
+        except AuthzError as exc:
+            errors.append(exc)
+    assert side.server.store.get_approval(asked.approval_id).status == "PENDING"
+    assert errors and "DEADLINE_EXCEEDED" in str(errors[0]), errors
+    assert f"while deciding approval {asked.approval_id} ran" in _one_line_each(caplog, "Approve")[0]
+
+
 def test_a_takeover_waiting_on_the_lease_row_past_the_deadline_is_not_made_later(
     pg_sidecar: PgSidecar, caplog: pytest.LogCaptureFixture
 ) -> None:
