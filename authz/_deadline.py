@@ -4,7 +4,7 @@ A client that gives up (its deadline passes) is answered by its own gRPC library
 sidecar is not told, and without this module it would go on: wait its pool's 5 s for a
 database connection, then decide, log an allow nobody receives and, worse, consume a
 single-use grant for a caller that is gone (its retry is then denied). So the servicer
-runs each unary handler inside :func:`call_deadline`, which puts the call's deadline in a
+runs each unary handler inside :class:`CallDeadline`, which puts the call's deadline in a
 context variable (each gRPC call runs in a context of its own), and the stores read it:
 
 * **a wait for a shared part of the store** (a pooled PostgreSQL connection; SQLite's one
@@ -36,8 +36,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import NamedTuple
 
@@ -66,29 +64,39 @@ _NONE = _Deadline(math.inf, 0.0)
 _CALL: ContextVar[_Deadline | None] = ContextVar("handrail_authz_deadline", default=None)
 
 
-@contextmanager
-def call_deadline(remaining_s: float | None, method: str) -> Iterator[None]:
-    """Run an RPC's handler under its deadline (``remaining_s``, gRPC's
-    ``context.time_remaining()``; None: none): refused at once when it is spent, and every
-    store call inside bounded by it. A call cut short (:class:`DeadlineExceededError`,
-    :class:`StoreBusyError`) is logged here in one line, naming ``method``.
+class CallDeadline:
+    """Run an RPC's handler under its deadline: ``with CallDeadline(remaining_s, method):``
+    (``remaining_s`` is gRPC's ``context.time_remaining()``; None: none). The handler is
+    refused at once when it is spent, and every store call inside is bounded by it. A call
+    cut short (:class:`DeadlineExceededError`, :class:`StoreBusyError`) is logged here in
+    one line, naming ``method``. (A class, not a generator: it wraps every call, and costs
+    a third as much.)
 
     Raises:
-        DeadlineExceededError: the deadline was spent before the handler began.
+        DeadlineExceededError: on entering, the deadline was spent before the handler began.
     """
-    deadline = _NONE
-    if remaining_s is not None and remaining_s < _NO_DEADLINE_S:
-        deadline = _Deadline(time.monotonic() + remaining_s, min(MAX_MARGIN_S, remaining_s / 10))
-    token = _CALL.set(deadline)
-    try:
-        if remaining_s is not None and remaining_s <= 0:
-            raise DeadlineExceededError("the caller's deadline passed before the call was served (nothing done)")
-        yield
-    except (DeadlineExceededError, StoreBusyError) as exc:
-        log.warning("authz: %s cut short: %s", method, exc)
-        raise
-    finally:
-        _CALL.reset(token)
+
+    __slots__ = ("_method", "_remaining_s", "_token")
+
+    def __init__(self, remaining_s: float | None, method: str) -> None:
+        self._remaining_s = remaining_s
+        self._method = method
+
+    def __enter__(self) -> None:
+        remaining = self._remaining_s
+        deadline = _NONE
+        if remaining is not None and remaining < _NO_DEADLINE_S:
+            deadline = _Deadline(time.monotonic() + remaining, min(MAX_MARGIN_S, remaining / 10))
+        self._token = _CALL.set(deadline)
+        if remaining is not None and remaining <= 0:
+            exc = DeadlineExceededError("the caller's deadline passed before the call was served (nothing done)")
+            self.__exit__(DeadlineExceededError, exc, None)
+            raise exc
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        _CALL.reset(self._token)
+        if isinstance(exc, (DeadlineExceededError, StoreBusyError)):
+            log.warning("authz: %s cut short: %s", self._method, exc)
 
 
 def in_call() -> bool:

@@ -27,7 +27,7 @@ from handrail._rpc import AUTHZ_DOMAIN, add_service, cannot_listen, error_status
 from handrail._rpc import bearer_token as bearer_token
 from handrail.authz import _wire, _wire_responses
 from handrail.authz._authorizer import Authorizer
-from handrail.authz._deadline import call_deadline
+from handrail.authz._deadline import CallDeadline
 from handrail.authz._errors import (
     AlreadyExistsError,
     AuthzError,
@@ -117,7 +117,7 @@ def _rpc(method: _Handler[_Req, _Resp]) -> _Handler[_Req, _Resp]:
     @functools.wraps(method)
     def wrapper(self: Any, request: _Req, context: grpc.ServicerContext) -> _Resp:
         try:
-            with call_deadline(context.time_remaining(), method.__name__):  # bounds its store calls
+            with CallDeadline(context.time_remaining(), method.__name__):  # bounds its store calls
                 if nul_checked:
                     _no_nul(request)
                 return method(self, request, context)

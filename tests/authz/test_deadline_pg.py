@@ -27,7 +27,7 @@ import psycopg
 import pytest
 
 from handrail.authz import AuthzClient, AuthzServer, AuthzUnavailableError, Decision, GrantInfo, serve
-from handrail.authz._deadline import call_deadline
+from handrail.authz._deadline import CallDeadline
 from handrail.authz._errors import AuthzError
 from handrail.authz._pg_db import PgDatabase, describe
 from handrail.scenarios._postgres import pg_url
@@ -316,13 +316,13 @@ def test_a_state_changes_statement_timeout_ends_at_the_deadline_never_past_the_r
 
     try:
         assert db.run(bounded) == 0  # no call, no deadline
-        with call_deadline(5.0, "Check"):
+        with CallDeadline(5.0, "Check"):
             assert 4_000 < db.run(bounded) <= 5_000
             assert db.run(_timeout_ms) == 0  # SET LOCAL: gone with the transaction
         db.run(lambda c: c.execute("SET statement_timeout = 200"))  # the role's own, say
-        with call_deadline(5.0, "Check"):
+        with CallDeadline(5.0, "Check"):
             assert db.run(bounded) == 200
-        with call_deadline(0.1, "Check"):
+        with CallDeadline(0.1, "Check"):
             assert 0 < db.run(bounded) <= 100
     finally:
         db.close()
