@@ -8,8 +8,9 @@ runs each unary handler inside :class:`CallDeadline`, which puts the call's dead
 context variable (each gRPC call runs in a context of its own), and the stores read it:
 
 * **a wait for a shared part of the store** (a pooled PostgreSQL connection; SQLite's one
-  writer) ends a margin before the deadline (:func:`wait_s`): :class:`StoreBusyError`,
-  UNAVAILABLE, naming the database. The margin (a tenth of the call's time, at most
+  writer, in this process or, through its busy timeout, the file's in another) ends a
+  margin before the deadline (:func:`wait_s`): :class:`StoreBusyError`, UNAVAILABLE,
+  naming the database. The margin (a tenth of the call's time, at most
   100 ms) is for the answer to reach the caller while it still listens: the store was
   saturated, which is passing, so the client may try another replica or fail closed
   knowing why;
@@ -17,18 +18,22 @@ context variable (each gRPC call runs in a context of its own), and the stores r
   :class:`DeadlineExceededError`, DEADLINE_EXCEEDED: nobody is waiting for the answer,
   and the code is the one the caller's own library reported;
 * **a state change's statements end at the deadline** where the driver allows it
-  (:func:`left_ms`: PostgreSQL's ``statement_timeout`` inside the transaction, SQLite's
-  busy timeout), rolled back: DEADLINE_EXCEEDED;
+  (:func:`left_ms`: PostgreSQL's ``statement_timeout``, set inside the change's
+  transaction; a row lock waited on is the usual cause), rolled back: DEADLINE_EXCEEDED.
+  On SQLite nothing waits once the writer is held;
 * **once a state change has committed** (:func:`changed`) the deadline no longer applies
   to the call: what follows (the change's Watch event, the answer) is done as for a call
   without one, since a change made must also be told.
 
 What is left is the commit itself: a change whose commit began before the deadline may
-end after it (its ``COMMIT`` and the answer's way back). The caller then hears
-DEADLINE_EXCEEDED, fails closed, and the change stands, logged with its decision.
+end after it (its ``COMMIT``, an fsync, and the answer's way back). The caller then hears
+DEADLINE_EXCEEDED, fails closed, and the change stands, logged with its decision. That
+window is a round trip and a disk flush, where it was the pool's 5 s, and no design that
+commits and then answers can close it: the answer may always be lost after the commit.
 
 Each call cut short this way is logged in one line (WARNING), never a traceback. Code
-outside a call (the expiry thread, the command line) has no deadline and waits as before.
+outside a call (the expiry thread, the command line) has no deadline and waits as before;
+so does ``Watch``, a stream that lives as long as its caller.
 """
 
 from __future__ import annotations
