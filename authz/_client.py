@@ -36,13 +36,18 @@ from handrail.proto.authz.v1 import authz_pb2_grpc
 
 _T = TypeVar("_T")
 
+#: A ``since_seq`` past every sequence number: the replica starts the stream with the
+#: current lease of each target (change ``resync``).
+RESYNC_SEQ = 2**63 - 1
+
 
 class WatchStream(Iterator[WatchEventInfo]):
     """The events of one ``Watch`` call; iterate it, close it from any thread.
 
     With several replicas, a stream whose replica goes away continues on another one from
     the last event it delivered (``since_seq``; replicas over one PostgreSQL store share
-    the numbers), so nothing is lost; it raises only when no replica takes it.
+    the numbers), so nothing is lost; one that had delivered nothing starts there with the
+    current lease of each target (change ``resync``). It raises only when no replica takes it.
     """
 
     def __init__(self, client: AuthzClient, targets: Iterable[str], since_seq: int) -> None:
@@ -74,7 +79,10 @@ class WatchStream(Iterator[WatchEventInfo]):
                     raise
                 replicas.failed(self._index)
                 failovers += 1
-                self._index, self._call = self._client._open_watch(self._targets, self._last_seq)
+                # Before any event the stream has no number to resume from: 0 ("from now")
+                # would drop what changed meanwhile; a number past any asks for a resync.
+                since = self._last_seq or RESYNC_SEQ
+                self._index, self._call = self._client._open_watch(self._targets, since)
                 self._moved = True  # replicas of one store share the numbers
                 if self._closed:
                     self._call.cancel()

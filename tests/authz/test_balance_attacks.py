@@ -9,12 +9,14 @@ Each test failed before the fix it names.
 from __future__ import annotations
 
 import asyncio
+import queue
+import threading
 import time
 
 import psycopg
 import pytest
 
-from handrail.authz import AsyncAuthzClient, AuthzClient, AuthzUnavailableError
+from handrail.authz import AsyncAuthzClient, AuthzClient, AuthzError, AuthzUnavailableError, WatchEventInfo
 from tests.authz import test_replica_faults
 from tests.authz.test_replica_faults import Cluster
 
@@ -133,3 +135,48 @@ def test_the_async_client_too_goes_on_past_a_stopped_replica(cluster: Cluster) -
             await exe.close()
 
     assert asyncio.run(run()) < DEADLINE_S + 0.2
+
+
+class _Watched:
+    """The events of a WatchStream, read on a thread."""
+
+    def __init__(self, client: AuthzClient) -> None:
+        self.events: queue.Queue[WatchEventInfo | BaseException] = queue.Queue()
+        self.stream = client.watch([TARGET])
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            for event in self.stream:
+                self.events.put(event)
+        except AuthzError as exc:
+            self.events.put(exc)
+
+    def next(self, timeout: float) -> WatchEventInfo:
+        got = self.events.get(timeout=timeout)
+        assert isinstance(got, WatchEventInfo), got
+        return got
+
+
+def test_a_watch_whose_replica_stops_before_any_event_misses_nothing(cluster: Cluster) -> None:
+    """Before: with no event yet the stream had no seq and moved with since_seq 0 ("from
+    now"): what changed while it moved (keepalive takes a second or two to find a stopped
+    replica) was never told. Now it asks for a resync."""
+    exe = AuthzClient(cluster.addresses, cluster.tokens["exe"], timeout_s=DEADLINE_S)
+    watched = _Watched(exe)
+    op = AuthzClient(cluster.addresses, cluster.tokens["op"], timeout_s=DEADLINE_S)
+    try:
+        time.sleep(0.3)  # subscribed
+        on = watched.stream._index
+        cluster.pause(on)
+        lease = op.take_over(TARGET, note="while the watch moves")
+        told = watched.next(timeout=6.0).lease  # the takeover, or a resync after it
+        while told is None or told.epoch < lease.epoch:
+            told = watched.next(timeout=6.0).lease
+        assert (told.holder_kind, told.epoch) == ("human", lease.epoch)
+        op.hand_back(TARGET, lease.epoch)  # and it goes on, on another replica
+        assert watched.next(timeout=3.0).change == "handback"
+    finally:
+        watched.stream.close()
+        exe.close()
+        op.close()
