@@ -362,7 +362,7 @@ class PgDatabase:
         why = " (what the caller's deadline left, less a margin for the answer)" if by_deadline else ""
         where = describe(self.dsn)
         if size >= self.pool.max_size and not idle:
-            return StoreBusyError(f"all {size} connections of this replica to {where} were busy for {wait:.3g} s{why}")
+            where += f" (all {size} connections of this replica in use)"
         return StoreBusyError(f"no connection to {where} within {wait:.3g} s{why}")
 
     @staticmethod
