@@ -14,7 +14,7 @@ import grpc
 import grpc.aio
 
 from handrail.authz import _wire_calls as calls
-from handrail.authz._balance import KEEPALIVE_OPTIONS, Attempts, Replicas
+from handrail.authz._balance import KEEPALIVE_OPTIONS, Attempts, Replicas, call_timeout
 from handrail.authz._channel import channel_args, is_cancelled, map_grpc_errors, metadata
 from handrail.authz._errors import AuthzError, AuthzUnavailableError
 from handrail.authz._models import (
@@ -55,7 +55,7 @@ class AsyncAuthzClient:
         server_name: str | None = None,
     ) -> None:
         self._token = token
-        self._timeout = timeout_s
+        self._timeout = call_timeout(timeout_s)
         credentials, base_options = channel_args(root_certificates, server_name)
         options: list[tuple[str, Any]] = [*base_options, *KEEPALIVE_OPTIONS]
 

@@ -36,6 +36,7 @@ a takeover by the same person, a revocation ... but not ``Grant`` (a second gran
 from __future__ import annotations
 
 import itertools
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -108,28 +109,52 @@ _SCHEMES = ("unix:", "unix-abstract:", "dns:", "ipv4:", "ipv6:")
 def parse_addresses(address: str | Sequence[str]) -> tuple[str, ...]:
     """The replicas' addresses: ``"a:1,b:2"`` or a list; blanks and repeats dropped.
 
-    Each is ``HOST:PORT`` (an IPv6 host in brackets) or a gRPC target with its scheme.
+    Each is ``HOST:PORT`` (an IPv6 host in brackets) or a gRPC target with its scheme:
+    ``unix:PATH``, ``unix-abstract:NAME``, ``dns:[//AUTHORITY/]HOST:PORT``,
+    ``ipv4:HOST:PORT``, ``ipv6:[HOST]:PORT``.
 
     Raises:
         InvalidArgumentError: no address at all, or one that is not HOST:PORT. gRPC would
             take a port past 65535 modulo 65536 (99999 dials 34463), and a missing port
-            as 443.
+            (``dns:///authz`` too) as 443.
     """
     items = address.split(",") if isinstance(address, str) else list(address)
     found = tuple(dict.fromkeys(a.strip() for a in items if a.strip()))
     if not found:
         raise InvalidArgumentError("authz address", "no sidecar address given")
     for one in found:
-        if one.startswith(_SCHEMES):
-            continue
-        host, colon, port = one.rpartition(":")
-        if not colon or not host:
-            raise InvalidArgumentError("authz address", f"{one!r} is not HOST:PORT")
-        if ":" in host and not (host.startswith("[") and host.endswith("]")):
-            raise InvalidArgumentError("authz address", f"{one!r}: an IPv6 host goes in brackets ([::1]:7700)")
-        if not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
-            raise InvalidArgumentError("authz address", f"{one!r}: the port must be 1 to 65535, not {port!r}")
+        _check_target(one)
     return found
+
+
+def _check_target(one: str) -> None:
+    scheme = next((s for s in _SCHEMES if one.startswith(s)), "")
+    rest = one[len(scheme) :]
+    if scheme in ("unix:", "unix-abstract:"):
+        if not rest.strip("/"):
+            raise InvalidArgumentError("authz address", f"{one!r}: no socket path after {scheme!r}")
+        return
+    if scheme == "dns:" and rest.startswith("//"):
+        rest = rest[2:].partition("/")[2]  # dns://AUTHORITY/HOST:PORT names its DNS server
+    host, colon, port = rest.rpartition(":")
+    if not colon or not host or (host.startswith("[") and not host.endswith("]")):
+        raise InvalidArgumentError("authz address", f"{one!r} is not HOST:PORT")
+    if ":" in host and not (host.startswith("[") and host.endswith("]")):
+        raise InvalidArgumentError("authz address", f"{one!r}: an IPv6 host goes in brackets ([::1]:7700)")
+    if not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+        raise InvalidArgumentError("authz address", f"{one!r}: the port must be 1 to 65535, not {port!r}")
+
+
+def call_timeout(timeout_s: float) -> float:
+    """``timeout_s`` if it is a deadline a call can have: a positive, finite number of seconds.
+
+    Raises:
+        InvalidArgumentError: it is not (gRPC takes ``inf`` and ``nan`` for a deadline
+            already past, so every call would fail).
+    """
+    if not (isinstance(timeout_s, int | float) and 0 < timeout_s < math.inf):
+        raise InvalidArgumentError("timeout_s", f"must be a positive number of seconds, not {timeout_s!r}")
+    return float(timeout_s)
 
 
 def never_sent(exc: grpc.RpcError) -> bool:
