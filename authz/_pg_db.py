@@ -368,13 +368,30 @@ class PgDatabase:
     @staticmethod
     def bound(conn: psycopg.Connection[Any]) -> None:
         """Inside a transaction on ``conn``: end its statements at the caller's deadline
-        (``SET LOCAL statement_timeout``, never longer than the role's own), so that a
-        state change waiting on a row lock is rolled back rather than committed for a
-        caller that has given up (:meth:`run` raises :class:`DeadlineExceededError`). One
-        round trip, and none for a call without a deadline."""
-        ms = deadline.left_ms()
+        (a transaction-local ``statement_timeout``, never longer than the role's own), so
+        that a state change waiting on a row lock is rolled back rather than committed for
+        a caller that has given up (:meth:`run` raises :class:`DeadlineExceededError`).
+        One round trip, and none for a call without a deadline."""
+        ms = _bound_ms(conn)
         if ms is not None:
-            conn.execute(_BOUND, {"ms": ms})
+            conn.execute(_BOUND, (str(ms),))
+
+    @staticmethod
+    def bounded_one(conn: psycopg.Connection[Any], sql: str, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
+        """The first row of one statement that changes state (``sql``, autocommit), ended
+        at the caller's deadline as :meth:`bound` ends a transaction's, in ONE round trip:
+        the timeout and the statement go in one query, which PostgreSQL runs as one
+        implicit transaction (the setting dies with it; a statement cancelled by it rolls
+        the whole back). The values are bound by psycopg on this side for that (a
+        multi-statement query takes no server-side parameters). Without a deadline, the
+        statement as it is."""
+        ms = _bound_ms(conn)
+        if ms is None:
+            return conn.execute(sql, params).fetchone()
+        cur = psycopg.ClientCursor(conn)
+        cur.execute(f"{_BOUND.replace('%s', '%(_bound_ms)s')}; {sql}", {**params, "_bound_ms": str(ms)})
+        cur.nextset()
+        return cur.fetchone()
 
     def execute(self, statement: Statement, values: Mapping[str, object], *, idempotent: bool = False) -> int:
         """Run ``statement`` with ``values`` on a pooled connection (autocommit), prepared
@@ -557,9 +574,26 @@ def _refusal(exc: psycopg.DatabaseError) -> bool:
 #: How near the deadline a cancelled statement counts as cancelled by it (``bound`` rounds).
 _SLACK_S = 0.005
 
-#: Lower this transaction's statement_timeout to ``ms`` (a role's own 0 is "none").
-_BOUND = """SELECT set_config('statement_timeout', (CASE WHEN setting::bigint = 0 OR setting::bigint > %(ms)s
-    THEN %(ms)s ELSE setting::bigint END)::text, true) FROM pg_settings WHERE name = 'statement_timeout'"""
+#: Set this transaction's statement_timeout (ms, as text).
+_BOUND = "SELECT set_config('statement_timeout', %s, true)"
+
+#: The statement_timeout a session starts with (the role's, the database's or the server's;
+#: ms, 0 = none), read once per connection: only a ``SET`` in the session could change it,
+#: and the store runs none. (``pg_settings`` materializes every setting: ~0.5 ms a read.)
+_SESSION_TIMEOUT_MS: weakref.WeakKeyDictionary[psycopg.Connection[Any], int] = weakref.WeakKeyDictionary()
+
+
+def _bound_ms(conn: psycopg.Connection[Any]) -> int | None:
+    """The statement_timeout that ends at this call's deadline, never longer than the
+    session's own; None without a deadline."""
+    ms = deadline.left_ms()
+    if ms is None:
+        return None
+    own = _SESSION_TIMEOUT_MS.get(conn)
+    if own is None:
+        row = conn.execute("SELECT setting::bigint FROM pg_settings WHERE name = 'statement_timeout'").fetchone()
+        own = _SESSION_TIMEOUT_MS[conn] = int(row[0]) if row else 0
+    return min(ms, own) if own else ms
 
 
 def _named(statement: Statement) -> str:

@@ -208,18 +208,10 @@ def _statement(target: str, change: Callable[[LeaseInfo, int], LeaseInfo]) -> tu
 
 
 def _fetch_one(sql: str, params: dict[str, Any]) -> Callable[[psycopg.Connection[Any]], tuple[Any, ...] | None]:
-    """One lease statement; under a call's deadline, in a transaction that ends it there
-    (a row lock waited on past it rolls back rather than changing the lease for a caller
-    that has given up: three more round trips, on a lease change only)."""
-
-    def work(conn: psycopg.Connection[Any]) -> tuple[Any, ...] | None:
-        if deadline.left_s() is None:
-            return conn.execute(sql, params).fetchone()
-        with conn.transaction():
-            PgDatabase.bound(conn)
-            return conn.execute(sql, params).fetchone()
-
-    return work
+    """One lease statement, ended at a call's deadline (a row lock waited on past it rolls
+    back rather than changing the lease for a caller that has given up), in one round trip
+    (:meth:`PgDatabase.bounded_one`)."""
+    return lambda conn: PgDatabase.bounded_one(conn, sql, params)
 
 
 _CHANGING = "a lease change"

@@ -26,6 +26,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from handrail.authz import AuthzClient, AuthzServer, AuthzUnavailableError, Decision, GrantInfo, serve
 from handrail.authz._deadline import CallDeadline
@@ -309,25 +310,42 @@ def test_a_state_changes_statement_timeout_ends_at_the_deadline_never_past_the_r
     pg_dsn: Callable[[], str],
 ) -> None:
     """docs/deploy.md recommends a ``statement_timeout`` for the sidecar's role: a deadline
-    lowers it inside a state change's transaction, never raises it; without a deadline (or
-    outside the transaction) it is left alone."""
-    db = PgDatabase(pg_dsn(), min_size=1, max_size=1)
+    lowers it inside a state change's transaction (and in the one-query form a lease change
+    takes), never raises it; without a deadline (or outside the transaction) it is left
+    alone."""
+    dsn = pg_dsn()
+    db = PgDatabase(dsn, min_size=1, max_size=1)
 
     def bounded(conn: psycopg.Connection[Any]) -> int:
         with conn.transaction():
             PgDatabase.bound(conn)
             return _timeout_ms(conn)
 
+    def bounded_one(conn: psycopg.Connection[Any]) -> int:
+        sql = "SELECT setting::bigint FROM pg_settings WHERE name = 'statement_timeout' AND %(x)s = 1"
+        row = PgDatabase.bounded_one(conn, sql, {"x": 1})
+        assert row is not None
+        return int(row[0])
+
     try:
-        assert db.run(bounded) == 0  # no call, no deadline
+        assert db.run(bounded) == 0 and db.run(bounded_one) == 0  # no call, no deadline
         with CallDeadline(5.0, "Check"):
             assert 4_000 < db.run(bounded) <= 5_000
-            assert db.run(_timeout_ms) == 0  # SET LOCAL: gone with the transaction
-        db.run(lambda c: c.execute("SET statement_timeout = 200"))  # the role's own, say
+            assert 4_000 < db.run(bounded_one) <= 5_000
+            assert db.run(_timeout_ms) == 0  # local to the transaction: gone with it
+    finally:
+        db.close()
+    # the role's own, as a session starts with it (ALTER ROLE ... SET, or here the DSN's options)
+    options = conninfo_to_dict(dsn).get("options") or ""
+    db = PgDatabase(make_conninfo(dsn, options=f"{options} -c statement_timeout=200".strip()), min_size=1, max_size=1)
+    try:
+        assert db.run(_timeout_ms) == 200
         with CallDeadline(5.0, "Check"):
-            assert db.run(bounded) == 200
+            assert db.run(bounded) == 200 and db.run(bounded_one) == 200
         with CallDeadline(0.1, "Check"):
             assert 0 < db.run(bounded) <= 100
+            assert 0 < db.run(bounded_one) <= 100
+        assert db.run(_timeout_ms) == 200
     finally:
         db.close()
 
