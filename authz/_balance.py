@@ -19,9 +19,9 @@ used within a second.
 
 A replica can also hang *during* a call, before keepalive has found it. So a call that may
 be sent again (below) gives each attempt an equal share of what is left of its deadline
-among the replicas still to try that have not failed lately (the last one all of it),
-and a replica that has not answered within its share is left for the next one; a call
-that may not be sent again gives its one replica the whole deadline.
+among the replicas still to try (the last one all of it; while some have not failed
+lately, only those), and a replica that has not answered within its share is left for
+the next one; a call that may not be sent again gives its one replica the whole deadline.
 
 **What may be sent again.** A request that never reached a replica (no connection) may
 go to the next one, whatever it is. A request that may have reached one (the connection
@@ -248,9 +248,11 @@ class Attempts:
             remaining = self._deadline - time.monotonic()
             if remaining <= 0:
                 return
-            # A replica that hangs must not take the whole deadline from the next ones;
-            # those that failed lately are not counted (they fail at once, or hang too).
-            left = 1 + sum(self.replicas.up(i) for i in order[n + 1 :])
+            # A replica that hangs must not take the whole deadline from the next ones. Past
+            # one that has not failed lately, those that have are not counted (they fail at
+            # once, or hang too); when this one failed lately too, every one left is.
+            rest = order[n + 1 :]
+            left = 1 + (sum(self.replicas.up(i) for i in rest) if self.replicas.up(index) else len(rest))
             share = remaining / left if resendable else remaining
             self._cut = share < remaining
             yield index, share

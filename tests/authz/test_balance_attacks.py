@@ -1,7 +1,7 @@
 """Attacks on the clients of several sidecar replicas (real ``authz serve`` processes over
 one PostgreSQL database, the cluster of :mod:`tests.authz.test_replica_faults`): a replica
-stopped (SIGSTOP) in the middle of calls, every replica down and one coming back, a Watch
-stream whose replica stops before it delivered anything.
+stopped (SIGSTOP) in the middle of calls, every replica down (killed or stopped) and one
+coming back, a Watch stream whose replica stops before it delivered anything.
 
 Each test failed before the fix it names.
 """
@@ -180,3 +180,24 @@ def test_a_watch_whose_replica_stops_before_any_event_misses_nothing(cluster: Cl
         watched.stream.close()
         exe.close()
         op.close()
+
+
+def test_a_replica_back_while_the_others_hang_answers_the_next_call(cluster: Cluster) -> None:
+    """Every replica stopped, so every one failed lately; then one resumes. Before: the next
+    call began at a stopped one and gave it the whole deadline (none of the others counted
+    as up), so it failed though a replica was answering."""
+    exe = AuthzClient(cluster.addresses, cluster.tokens["exe"], timeout_s=DEADLINE_S)
+    try:
+        for _ in range(3):
+            exe.get_lease(TARGET)
+        for i in range(3):
+            cluster.pause(i)
+        for _ in range(3):  # fail closed; every replica is marked as failed
+            with pytest.raises(AuthzUnavailableError):
+                exe.get_lease(TARGET)
+        cluster.resume(1)
+        t0 = time.monotonic()  # the seventh call: round robin begins it at replica 0, stopped
+        assert exe.get_lease(TARGET).target == TARGET
+        assert time.monotonic() - t0 < DEADLINE_S + 0.2
+    finally:
+        exe.close()
