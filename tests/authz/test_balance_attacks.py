@@ -201,3 +201,30 @@ def test_a_replica_back_while_the_others_hang_answers_the_next_call(cluster: Clu
         assert time.monotonic() - t0 < DEADLINE_S + 0.2
     finally:
         exe.close()
+
+
+def test_the_async_watch_of_a_stopped_replica_ends_within_seconds(cluster: Cluster) -> None:
+    """The executor's lease fence trusts its (async) Watch while it is open. Before: a stream
+    whose replica was stopped stayed open about a minute (gRPC's ping timeout), so the
+    executor took it for live while takeovers through other replicas went untold."""
+
+    async def watch_until_it_ends() -> tuple[float, BaseException | None]:
+        exe = AsyncAuthzClient(cluster.addresses.split(",")[0], cluster.tokens["exe"], timeout_s=DEADLINE_S)
+        t0 = 0.0
+        try:
+
+            def up() -> None:
+                nonlocal t0
+                cluster.pause(0)
+                t0 = time.monotonic()
+
+            async for _ in exe.watch([TARGET], on_established=up):
+                pass
+        except AuthzUnavailableError as exc:
+            return time.monotonic() - t0, exc
+        finally:
+            await exe.close()
+        return time.monotonic() - t0, None
+
+    took, error = asyncio.run(asyncio.wait_for(watch_until_it_ends(), 20.0))
+    assert isinstance(error, AuthzUnavailableError) and took < 3.0
