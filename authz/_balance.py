@@ -134,6 +134,8 @@ def _check_target(one: str) -> None:
         if not rest.strip("/"):
             raise InvalidArgumentError("authz address", f"{one!r}: no socket path after {scheme!r}")
         return
+    if any(c.isspace() for c in rest):
+        raise InvalidArgumentError("authz address", f"{one!r} has a space: separate replicas with commas")
     if scheme == "dns:" and rest.startswith("//"):
         rest = rest[2:].partition("/")[2]  # dns://AUTHORITY/HOST:PORT names its DNS server
     host, colon, port = rest.rpartition(":")

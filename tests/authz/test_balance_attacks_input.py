@@ -20,6 +20,8 @@ from handrail.authz import AsyncAuthzClient, AuthzClient, InvalidArgumentError, 
         ("ipv4:10.0.0.2", "'ipv4:10.0.0.2' is not HOST:PORT"),
         ("ipv6:::1", "an IPv6 host goes in brackets"),
         ("[::1]", "'[::1]' is not HOST:PORT"),  # was: "an IPv6 host goes in brackets"
+        ("a:7700 b:7700", "has a space: separate replicas with commas"),  # was: "an IPv6 host ..."
+        ("authz a:7700", "has a space"),  # was taken, and never resolved
         ("unix:", "'unix:': no socket path"),
         ("unix-abstract:", "no socket path"),
     ],
