@@ -23,6 +23,10 @@ among the replicas still to try (the last one all of it; while some have not fai
 lately, only those), and a replica that has not answered within its share is left for
 the next one; a call that may not be sent again gives its one replica the whole deadline.
 
+A name that resolves to several addresses is one replica to the client: gRPC uses one of
+its addresses at a time and moves to the next when that one goes (the call in flight then
+fails). List the replicas to balance across them and to fail over within a call.
+
 **What may be sent again.** A request that never reached a replica (no connection) may
 go to the next one, whatever it is. A request that may have reached one (the connection
 dropped during the call) goes to another replica only if doing it twice is the same as
