@@ -65,7 +65,7 @@ from handrail import _lazy
 from handrail._vocabulary import VERBS, Reason, Verb
 from handrail.authz._async_client import AsyncAuthzClient
 from handrail.authz._balance import parse_addresses
-from handrail.authz._client import AuthzClient, WatchStream
+from handrail.authz._client import RESYNC_SEQ, AuthzClient, WatchStream
 from handrail.authz._errors import (
     AlreadyExistsError,
     AuthzError,
@@ -119,6 +119,7 @@ __getattr__ = _lazy.lazy_exports(
 
 
 __all__ = [
+    "RESYNC_SEQ",
     "VERBS",
     "AlreadyExistsError",
     "ApprovalInfo",

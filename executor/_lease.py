@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from handrail._vocabulary import Reason
 from handrail.authz import (
+    RESYNC_SEQ,
     AsyncAuthzClient,
     AuthzError,
     AuthzUnavailableError,
@@ -90,17 +91,22 @@ class LeaseKeeper:
 
     async def _watch_forever(self) -> None:
         delay = 0.2
-        since = 0  # after a lost stream, resume from the last event (on any replica)
+        # The first stream starts from now. After a lost stream, the next resumes from the
+        # last event (on any replica); if none came yet, 0 would be "from now" again and drop
+        # what changed while no stream was up (a takeover the fence then never hears of, once
+        # the live stream makes it stop asking): RESYNC_SEQ asks for each lease as it is now.
+        since = 0
         while True:
             try:
                 async for event in self._authz.watch((), since, on_established=self._watch_up):
                     delay = 0.2
-                    since = max(since, event.seq)
+                    since = event.seq if since == RESYNC_SEQ else max(since, event.seq)
                     self._on_event(event)
             except AuthzError as exc:
                 log.info("watch on the sidecar ended: %s", exc)
             finally:
                 self._watch_live = False
+            since = since or RESYNC_SEQ
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
 
