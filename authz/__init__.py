@@ -32,6 +32,7 @@ The modules, bottom up (each imports only modules above it in this list)::
                        SQLite: one table each
     _sqlite_decisions  SQLite: the decision log, its journal and checkpointer thread
     _sqlite            SqliteStore: the parts above put together behind AuthzStore
+    _pg_session        PostgreSQL: each session's settings; a state change ended at its deadline
     _pg_db             PostgreSQL: the connection pool, the database's clock, psycopg's
                        errors, recorded migrations
     _pg_schema         PostgreSQL: the versioned schema

@@ -55,6 +55,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from handrail._dsn import first_line, redact, why_no_connection
 from handrail.authz import _deadline as deadline
+from handrail.authz import _pg_session as session
 from handrail.authz._errors import DeadlineExceededError, StoreBusyError, StoreUnavailableError
 
 log = logging.getLogger("handrail.authz.pg")
@@ -245,8 +246,7 @@ class PgDatabase:
         self._prepared: weakref.WeakKeyDictionary[psycopg.Connection[Any], set[bytes]] = weakref.WeakKeyDictionary()
 
         def configure(conn: psycopg.Connection[Any]) -> None:
-            conn.execute(f"SET synchronous_commit = {synchronous_commit}")
-            conn.execute("SET application_name = 'handrail-authz'")
+            conn.execute(f"SET synchronous_commit = {synchronous_commit}; {session.SETTINGS}")
 
         self.pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = _LastInFirstOut(
             dsn,
@@ -372,9 +372,9 @@ class PgDatabase:
         that a state change waiting on a row lock is rolled back rather than committed for
         a caller that has given up (:meth:`run` raises :class:`DeadlineExceededError`).
         One round trip, and none for a call without a deadline."""
-        ms = _bound_ms(conn)
+        ms = session.bound_ms(conn)
         if ms is not None:
-            conn.execute(_BOUND, (str(ms),))
+            conn.execute(session.BOUND, (str(ms),))
 
     @staticmethod
     def bounded_one(conn: psycopg.Connection[Any], sql: str, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
@@ -385,11 +385,11 @@ class PgDatabase:
         the whole back). The values are bound by psycopg on this side for that (a
         multi-statement query takes no server-side parameters). Without a deadline, the
         statement as it is."""
-        ms = _bound_ms(conn)
+        ms = session.bound_ms(conn)
         if ms is None:
             return conn.execute(sql, params).fetchone()
         cur = psycopg.ClientCursor(conn)
-        cur.execute(f"{_BOUND.replace('%s', '%(_bound_ms)s')}; {sql}", {**params, "_bound_ms": str(ms)})
+        cur.execute(f"{session.BOUND.replace('%s', '%(_bound_ms)s')}; {sql}", {**params, "_bound_ms": str(ms)})
         cur.nextset()
         return cur.fetchone()
 
@@ -573,27 +573,6 @@ def _refusal(exc: psycopg.DatabaseError) -> bool:
 
 #: How near the deadline a cancelled statement counts as cancelled by it (``bound`` rounds).
 _SLACK_S = 0.005
-
-#: Set this transaction's statement_timeout (ms, as text).
-_BOUND = "SELECT set_config('statement_timeout', %s, true)"
-
-#: The statement_timeout a session starts with (the role's, the database's or the server's;
-#: ms, 0 = none), read once per connection: only a ``SET`` in the session could change it,
-#: and the store runs none. (``pg_settings`` materializes every setting: ~0.5 ms a read.)
-_SESSION_TIMEOUT_MS: weakref.WeakKeyDictionary[psycopg.Connection[Any], int] = weakref.WeakKeyDictionary()
-
-
-def _bound_ms(conn: psycopg.Connection[Any]) -> int | None:
-    """The statement_timeout that ends at this call's deadline, never longer than the
-    session's own; None without a deadline."""
-    ms = deadline.left_ms()
-    if ms is None:
-        return None
-    own = _SESSION_TIMEOUT_MS.get(conn)
-    if own is None:
-        row = conn.execute("SELECT setting::bigint FROM pg_settings WHERE name = 'statement_timeout'").fetchone()
-        own = _SESSION_TIMEOUT_MS[conn] = int(row[0]) if row else 0
-    return min(ms, own) if own else ms
 
 
 def _named(statement: Statement) -> str:
