@@ -27,6 +27,7 @@ import psycopg
 
 from handrail._cpus import parse_cpus, pin_process, span
 from handrail._dsn import is_pg_dsn, redact
+from handrail._rpc import bound_address
 from handrail._vocabulary import VERBS
 from handrail.authz._client import AuthzClient
 from handrail.authz._decision_archive import DecisionArchive
@@ -91,8 +92,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, on_hup)
-    host = args.listen.rsplit(":", 1)[0]
-    print(f"handrail-authz listening on {host}:{port}", flush=True)
+    print(f"handrail-authz listening on {bound_address(args.listen, port)}", flush=True)
     try:
         while not stop.wait(0.2):
             if reload.is_set():

@@ -23,7 +23,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from handrail._dsn import is_pg_dsn, redact
-from handrail._rpc import AUTHZ_DOMAIN, add_service, cannot_listen, error_status, nul_field, port_taken
+from handrail._rpc import AUTHZ_DOMAIN, add_service, bound_address, cannot_listen, error_status, nul_field, port_taken
 from handrail._rpc import bearer_token as bearer_token
 from handrail.authz import _wire, _wire_responses
 from handrail.authz._authorizer import Authorizer
@@ -589,9 +589,9 @@ def serve(
     if sqlite is not None:
         sqlite.start_checkpointer()
     log.info(
-        "authz serving %s on port %d since %s (%d policies%s)",
+        "authz serving %s on %s since %s (%d policies%s)",
         where,
-        port,
+        bound_address(listen, port),
         when(opened.now_ms()),
         len(engine.policy_ids),
         f", {len(shadow.policy_ids)} shadow" if shadow else "",

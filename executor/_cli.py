@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from handrail._errors import HandrailError
+from handrail._rpc import bound_address
 
 DEFAULT_LISTEN = "127.0.0.1:7701"
 
@@ -119,8 +120,7 @@ async def _serve_async(args: argparse.Namespace) -> int:
         playwright_clicks=args.playwright_clicks,
         fault=fault,
     )
-    host = args.listen.rsplit(":", 1)[0]
-    print(f"handrail-executor listening on {host}:{running.port}", flush=True)
+    print(f"handrail-executor listening on {bound_address(args.listen, running.port)}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -176,6 +176,15 @@ def port_taken(listen: str) -> str:
     return ""
 
 
+def bound_address(listen: str, port: int) -> str:
+    """Where a server that bound ``listen`` answers, for its "listening on" line: ``HOST:PORT``
+    with the port it got (port 0 picks one), or a ``unix:`` path as it is (gRPC reports 1
+    for a bound socket file, not a port)."""
+    if listen.startswith(("unix:", "unix-abstract:")):
+        return listen
+    return f"{listen.rsplit(':', 1)[0]}:{port}"
+
+
 def cannot_listen(listen: str) -> str:
     """One line saying why a server could not bind ``listen`` (``HOST:PORT``).
 

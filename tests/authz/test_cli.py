@@ -16,7 +16,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from handrail.authz import Store, _cli
+from handrail.authz import AuthzClient, SqliteStore, Store, _cli
 from handrail.authz._policies import DEFAULT_POLICIES_DIR
 from tests.authz.conftest import Sidecar, granted
 
@@ -59,6 +59,21 @@ def test_serve_prints_listening_line_answers_health_and_stops(tmp_path: Path) ->
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=15) == 0
     assert (tmp_path / "authz.sqlite").exists()
+
+
+@pytest.mark.slow
+def test_serve_on_a_unix_socket_names_its_path_and_a_client_reaches_it(tmp_path: Path) -> None:
+    socket = f"unix:{tmp_path / 'authz.sock'}"
+    with SqliteStore.in_dir(tmp_path / "data") as store:
+        token = store.add_principal("op", "operator")
+    with _serving("--data-dir", str(tmp_path / "data"), "--listen", socket) as (proc, address):
+        assert address == socket  # (gRPC reports "port" 1 for a socket file)
+        with AuthzClient(address, token) as client:
+            assert client.list_grants() == []
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0
+        assert proc.stderr is not None
+        assert f"on {socket} since" in proc.stderr.read()
 
 
 def _cpus_of(pid: int) -> dict[int, str]:
