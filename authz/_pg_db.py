@@ -380,17 +380,15 @@ class PgDatabase:
     def bounded_one(conn: psycopg.Connection[Any], sql: str, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
         """The first row of one statement that changes state (``sql``, autocommit), ended
         at the caller's deadline as :meth:`bound` ends a transaction's, in ONE round trip:
-        the timeout and the statement go in one query, which PostgreSQL runs as one
-        implicit transaction (the setting dies with it; a statement cancelled by it rolls
-        the whole back). The values are bound by psycopg on this side for that (a
-        multi-statement query takes no server-side parameters). Without a deadline, the
-        statement as it is."""
+        the timeout and the statement go in one pipeline with one sync, which PostgreSQL
+        runs as one implicit transaction (the setting dies with it; a statement cancelled
+        by it rolls the whole back). Without a deadline, the statement as it is."""
         ms = session.bound_ms(conn)
         if ms is None:
             return conn.execute(sql, params).fetchone()
-        cur = psycopg.ClientCursor(conn)
-        cur.execute(f"{session.BOUND.replace('%s', '%(_bound_ms)s')}; {sql}", {**params, "_bound_ms": str(ms)})
-        cur.nextset()
+        with conn.pipeline():
+            conn.execute(session.BOUND, (str(ms),))
+            cur = conn.execute(sql, params)
         return cur.fetchone()
 
     def execute(self, statement: Statement, values: Mapping[str, object], *, idempotent: bool = False) -> int:
