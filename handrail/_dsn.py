@@ -33,11 +33,17 @@ def why_no_connection(dsn: str, timeout_s: float, where: str) -> str:
             return ""
         except psycopg.Error as exc:
             reason = first_line(exc, dsn)
-            if isinstance(exc, psycopg.ProgrammingError):  # the string itself: no use trying again
+            if isinstance(exc, psycopg.ProgrammingError) or _BAD_OPTION.search(reason):
+                # the string itself (a value libpq refuses before it dials): no use trying again
                 return f"cannot connect to {where}: not a usable connection string: {reason}"
             if time.monotonic() + 0.2 >= deadline:
                 return f"cannot connect to {where} within {timeout_s:g} s: {reason}"
         time.sleep(0.2)
+
+
+#: libpq's words for an option value it refuses before it dials (``sslmode=sometimes``,
+#: ``target_session_attrs``, ``channel_binding``, ``port=x`` ...).
+_BAD_OPTION = re.compile(r"\binvalid [\w ]+ value\b|\binvalid port number\b")
 
 
 def first_line(exc: BaseException, dsn: str = "") -> str:
