@@ -196,9 +196,14 @@ class StoreUnavailableError(AuthzError):
     """The store's database cannot be reached (a PostgreSQL server that is down, a lost
     connection, no pooled connection in time). The servicer answers ``UNAVAILABLE``, so a
     client tries another replica or fails closed.
+
+    Attributes:
+        logged: it was logged where it arose (a refused statement), so a caller that would
+            log it again need not.
     """
 
     reason = "AUTHZ_UNAVAILABLE"
+    logged = False
 
 
 class StoreBusyError(StoreUnavailableError):

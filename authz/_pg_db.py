@@ -352,7 +352,9 @@ class PgDatabase:
                     raise
                 problem = first_line(exc, self.dsn)
                 log.warning("authz: the store's database refused %s: %s", what, problem)
-                raise StoreUnavailableError(f"the store's database refused {what}: {problem}") from None
+                refused = StoreUnavailableError(f"the store's database refused {what}: {problem}")
+                refused.logged = True
+                raise refused from None
         raise AssertionError("unreachable")
 
     def _busy(self, wait: float, by_deadline: bool) -> StoreBusyError:

@@ -179,9 +179,10 @@ class SharedEventHub(EventHub):
             return int(row[0]) if row else 0
 
         try:
-            seq = self._db.run(append)
+            seq = self._db.run(append, what=f"the change log's append of a {event.kind} {event.change} event")
         except StoreUnavailableError as exc:
-            log.warning("authz: a %s %s event could not be logged: %s", event.kind, event.change, exc)
+            if not exc.logged:  # (a refusal is one line already, naming the event)
+                log.warning("authz: a %s %s event could not be logged: %s", event.kind, event.change, exc)
             return event
         # This replica's watchers have it before the call that made the change answers (a
         # watcher that subscribes afterwards does not get it as news).

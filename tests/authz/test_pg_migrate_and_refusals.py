@@ -203,3 +203,28 @@ def test_a_statement_the_database_refuses_is_unavailable_in_one_log_line(
         for c in clients:
             c.close()
         server.stop(None)
+
+
+def test_a_refused_change_log_append_is_one_log_line_and_the_change_stands(
+    pg_dsn: Callable[[], str], role: Callable[..., str], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A lease change whose Watch event the database will not log (no INSERT on the change
+    log) still stands; the refusal is said once, naming the event, not twice."""
+    dsn = pg_dsn()
+    weak = role(dsn, "ALTER SCHEMA {s} OWNER TO {r}")
+    name = f'"{conninfo_to_dict(weak)["user"]}"'
+    server, port = serve(tmp_path / "data", "127.0.0.1:0", store=weak)
+    try:
+        op_token = server.store.add_principal("op", "operator")
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute(f"REVOKE INSERT ON changes FROM {name}")
+        with AuthzClient(f"127.0.0.1:{port}", op_token, timeout_s=5.0) as op:
+            caplog.clear()
+            with caplog.at_level(logging.WARNING):
+                lease = op.take_over(TARGET, ttl_ms=60_000)
+            assert op.get_lease(TARGET).epoch == lease.epoch and lease.holder_kind == "human"
+        said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+        assert len(said) == 1, said
+        assert "refused the change log's append of a lease takeover event" in said[0]
+    finally:
+        server.stop(None)
