@@ -20,7 +20,6 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,100 +27,58 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from handrail.authz import AuthzClient, AuthzServer, AuthzUnavailableError, Decision, GrantInfo, serve
+from handrail.authz import AuthzUnavailableError, Decision
 from handrail.authz._deadline import CallDeadline
 from handrail.authz._errors import AuthzError
 from handrail.authz._pg_db import PgDatabase, describe
 from handrail.scenarios._postgres import pg_url
-from tests.authz.conftest import ADMIN, LEASE_GRANT_NOTE
+from tests.authz.deadline_sidecar import (
+    DEADLINE_S,
+    HOLD_S,
+    TARGET,
+    DeadlineSidecar,
+    cut_short_lines,
+    deadline_sidecar,
+    single_use,
+    timed_check,
+)
 
 pytestmark = pytest.mark.slow
 
-TARGET = "browser:1"
 SECRET = "pw-not-in-any-message"
-DEADLINE_S = 1.0
-HOLD_S = 2.5  # the blocker lets go well after every caller has given up
 
 
-@dataclass
-class PgSidecar:
-    server: AuthzServer
-    address: str
-    dsn: str
-    tokens: dict[str, str]
-    epoch: int
-
-    def client(self, who: str, timeout_s: float = 5.0) -> AuthzClient:
-        return AuthzClient(self.address, self.tokens[who], timeout_s=timeout_s)
-
-    def blocker(self) -> psycopg.Connection[Any]:
-        """A connection of the test's own, in a transaction (the blocker)."""
-        return psycopg.connect(self.dsn)
-
-    def settle(self) -> None:
-        """Wait until no statement of the sidecar is running or waiting in the database
-        (the calls held up have ended one way or the other)."""
-        sql = (
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'handrail-authz'"
-            " AND state = 'active' AND query NOT ILIKE 'LISTEN%%' AND pid <> pg_backend_pid()"
-        )
-        with psycopg.connect(self.dsn, autocommit=True) as conn:
-            for _ in range(100):
-                row = conn.execute(sql).fetchone()
-                if row is not None and row[0] == 0:
-                    time.sleep(0.2)  # what follows a statement in the handler (no statement)
-                    return
-                time.sleep(0.05)
-        raise AssertionError("the sidecar's statements did not end")
-
-    def allows_of(self, principal: str) -> list[str]:
-        return [d.decision_id for d in self.server.store.list_decisions(principal=principal) if d.decision.allow]
+def _settle(side: DeadlineSidecar) -> None:
+    """Wait until no statement of the sidecar is running or waiting in the database (the
+    calls held up have ended one way or the other)."""
+    sql = (
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'handrail-authz'"
+        " AND state = 'active' AND query NOT ILIKE 'LISTEN%%' AND pid <> pg_backend_pid()"
+    )
+    with psycopg.connect(side.where, autocommit=True) as conn:
+        for _ in range(100):
+            row = conn.execute(sql).fetchone()
+            if row is not None and row[0] == 0:
+                time.sleep(0.2)  # what follows a statement in the handler (no statement)
+                return
+            time.sleep(0.05)
+    raise AssertionError("the sidecar's statements did not end")
 
 
 @pytest.fixture
-def pg_sidecar(pg_dsn: Callable[[], str], tmp_path: Path) -> Iterator[PgSidecar]:
-    """A sidecar over a fresh schema with 8 handler threads, hence a pool of 4 connections;
-    its DSN carries a password (the private server trusts every local user, so it is not
-    checked, only carried); agent-a holds the lease on TARGET."""
-    dsn = pg_url(pg_dsn(), password=SECRET)
-    server, port = serve(tmp_path / "data", "127.0.0.1:0", store=dsn, max_workers=8)
-    try:
-        store = server.store
-        tokens = {name: store.add_principal(name, role) for name, role in _PRINCIPALS}
-        server.authorizer.grant(ADMIN, GrantInfo("", "agent-a", "*", ("read",), note=LEASE_GRANT_NOTE))
-        side = PgSidecar(server, f"127.0.0.1:{port}", dsn, tokens, 0)
-        with side.client("exe") as exe:
-            side.epoch = exe.acquire(TARGET, holder="agent-a", ttl_ms=3_600_000).epoch
+def pg_sidecar(pg_dsn: Callable[[], str], tmp_path: Path) -> Iterator[DeadlineSidecar]:
+    """The shared sidecar (8 handler threads, hence a pool of 4 connections) over a fresh
+    schema; its DSN carries a password (the private server trusts every local user, so it
+    is not checked, only carried)."""
+    with deadline_sidecar(tmp_path / "data", store=pg_url(pg_dsn(), password=SECRET)) as side:
         yield side
-    finally:
-        server.stop(None)
-
-
-_PRINCIPALS = (("exe", "executor"), ("op", "operator"), ("agent-a", "agent"))
-
-
-def _single_use(side: PgSidecar, **scope: Any) -> GrantInfo:
-    with side.client("op") as op:
-        return op.grant("agent-a", TARGET, ["submit"], [], single_use=True, **scope)
-
-
-def _check(side: PgSidecar, timeout_s: float, **kwargs: Any) -> tuple[float, Decision | AuthzError]:
-    """One check of agent-a's submit with a deadline of ``timeout_s``: (seconds it took,
-    the decision or the error)."""
-    with side.client("exe", timeout_s) as exe:
-        began = time.monotonic()
-        try:
-            answer: Decision | AuthzError = exe.check("agent-a", TARGET, side.epoch, "submit", **kwargs)
-        except AuthzError as exc:
-            answer = exc
-        return time.monotonic() - began, answer
 
 
 @contextlib.contextmanager
-def _held(side: PgSidecar, *statements: str, params: tuple[Any, ...] = ()) -> Iterator[None]:
+def _held(side: DeadlineSidecar, *statements: str, params: tuple[Any, ...] = ()) -> Iterator[None]:
     """Run ``statements`` in the blocker's transaction, hold it until :data:`HOLD_S` after
     the block began (whatever the block did), then roll it back and let the sidecar settle."""
-    conn = side.blocker()
+    conn = psycopg.connect(side.where)  # the test's own, in a transaction
     began = time.monotonic()
     try:
         for sql in statements:
@@ -131,29 +88,21 @@ def _held(side: PgSidecar, *statements: str, params: tuple[Any, ...] = ()) -> It
     finally:
         conn.rollback()
         conn.close()
-    side.settle()
-
-
-def _one_line_each(caplog: pytest.LogCaptureFixture, method: str) -> list[str]:
-    """The sidecar's lines about calls of ``method`` cut short (each without a traceback)."""
-    lines = [r for r in caplog.records if r.getMessage().startswith(f"authz: {method} cut short:")]
-    assert all(r.exc_info is None for r in lines)
-    assert not [r for r in caplog.records if r.exc_info is not None], "a traceback was logged"
-    return [r.getMessage() for r in lines]
+    _settle(side)
 
 
 def test_an_exhausted_pool_is_unavailable_before_the_deadline_and_no_abandoned_check_consumes_the_grant(
-    pg_sidecar: PgSidecar, caplog: pytest.LogCaptureFixture
+    pg_sidecar: DeadlineSidecar, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Eight concurrent checks with 1 s deadlines while every grant read waits on a table
     lock: four hold the pool's four connections, four wait for one. The waiting ones hear
     UNAVAILABLE naming the database in time; the held ones' callers give up; when the lock
     goes, none of them consumes the single-use grant or logs an allow."""
     side = pg_sidecar
-    grant = _single_use(side)
+    grant = single_use(side)
     caplog.set_level(logging.INFO, logger="handrail.authz")
     with _held(side, "LOCK TABLE grants IN ACCESS EXCLUSIVE MODE"), ThreadPoolExecutor(8) as pool:
-        answers = list(pool.map(lambda _: _check(side, DEADLINE_S), range(8)))
+        answers = list(pool.map(lambda _: timed_check(side, DEADLINE_S), range(8)))
     assert not [a for _, a in answers if isinstance(a, Decision)], answers
     store = side.server.store
     assert store.get_grant(grant.grant_id).used_at_ms == 0
@@ -162,64 +111,64 @@ def test_an_exhausted_pool_is_unavailable_before_the_deadline_and_no_abandoned_c
     assert all(isinstance(a, AuthzUnavailableError) for _, a in answers), answers
     busy = [(took, str(a)) for took, a in answers if "(UNAVAILABLE)" in str(a)]
     assert busy, answers  # at least one of the four that waited (on a loaded host, a late answer is DEADLINE_EXCEEDED)
-    where = describe(side.dsn)
+    where = describe(side.where)
     assert "@127.0.0.1:" in where and SECRET not in where
     for took, message in busy:
         assert took < DEADLINE_S, message  # heard while the caller still listened
         expected = rf"no connection to {re.escape(where)} \(all 4 connections of this replica in use\) within 0\.[89]"
         assert re.search(expected, message), message
         assert SECRET not in message
-    lines = _one_line_each(caplog, "Check")
+    lines = cut_short_lines(caplog, "Check")
     assert not [r for r in caplog.records if SECRET in r.getMessage()]
     # one line per call the sidecar served: a wait cut short, or a commit not started
     assert all("in use) within" in line or "deadline passed before" in line for line in lines), lines
     assert len(busy) <= sum("in use) within" in line for line in lines) <= 4, lines
     assert 1 <= sum("deadline passed before the check's commit" in line for line in lines) <= 4, lines
     # the agent's retry gets the grant's one use
-    _, retried = _check(side, 5.0)
+    _, retried = timed_check(side, 5.0)
     assert isinstance(retried, Decision) and retried.allow, retried
     assert store.get_grant(grant.grant_id).used_at_ms > 0
 
 
 def test_a_check_whose_caller_gave_up_while_its_read_waited_commits_nothing(
-    pg_sidecar: PgSidecar, caplog: pytest.LogCaptureFixture
+    pg_sidecar: DeadlineSidecar, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The check's snapshot waits on a table lock past its deadline; when the lock goes
     the read completes, and the commit that would consume the grant is not started."""
     side = pg_sidecar
-    grant = _single_use(side)
+    grant = single_use(side)
     caplog.set_level(logging.INFO, logger="handrail.authz")
     with _held(side, "LOCK TABLE grants IN ACCESS EXCLUSIVE MODE"):
-        _took, answer = _check(side, 0.5)
+        _took, answer = timed_check(side, 0.5)
     assert isinstance(answer, AuthzUnavailableError) and "DEADLINE_EXCEEDED" in str(answer), answer
     assert side.server.store.get_grant(grant.grant_id).used_at_ms == 0
     assert side.allows_of("agent-a") == []
-    (line,) = _one_line_each(caplog, "Check")
+    (line,) = cut_short_lines(caplog, "Check")
     assert "the caller's deadline passed before the check's commit (not started)" in line, line
 
 
 def test_a_consumption_waiting_on_a_row_lock_past_the_deadline_is_rolled_back(
-    pg_sidecar: PgSidecar, caplog: pytest.LogCaptureFixture
+    pg_sidecar: DeadlineSidecar, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Another transaction holds the grant's row: the check reads, decides allow, and its
     consuming UPDATE waits. At the caller's deadline it is cancelled and rolled back: when
     the row is let go, the grant is unused and the log holds no allow."""
     side = pg_sidecar
-    grant = _single_use(side)
+    grant = single_use(side)
     caplog.set_level(logging.INFO, logger="handrail.authz")
     with _held(side, "SELECT 1 FROM grants WHERE grant_id = %s FOR UPDATE", params=(grant.grant_id,)):
-        _, answer = _check(side, DEADLINE_S)
+        _, answer = timed_check(side, DEADLINE_S)
     assert isinstance(answer, AuthzUnavailableError) and "DEADLINE_EXCEEDED" in str(answer), answer
     assert side.server.store.get_grant(grant.grant_id).used_at_ms == 0
     assert side.allows_of("agent-a") == []
-    (line,) = _one_line_each(caplog, "Check")
+    (line,) = cut_short_lines(caplog, "Check")
     assert "deadline passed while the check's commit ran: cancelled, nothing of it committed" in line, line
-    _, retried = _check(side, 5.0)
+    _, retried = timed_check(side, 5.0)
     assert isinstance(retried, Decision) and retried.allow, retried
 
 
 def test_an_approval_is_not_created_for_a_caller_that_gave_up(
-    pg_sidecar: PgSidecar, caplog: pytest.LogCaptureFixture
+    pg_sidecar: DeadlineSidecar, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Inserts into approvals wait on a lock (reads do not): the check that would ask an
     operator for approval is rolled back at its deadline; no approval waits for nobody."""
@@ -228,26 +177,26 @@ def test_an_approval_is_not_created_for_a_caller_that_gave_up(
         op.grant("agent-a", TARGET, ["submit"], [], require_approval_verbs=["submit"])
     caplog.set_level(logging.INFO, logger="handrail.authz")
     with _held(side, "LOCK TABLE approvals IN SHARE ROW EXCLUSIVE MODE"):
-        _, answer = _check(side, DEADLINE_S, fingerprint="f" * 64)
+        _, answer = timed_check(side, DEADLINE_S, fingerprint="f" * 64)
     assert isinstance(answer, AuthzUnavailableError) and "DEADLINE_EXCEEDED" in str(answer), answer
     assert side.server.store.list_approvals() == []
     assert side.server.store.list_decisions(principal="agent-a") == []
-    (line,) = _one_line_each(caplog, "Check")
+    (line,) = cut_short_lines(caplog, "Check")
     assert "while the check's commit ran" in line, line
 
 
-def _approved(side: PgSidecar, fingerprint: str) -> str:
+def _approved(side: DeadlineSidecar, fingerprint: str) -> str:
     """An approval of agent-a's submit (its fingerprint), asked and approved; its id."""
     with side.client("op") as op:
         op.grant("agent-a", TARGET, ["submit"], [], require_approval_verbs=["submit"])
-        _, asked = _check(side, 5.0, fingerprint=fingerprint)
+        _, asked = timed_check(side, 5.0, fingerprint=fingerprint)
         assert isinstance(asked, Decision) and asked.reason == "APPROVAL_REQUIRED", asked
         op.approve(asked.approval_id)
     return asked.approval_id
 
 
 def test_an_approval_is_not_used_up_for_a_caller_that_gave_up(
-    pg_sidecar: PgSidecar, caplog: pytest.LogCaptureFixture
+    pg_sidecar: DeadlineSidecar, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The approved action's check waits on the approval's row lock past its deadline: the
     use is rolled back, so the approval is still there for the agent's retry."""
@@ -256,23 +205,23 @@ def test_an_approval_is_not_used_up_for_a_caller_that_gave_up(
     approval_id = _approved(side, fingerprint)
     caplog.set_level(logging.INFO, logger="handrail.authz")
     with _held(side, "SELECT 1 FROM approvals WHERE approval_id = %s FOR UPDATE", params=(approval_id,)):
-        _, answer = _check(side, DEADLINE_S, fingerprint=fingerprint)
+        _, answer = timed_check(side, DEADLINE_S, fingerprint=fingerprint)
     approval = side.server.store.get_approval(approval_id)
     assert (approval.status, approval.used_at_ms) == ("APPROVED", 0), approval
     assert side.allows_of("agent-a") == []
     assert isinstance(answer, AuthzUnavailableError) and "DEADLINE_EXCEEDED" in str(answer), answer
-    assert "while the check's commit ran" in _one_line_each(caplog, "Check")[0]
-    _, retried = _check(side, 5.0, fingerprint=fingerprint)
+    assert "while the check's commit ran" in cut_short_lines(caplog, "Check")[0]
+    _, retried = timed_check(side, 5.0, fingerprint=fingerprint)
     assert isinstance(retried, Decision) and retried.allow, retried
 
 
 def test_an_approve_waiting_on_the_row_past_the_deadline_is_rolled_back(
-    pg_sidecar: PgSidecar, caplog: pytest.LogCaptureFixture
+    pg_sidecar: DeadlineSidecar, caplog: pytest.LogCaptureFixture
 ) -> None:
     side = pg_sidecar
     with side.client("op") as op:
         op.grant("agent-a", TARGET, ["submit"], [], require_approval_verbs=["submit"])
-    _, asked = _check(side, 5.0, fingerprint="b" * 64)
+    _, asked = timed_check(side, 5.0, fingerprint="b" * 64)
     assert isinstance(asked, Decision) and asked.approval_id, asked
     caplog.set_level(logging.INFO, logger="handrail.authz")
     errors: list[AuthzError] = []
@@ -284,11 +233,11 @@ def test_an_approve_waiting_on_the_row_past_the_deadline_is_rolled_back(
             errors.append(exc)
     assert side.server.store.get_approval(asked.approval_id).status == "PENDING"
     assert errors and "DEADLINE_EXCEEDED" in str(errors[0]), errors
-    assert f"while deciding approval {asked.approval_id} ran" in _one_line_each(caplog, "Approve")[0]
+    assert f"while deciding approval {asked.approval_id} ran" in cut_short_lines(caplog, "Approve")[0]
 
 
 def test_a_takeover_waiting_on_the_lease_row_past_the_deadline_is_not_made_later(
-    pg_sidecar: PgSidecar, caplog: pytest.LogCaptureFixture
+    pg_sidecar: DeadlineSidecar, caplog: pytest.LogCaptureFixture
 ) -> None:
     side = pg_sidecar
     caplog.set_level(logging.INFO, logger="handrail.authz")
@@ -302,7 +251,7 @@ def test_a_takeover_waiting_on_the_lease_row_past_the_deadline_is_not_made_later
     assert error and "DEADLINE_EXCEEDED" in str(error[0]), error
     lease = side.server.store.get_lease(TARGET)
     assert (lease.holder, lease.epoch) == ("agent-a", side.epoch)
-    (line,) = _one_line_each(caplog, "TakeOver")
+    (line,) = cut_short_lines(caplog, "TakeOver")
     assert "while a lease change ran" in line, line
 
 

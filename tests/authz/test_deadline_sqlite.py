@@ -19,67 +19,38 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from handrail.authz import AuthzClient, AuthzServer, AuthzUnavailableError, Decision, GrantInfo, serve
+from handrail.authz import AuthzUnavailableError, Decision
 from handrail.authz._errors import AuthzError
-from tests.authz.conftest import ADMIN, LEASE_GRANT_NOTE
+from tests.authz.deadline_sidecar import (
+    DEADLINE_S,
+    HOLD_S,
+    TARGET,
+    DeadlineSidecar,
+    cut_short_lines,
+    deadline_sidecar,
+    single_use,
+    timed_check,
+)
 
 pytestmark = pytest.mark.slow  # each test waits out a blocker of 2.5 s
 
-TARGET = "browser:1"
-DEADLINE_S = 1.0
-HOLD_S = 2.5  # the blocker lets go well after the caller has given up
-
-
-@dataclass
-class SqliteSidecar:
-    server: AuthzServer
-    address: str
-    path: Path
-    tokens: dict[str, str]
-    epoch: int
-
-    def client(self, who: str, timeout_s: float = 5.0) -> AuthzClient:
-        return AuthzClient(self.address, self.tokens[who], timeout_s=timeout_s)
-
-    def allows_of(self, principal: str) -> list[str]:
-        return [d.decision_id for d in self.server.store.list_decisions(principal=principal) if d.decision.allow]
-
-
-def _sidecar(data: Path, **kwargs: Any) -> SqliteSidecar:
-    server, port = serve(data, "127.0.0.1:0", max_workers=8, **kwargs)
-    store = server.store
-    tokens = {name: store.add_principal(name, role) for name, role in _PRINCIPALS}
-    server.authorizer.grant(ADMIN, GrantInfo("", "agent-a", "*", ("read",), note=LEASE_GRANT_NOTE))
-    side = SqliteSidecar(server, f"127.0.0.1:{port}", data / "authz.sqlite", tokens, 0)
-    with side.client("exe") as exe:
-        side.epoch = exe.acquire(TARGET, holder="agent-a", ttl_ms=3_600_000).epoch
-    return side
-
-
-_PRINCIPALS = (("exe", "executor"), ("op", "operator"), ("agent-a", "agent"))
-
 
 @pytest.fixture
-def sqlite_sidecar(tmp_path: Path) -> Iterator[SqliteSidecar]:
-    side = _sidecar(tmp_path / "data")
-    try:
+def sqlite_sidecar(tmp_path: Path) -> Iterator[DeadlineSidecar]:
+    with deadline_sidecar(tmp_path / "data") as side:
         yield side
-    finally:
-        side.server.stop(None)
 
 
 @contextlib.contextmanager
-def _file_locked(side: SqliteSidecar) -> Iterator[None]:
+def _file_locked(side: DeadlineSidecar) -> Iterator[None]:
     """Another connection holds the file's write lock (``BEGIN IMMEDIATE``) until
     :data:`HOLD_S` after the block began, then lets go; the sidecar then has time to do
     whatever it still would."""
-    conn = sqlite3.connect(side.path, isolation_level=None, timeout=0.1)
+    conn = sqlite3.connect(side.where, isolation_level=None, timeout=0.1)
     conn.execute("BEGIN IMMEDIATE")
     began = time.monotonic()
     try:
@@ -92,7 +63,7 @@ def _file_locked(side: SqliteSidecar) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _writer_held(side: SqliteSidecar) -> Iterator[None]:
+def _writer_held(side: DeadlineSidecar) -> Iterator[None]:
     """The sidecar's own writer (the lock a prune batch or a journal flush holds) is held by
     another thread until :data:`HOLD_S` after the block began."""
     taken, done = threading.Event(), threading.Event()
@@ -115,29 +86,13 @@ def _writer_held(side: SqliteSidecar) -> Iterator[None]:
     time.sleep(0.5)
 
 
-def _single_use(side: SqliteSidecar) -> GrantInfo:
-    with side.client("op") as op:
-        return op.grant("agent-a", TARGET, ["submit"], [], single_use=True)
-
-
-def _check(side: SqliteSidecar, timeout_s: float) -> tuple[float, Decision | AuthzError]:
-    with side.client("exe", timeout_s) as exe:
-        began = time.monotonic()
-        try:
-            answer: Decision | AuthzError = exe.check("agent-a", TARGET, side.epoch, "submit")
-        except AuthzError as exc:
-            answer = exc
-        return time.monotonic() - began, answer
-
-
 def _cut_short(caplog: pytest.LogCaptureFixture, method: str) -> str:
     """The one line the sidecar logged about the call of ``method`` cut short."""
-    assert not [r for r in caplog.records if r.exc_info is not None], "a traceback was logged"
-    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith(f"authz: {method} cut short:")]
+    (line,) = cut_short_lines(caplog, method)
     return line
 
 
-def _unavailable_in_time(took: float, answer: Decision | AuthzError, side: SqliteSidecar) -> str:
+def _unavailable_in_time(took: float, answer: Decision | AuthzError, side: DeadlineSidecar) -> str:
     assert isinstance(answer, AuthzUnavailableError), answer
     message = str(answer)
     assert "(UNAVAILABLE)" in message and took < DEADLINE_S, (took, message)
@@ -145,40 +100,40 @@ def _unavailable_in_time(took: float, answer: Decision | AuthzError, side: Sqlit
 
 
 def test_a_check_meeting_a_locked_file_is_unavailable_in_time_and_consumes_nothing_later(
-    sqlite_sidecar: SqliteSidecar, caplog: pytest.LogCaptureFixture
+    sqlite_sidecar: DeadlineSidecar, caplog: pytest.LogCaptureFixture
 ) -> None:
     side = sqlite_sidecar
-    grant = _single_use(side)
+    grant = single_use(side)
     caplog.set_level(logging.INFO, logger="handrail.authz")
     with _file_locked(side):
-        took, answer = _check(side, DEADLINE_S)
+        took, answer = timed_check(side, DEADLINE_S)
     assert side.server.store.get_grant(grant.grant_id).used_at_ms == 0
     assert side.allows_of("agent-a") == []
     message = _unavailable_in_time(took, answer, side)
-    assert f"{side.path} stayed locked by another writer" in message, message
+    assert f"{side.where} stayed locked by another writer" in message, message
     assert "stayed locked by another writer" in _cut_short(caplog, "Check")
-    _, retried = _check(side, 5.0)  # the agent's retry gets the grant's one use
+    _, retried = timed_check(side, 5.0)  # the agent's retry gets the grant's one use
     assert isinstance(retried, Decision) and retried.allow, retried
     assert side.server.store.get_grant(grant.grant_id).used_at_ms > 0
 
 
 def test_a_check_waiting_for_the_sidecars_own_writer_gives_up_in_time(
-    sqlite_sidecar: SqliteSidecar, caplog: pytest.LogCaptureFixture
+    sqlite_sidecar: DeadlineSidecar, caplog: pytest.LogCaptureFixture
 ) -> None:
     side = sqlite_sidecar
-    grant = _single_use(side)
+    grant = single_use(side)
     caplog.set_level(logging.INFO, logger="handrail.authz")
     with _writer_held(side):
-        took, answer = _check(side, DEADLINE_S)
+        took, answer = timed_check(side, DEADLINE_S)
     assert side.server.store.get_grant(grant.grant_id).used_at_ms == 0
     assert side.allows_of("agent-a") == []
     message = _unavailable_in_time(took, answer, side)
-    assert f"the writer of {side.path} was busy" in message, message
+    assert f"the writer of {side.where} was busy" in message, message
     assert "was busy" in _cut_short(caplog, "Check")
 
 
 def test_a_takeover_meeting_a_locked_file_is_not_made_later(
-    sqlite_sidecar: SqliteSidecar, caplog: pytest.LogCaptureFixture
+    sqlite_sidecar: DeadlineSidecar, caplog: pytest.LogCaptureFixture
 ) -> None:
     side = sqlite_sidecar
     caplog.set_level(logging.INFO, logger="handrail.authz")
@@ -199,15 +154,12 @@ def test_with_durable_decisions_no_allow_is_logged_for_a_caller_that_gave_up(
 ) -> None:
     """``--durable-decisions`` inserts each decision under the writer: a plain allow waits
     for the file like a state change, and is not logged once its caller has given up."""
-    side = _sidecar(tmp_path / "data", durable_decisions=True)
-    try:
+    with deadline_sidecar(tmp_path / "data", durable_decisions=True) as side:
         with side.client("op") as op:
             op.grant("agent-a", TARGET, ["submit"], [])
         caplog.set_level(logging.INFO, logger="handrail.authz")
         with _file_locked(side):
-            took, answer = _check(side, DEADLINE_S)
+            took, answer = timed_check(side, DEADLINE_S)
         assert side.allows_of("agent-a") == []
         _unavailable_in_time(took, answer, side)
         assert "stayed locked" in _cut_short(caplog, "Check")
-    finally:
-        side.server.stop(None)
