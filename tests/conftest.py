@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -179,6 +180,16 @@ def pg_dsn(postgres: PrivatePostgres) -> Iterator[Callable[[], str]]:
     with psycopg.connect(postgres.dsn, autocommit=True) as conn:
         for name in made:
             conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+def reap(proc: subprocess.Popen[str]) -> None:
+    """A test's clean-up of a child process: killed if it still runs, its pipes closed."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    for stream in (proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

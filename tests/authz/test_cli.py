@@ -19,6 +19,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from handrail.authz import AuthzClient, SqliteStore, Store, _cli
 from handrail.authz._policies import DEFAULT_POLICIES_DIR
 from tests.authz.conftest import Sidecar, granted
+from tests.conftest import reap
 
 
 def _handrail(*args: str) -> list[str]:
@@ -38,12 +39,7 @@ def _serving(*args: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
         assert line.startswith("handrail-authz listening on "), line
         yield proc, line.rsplit(" ", 1)[1]
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
+        reap(proc)
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ import pytest
 
 from handrail.recorder import Entry, Ledger
 from handrail.recorder import _cli as recorder_cli
+from tests.conftest import reap
 
 
 def run_cli(argv: Sequence[str]) -> int:
@@ -208,12 +209,7 @@ def test_tail_follow_prints_new_entries_and_stops_on_sigterm(story: Path) -> Non
         assert child.stderr is not None
         assert child.stderr.read() == ""
     finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-        for stream in (child.stdout, child.stderr):
-            if stream is not None:
-                stream.close()
+        reap(child)
 
 
 def test_tail_follow_with_a_filter_stops_on_ctrl_c(story: Path) -> None:

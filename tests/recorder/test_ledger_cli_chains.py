@@ -12,6 +12,7 @@ import pytest
 
 from handrail.recorder import Ledger, LedgerError
 from handrail.recorder import _cli as recorder_cli
+from tests.conftest import reap
 
 
 def run_cli(argv: Sequence[str]) -> int:
@@ -263,9 +264,4 @@ def test_tail_follow_of_a_database_shows_a_chain_begun_after_it_started(pg_dsn: 
         child.send_signal(signal.SIGTERM)
         assert child.wait(timeout=10) == 0
     finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-        for stream in (child.stdout, child.stderr):
-            if stream is not None:
-                stream.close()
+        reap(child)
