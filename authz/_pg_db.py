@@ -246,7 +246,7 @@ class PgDatabase:
         self._prepared: weakref.WeakKeyDictionary[psycopg.Connection[Any], set[bytes]] = weakref.WeakKeyDictionary()
 
         def configure(conn: psycopg.Connection[Any]) -> None:
-            conn.execute(f"SET synchronous_commit = {synchronous_commit}; {session.SETTINGS}")
+            session.configure(conn, synchronous_commit)
 
         self.pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = _LastInFirstOut(
             dsn,

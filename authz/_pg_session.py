@@ -35,20 +35,27 @@ SETTINGS = (
 #: Set this transaction's statement_timeout (ms, as text).
 BOUND = "SELECT set_config('statement_timeout', %s, true)"
 
-#: The statement_timeout a session starts with (the role's, the database's or the server's;
-#: ms, 0 = none), read once per connection: only a ``SET`` in the session could change it,
-#: and the store runs none. (``pg_settings`` materializes every setting: ~0.5 ms a read.)
+#: The statement_timeout each session started with (the role's, the database's or the
+#: server's; ms, 0 = none), read when it is set up: only a ``SET`` in the session could
+#: change it, and the store runs none. (``pg_settings`` materializes every setting:
+#: ~0.5 ms a read, kept off the calls.)
 _SESSION_TIMEOUT_MS: weakref.WeakKeyDictionary[psycopg.Connection[Any], int] = weakref.WeakKeyDictionary()
+
+
+def configure(conn: psycopg.Connection[Any], synchronous_commit: str) -> None:
+    """Set up a new session of the store's pool: its ``synchronous_commit``,
+    :data:`SETTINGS`, and what :func:`bound_ms` needs of it."""
+    conn.execute(f"SET synchronous_commit = {synchronous_commit}; {SETTINGS}")
+    row = conn.execute("SELECT setting::bigint FROM pg_settings WHERE name = 'statement_timeout'").fetchone()
+    _SESSION_TIMEOUT_MS[conn] = int(row[0]) if row else 0
 
 
 def bound_ms(conn: psycopg.Connection[Any]) -> int | None:
     """The statement_timeout that ends at this call's deadline, never longer than the
-    session's own; None without a deadline."""
+    session's own (a session :func:`configure` did not set up counts as having none);
+    None without a deadline."""
     ms = deadline.left_ms()
     if ms is None:
         return None
-    own = _SESSION_TIMEOUT_MS.get(conn)
-    if own is None:
-        row = conn.execute("SELECT setting::bigint FROM pg_settings WHERE name = 'statement_timeout'").fetchone()
-        own = _SESSION_TIMEOUT_MS[conn] = int(row[0]) if row else 0
+    own = _SESSION_TIMEOUT_MS.get(conn, 0)
     return min(ms, own) if own else ms
