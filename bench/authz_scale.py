@@ -138,13 +138,18 @@ def raw_call(address: str, method: str, token: str) -> Callable[[bytes], bytes]:
     return call
 
 
+def proc_stat(pid: int) -> list[str]:
+    """The fields of ``/proc/PID/stat`` after the command's name (state first)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
 def postgres_pids(postmaster: int) -> list[int]:
     """The PostgreSQL server's processes: the postmaster and its children (the backends)."""
     pids = [postmaster]
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if int(Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()[1]) == postmaster:
+                if int(proc_stat(int(entry.name))[1]) == postmaster:
                     pids.append(int(entry.name))
             except (OSError, IndexError, ValueError):
                 continue
@@ -164,8 +169,7 @@ def place_postgres(postmaster: int, cpus: set[int]) -> bool:
 
 
 def round_trip_us(dsn: str, own: int, backend: int) -> float:
-    """p50 of a bare ``SELECT 1`` from this process kept on CPU ``own`` to a backend kept on
-    CPU ``backend`` (the cost of the hop itself, with no sidecar)."""
+    """p50 of a bare ``SELECT 1`` from this process on CPU ``own`` to a backend on CPU ``backend``."""
     mine = os.sched_getaffinity(0)
     with psycopg.connect(dsn, autocommit=True) as conn:
         row = conn.execute("SELECT pg_backend_pid()").fetchone()
@@ -193,13 +197,10 @@ class CpuMeter:
         self.postmaster = postmaster
         self._tick = os.sysconf("SC_CLK_TCK")
 
-    def _stat(self, pid: int) -> list[str]:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-
     def _cpu(self, pid: int, *, reaped: bool = False) -> float:
         """utime + stime of ``pid`` (and of its children it reaped), in seconds; 0 once gone."""
         try:
-            f = self._stat(pid)
+            f = proc_stat(pid)
         except OSError:
             return 0.0
         ticks = int(f[11]) + int(f[12]) + (int(f[13]) + int(f[14]) if reaped else 0)
