@@ -17,6 +17,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from handrail._args import seconds
 from handrail.authz._cli_commands import (
     cmd_approvals,
     cmd_approve,
@@ -67,22 +68,6 @@ def _nonempty(option: str) -> Any:
         if not value.strip():
             raise argparse.ArgumentTypeError(f"{option} needs a file name, not an empty one")
         return value
-
-    return check
-
-
-def _seconds(option: str) -> Any:
-    """An argparse ``type`` for a duration in seconds: a finite number, not negative
-    (``nan`` or ``-5`` would otherwise reach a server as a garbled or silent value)."""
-
-    def check(value: str) -> float:
-        try:
-            seconds = float(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{option} takes seconds, not {value!r}") from None
-        if not 0 <= seconds < 1e12:  # (False for nan)
-            raise argparse.ArgumentTypeError(f"{option} takes a number of seconds from 0 up, not {value!r}")
-        return seconds
 
     return check
 
@@ -147,7 +132,7 @@ def register(subparsers: _Subparsers) -> None:
     )
     serve.add_argument(
         "--approval-timeout",
-        type=_seconds("--approval-timeout"),
+        type=seconds("--approval-timeout"),
         default=300.0,
         metavar="SECONDS",
         help="deadline of an approval unless a grant or policy sets one (default %(default)s)",
@@ -227,9 +212,7 @@ def register(subparsers: _Subparsers) -> None:
     add.add_argument("name")
     add.add_argument("--role", required=True, choices=ROLES)
     add.add_argument("--token", default=None, help="the token to use (default: generated)")
-    add.add_argument(
-        "--ttl", type=_seconds("--ttl"), default=0, help="seconds until the token expires (default: never)"
-    )
+    add.add_argument("--ttl", type=seconds("--ttl"), default=0, help="seconds until the token expires (default: never)")
     _data_dir_arg(add)
     add.set_defaults(func=cmd_principal_add)
     lst = principal_sub.add_parser("list", help="list principals: role, state, expiry")
@@ -242,7 +225,7 @@ def register(subparsers: _Subparsers) -> None:
     rotate = principal_sub.add_parser("rotate", help="give a principal a new token (printed); the old one fails")
     rotate.add_argument("name")
     rotate.add_argument(
-        "--ttl", type=_seconds("--ttl"), default=0, help="seconds until the new token expires (default: never)"
+        "--ttl", type=seconds("--ttl"), default=0, help="seconds until the new token expires (default: never)"
     )
     _data_dir_arg(rotate)
     rotate.set_defaults(func=cmd_principal_rotate)
@@ -252,7 +235,7 @@ def register(subparsers: _Subparsers) -> None:
     grant.add_argument("--target", required=True, help="the controlled session")
     grant.add_argument("--verbs", required=True, help="comma-separated, e.g. submit,input")
     grant.add_argument("--origin", action="append", default=[], help="allowed origin (repeatable; none = any)")
-    grant.add_argument("--ttl", type=_seconds("--ttl"), default=0, help="lifetime in seconds (0 = no expiry)")
+    grant.add_argument("--ttl", type=seconds("--ttl"), default=0, help="lifetime in seconds (0 = no expiry)")
     grant.add_argument("--note", default="", help="why")
     for flag, what in (
         ("--path", "URL path glob, e.g. '/account/*'"),
@@ -272,7 +255,7 @@ def register(subparsers: _Subparsers) -> None:
     grant.add_argument("--task", default="", help="bind to a task; close-task ends it")
     grant.add_argument("--require-approval", default="", help="comma-separated verbs that need approval")
     grant.add_argument(
-        "--approval-timeout", type=_seconds("--approval-timeout"), default=0, help="seconds an approval may wait"
+        "--approval-timeout", type=seconds("--approval-timeout"), default=0, help="seconds an approval may wait"
     )
     _remote_args(grant)
     grant.set_defaults(func=remote(cmd_grant))
@@ -324,7 +307,7 @@ def register(subparsers: _Subparsers) -> None:
     takeover = subparsers.add_parser("takeover", help="take human control of a target")
     takeover.add_argument("target")
     takeover.add_argument("--note", default="")
-    takeover.add_argument("--ttl", type=_seconds("--ttl"), default=0, help="seconds (default 600)")
+    takeover.add_argument("--ttl", type=seconds("--ttl"), default=0, help="seconds (default 600)")
     _remote_args(takeover)
     takeover.set_defaults(func=remote(cmd_takeover))
 

@@ -89,3 +89,27 @@ def test_an_executor_on_sqlite_loads_no_database_driver_nor_cedar() -> None:
         "['cedarpy', 'psycopg']",
         "module 'handrail.authz' has no attribute 'NoSuchName'",
     ]
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-5", "soon"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["console", "--start-timeout"],  # nan waited for ever, saying nothing
+        ["console", "--idle-timeout"],
+        ["mcp", "--start-timeout"],
+        ["mcp", "--approval-wait"],
+        ["authz", "serve", "--approval-timeout"],
+        ["takeover", "t", "--ttl"],
+    ],
+)
+def test_a_duration_that_is_not_a_number_of_seconds_is_refused_in_one_line(
+    argv: list[str], value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as caught:
+        build_parser().parse_args([*argv, value])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert caught.value.code == 2
+    assert err.endswith(f"{argv[-1]} takes a number of seconds from 0 up, not {value!r}") or (
+        value == "soon" and err.endswith(f"{argv[-1]} takes seconds, not 'soon'")
+    ), err

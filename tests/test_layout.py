@@ -33,6 +33,7 @@ LAYERS: dict[str, int] = {
     "handrail._rpc": 0,
     "handrail._dsn": 0,
     "handrail._cpus": 0,
+    "handrail._args": 0,
     "handrail._lazy": 0,
     "handrail.proto": 1,
     "handrail.authz": 2,

@@ -13,6 +13,7 @@ from typing import Any
 import grpc
 
 from handrail import HandrailError
+from handrail._args import seconds
 from handrail.authz import parse_addresses
 from handrail.console._config import DEFAULT_LISTEN, ConsoleConfig
 from handrail.console._serve import serve_forever
@@ -40,11 +41,17 @@ def register(sub: Any) -> None:
     p.add_argument("--tls-cert", default="", help="PEM certificate chain: serve HTTPS")
     p.add_argument("--tls-key", default="", help="PEM private key of --tls-cert")
     p.add_argument("--authz-ca", default="", help="PEM CA certificates: the sidecar speaks TLS")
-    p.add_argument("--idle-timeout", type=float, default=1800, metavar="S", help="sign-ins end after S idle seconds")
+    p.add_argument(
+        "--idle-timeout",
+        type=seconds("--idle-timeout"),
+        default=1800,
+        metavar="S",
+        help="sign-ins end after S idle seconds",
+    )
     p.add_argument("--allowed-host", action="append", default=[], help="a Host header to answer (repeatable)")
     p.add_argument(
         "--start-timeout",
-        type=float,
+        type=seconds("--start-timeout"),
         default=10,
         metavar="S",
         help="wait up to S seconds for the sidecar and the executors to answer before serving (default %(default)s)",

@@ -11,6 +11,8 @@ from typing import Any
 import anyio
 import grpc
 
+from handrail._args import seconds
+
 from ._bridge import McpSettings
 from ._tools import build_server
 
@@ -49,7 +51,7 @@ def register(sub: Any) -> None:
     )
     cmd.add_argument(
         "--approval-wait",
-        type=float,
+        type=seconds("--approval-wait"),
         default=120.0,
         metavar="SECONDS",
         help="how long an action waits for the operator once the user opened the approval page (default 120)",
@@ -68,7 +70,7 @@ def register(sub: Any) -> None:
     )
     cmd.add_argument(
         "--start-timeout",
-        type=float,
+        type=seconds("--start-timeout"),
         default=10,
         metavar="SECONDS",
         help="wait up to this long for the executor to answer before serving (default %(default)s)",
