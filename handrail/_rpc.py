@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import errno
 import inspect
+import os
 import re
 import socket
 from collections.abc import Callable, Iterable, Mapping
@@ -161,6 +162,8 @@ def port_taken(listen: str) -> str:
     Asked before gRPC binds, so that a taken port is said in one line rather than in a
     gRPC core error log.
     """
+    if listen.startswith(_SOCKET_FILES):
+        return _socket_file_problem(listen)
     host, _, port_text = listen.rpartition(":")
     if not port_text.isdigit() or int(port_text) == 0:
         return ""
@@ -180,18 +183,39 @@ def bound_address(listen: str, port: int) -> str:
     """Where a server that bound ``listen`` answers, for its "listening on" line: ``HOST:PORT``
     with the port it got (port 0 picks one), or a ``unix:`` path as it is (gRPC reports 1
     for a bound socket file, not a port)."""
-    if listen.startswith(("unix:", "unix-abstract:")):
+    if listen.startswith(_SOCKET_FILES):
         return listen
     return f"{listen.rsplit(':', 1)[0]}:{port}"
 
 
+#: The gRPC listen forms of a socket that is not an IP address and port.
+_SOCKET_FILES = ("unix:", "unix-abstract:")
+
+
+def _socket_file_problem(listen: str) -> str:
+    """What is wrong with a ``unix:PATH`` or ``unix-abstract:NAME`` to listen on, or ``""``:
+    no path at all (gRPC took ``unix:`` and said it listened), or a directory that is not
+    there."""
+    scheme = next(s for s in _SOCKET_FILES if listen.startswith(s))
+    path = listen[len(scheme) :]
+    if not path.strip("/"):
+        return f"cannot listen on {listen}: no socket path after {scheme!r}"
+    if scheme == "unix:":
+        parent = os.path.dirname(os.path.abspath(path.removeprefix("//")))
+        if not os.path.isdir(parent):
+            return f"cannot listen on {listen}: there is no directory {parent}"
+    return ""
+
+
 def cannot_listen(listen: str) -> str:
-    """One line saying why a server could not bind ``listen`` (``HOST:PORT``).
+    """One line saying why a server could not bind ``listen`` (``HOST:PORT``, or a socket file).
 
     gRPC says only that binding failed; a plain socket says why: the port is taken (by
     another server: SO_REUSEPORT is off, so a second server never shares it), or the
     address is not this machine's, or the port is privileged.
     """
+    if listen.startswith(_SOCKET_FILES):
+        return _socket_file_problem(listen) or f"cannot listen on {listen}"
     host, _, port_text = listen.rpartition(":")
     host = host.strip("[]")
     try:

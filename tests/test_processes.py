@@ -106,6 +106,24 @@ def test_no_port_sharing_and_one_executor_per_data_dir(stack: Stack, tmp_path: P
     assert one_line(second_sidecar).endswith("the port is taken")
 
 
+@pytest.mark.parametrize(
+    ("listen", "says"),
+    [
+        ("unix:", "no socket path after 'unix:'"),  # gRPC took it and said it listened
+        ("unix:///", "no socket path after 'unix:'"),
+        ("unix:{tmp}/no/such/authz.sock", "there is no directory {tmp}/no/such"),
+    ],
+)
+def test_a_socket_file_to_listen_on_that_cannot_be_is_one_line(
+    stack: Stack, tmp_path: Path, listen: str, says: str
+) -> None:
+    listen, says = listen.format(tmp=tmp_path), says.format(tmp=tmp_path)
+    sidecar = one_line(handrail("authz", "serve", "--data-dir", str(tmp_path / "a"), "--listen", listen))
+    assert sidecar == f"handrail-authz: cannot start: cannot listen on {listen}: {says}"
+    executor = executor_serve(stack.authz.address, stack.executor_principal.token, tmp_path / "x", listen=listen)
+    assert one_line(executor).endswith(f"cannot listen on {listen}: {says}")
+
+
 def test_a_read_only_data_dir_is_one_line(stack: Stack, tmp_path: Path) -> None:
     data = tmp_path / "ro"
     data.mkdir()
