@@ -66,13 +66,19 @@ ECHO_READY = "echo listening on "
 # --- the echo server (a process of its own) ----------------------------------------------------
 
 
-def run_echo_server(cpus: str | None = None) -> None:
+def run_echo_server(cpus: str | None = None, insert_dsn: str | None = None) -> None:
     """A trivial unary service, bytes in, the same bytes out, served like the sidecar
-    (``cpus``: kept on those CPUs, as the sidecar's ``--cpus`` keeps it)."""
+    (``cpus``: kept on those CPUs, as the sidecar's ``--cpus`` keeps it). With
+    ``insert_dsn``, each call first runs one prepared INSERT of its bytes on that PostgreSQL
+    (one connection per thread, autocommit, ``synchronous_commit`` off as the sidecar's
+    decision sessions): the floor of any service that writes one row per call."""
     if cpus is not None:
         pin_process(parse_cpus(cpus))  # before gRPC starts its threads: they inherit it
+    write = _one_insert(insert_dsn) if insert_dsn else None
 
     def echo(request: bytes, context: grpc.ServicerContext) -> bytes:
+        if write is not None:
+            write(request)
         return request
 
     handler = grpc.method_handlers_generic_handler(
@@ -87,10 +93,35 @@ def run_echo_server(cpus: str | None = None) -> None:
     server.wait_for_termination()
 
 
-def start_echo(cpus: set[int] | None = None) -> tuple[subprocess.Popen[str], str]:
-    """The echo server; ``cpus``: kept on those CPUs, as the sidecar's ``--cpus`` keeps it."""
-    pinned = [] if cpus is None else ["--cpus", span(frozenset(cpus))]
-    proc = subprocess.Popen([sys.executable, __file__, "--echo-server", *pinned], stdout=subprocess.PIPE, text=True)
+def _one_insert(dsn: str) -> Callable[[bytes], None]:
+    """A function that inserts its bytes as one row (a prepared statement, one round trip)."""
+    import psycopg  # only the floor needs it
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS bench_floor (id bigserial PRIMARY KEY, at timestamptz"
+                     " NOT NULL DEFAULT now(), request bytea NOT NULL)")  # fmt: skip
+    local = threading.local()
+
+    def write(request: bytes) -> None:
+        conn = getattr(local, "conn", None)
+        if conn is None:
+            conn = local.conn = psycopg.connect(dsn, autocommit=True)
+            conn.execute("SET synchronous_commit = off")
+            conn.pgconn.prepare(b"floor", b"INSERT INTO bench_floor (request) VALUES ($1)")
+        result = conn.pgconn.exec_prepared(b"floor", [request], param_formats=[1])
+        if result.status != psycopg.pq.ExecStatus.COMMAND_OK:
+            raise RuntimeError(result.get_error_message())
+
+    return write
+
+
+def start_echo(cpus: set[int] | None = None, insert_dsn: str | None = None) -> tuple[subprocess.Popen[str], str]:
+    """The echo server; ``cpus``: kept on those CPUs, as the sidecar's ``--cpus`` keeps it;
+    ``insert_dsn``: each call also writes one row there (see :func:`run_echo_server`)."""
+    argv = [sys.executable, __file__, "--echo-server"]
+    argv += [] if cpus is None else ["--cpus", span(frozenset(cpus))]
+    argv += [] if insert_dsn is None else ["--insert", insert_dsn]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()
     if not line.startswith(ECHO_READY):
@@ -255,13 +286,14 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--echo-server", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--cpus", default=None, help=argparse.SUPPRESS)  # the echo server's
+    parser.add_argument("--insert", default=None, help=argparse.SUPPRESS)  # the echo server's floor DSN
     parser.add_argument("--quick", action="store_true", help="fewer samples (a smoke run)")
     parser.add_argument("--samples", type=int, default=0)
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=5.0)
     args = parser.parse_args()
     if args.echo_server:
-        run_echo_server(args.cpus)
+        run_echo_server(args.cpus, args.insert)
         return 0
     samples = args.samples or (1000 if args.quick else 8000)
     seconds = 1.0 if args.quick else args.seconds

@@ -13,9 +13,11 @@ with ``sched_setaffinity``, the sidecars with ``--cpus``), the other replicas on
 CPUs in turn; the client runs anywhere. So that the setting's effect is on record, the
 SQLite sidecar and one PostgreSQL sidecar are measured again left to the scheduler,
 against a second echo left there too (``*_unpinned_*``); the targets are judged on the
-kept pair, each check against the echo served the same way. Not judged either: that check
-with PostgreSQL kept on the sidecar's CPU too, and a bare ``SELECT 1`` to a backend on the
-caller's CPU and on another (``pg_db_on_sidecar_cpu_*``, ``pg_select1_*``).
+kept pair, each check against the echo served the same way. Not judged either: the floor,
+the echo kept on the sidecar's CPU and writing one row per call to the same PostgreSQL (one
+prepared INSERT, ``pg_floor_*``: what one database round trip costs any service served
+so); that check with PostgreSQL kept on the sidecar's CPU too; and a bare ``SELECT 1`` to a
+backend on the caller's CPU and on another (``pg_db_on_sidecar_cpu_*``, ``pg_select1_*``).
 
 Figures, each configuration measured in blocks alternating with its echo so that drift
 hits both:
@@ -60,10 +62,10 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import emit, pct
+from _pg_place import CpuMeter, place_postgres, round_trip_us
 from authz_check import (
     ACTIVE_AGENTS,
     N_AGENTS,
@@ -138,109 +140,6 @@ def raw_call(address: str, method: str, token: str) -> Callable[[bytes], bytes]:
     return call
 
 
-def proc_stat(pid: int) -> list[str]:
-    """The fields of ``/proc/PID/stat`` after the command's name (state first)."""
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-
-
-def postgres_pids(postmaster: int) -> list[int]:
-    """The PostgreSQL server's processes: the postmaster and its children (the backends)."""
-    pids = [postmaster]
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if int(proc_stat(int(entry.name))[1]) == postmaster:
-                    pids.append(int(entry.name))
-            except (OSError, IndexError, ValueError):
-                continue
-    return pids
-
-
-def place_postgres(postmaster: int, cpus: set[int]) -> bool:
-    """Keep the PostgreSQL server's processes on ``cpus``; False where this process may not."""
-    try:
-        for pid in postgres_pids(postmaster):
-            os.sched_setaffinity(pid, cpus)
-    except PermissionError:
-        return False
-    except ProcessLookupError:
-        pass
-    return True
-
-
-def round_trip_us(dsn: str, own: int, backend: int) -> float:
-    """p50 of a bare ``SELECT 1`` from this process on CPU ``own`` to a backend on CPU ``backend``."""
-    mine = os.sched_getaffinity(0)
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        row = conn.execute("SELECT pg_backend_pid()").fetchone()
-        assert row is not None
-        os.sched_setaffinity(int(row[0]), {backend})
-        os.sched_setaffinity(0, {own})
-        try:
-            times = []
-            for _ in range(2000):
-                t0 = time.perf_counter()
-                conn.pgconn.exec_(b"SELECT 1")
-                times.append(time.perf_counter() - t0)
-        finally:
-            os.sched_setaffinity(0, mine)
-    return statistics.median(times[200:]) * 1e6
-
-
-class CpuMeter:
-    """CPU seconds spent by the run's own processes (this client, the sidecars, the
-    PostgreSQL server and its backends) and how busy the machine's cores were (any process),
-    between two readings of ``/proc``."""
-
-    def __init__(self, sidecars: list[int], postmaster: int) -> None:
-        self.sidecars = sidecars
-        self.postmaster = postmaster
-        self._tick = os.sysconf("SC_CLK_TCK")
-
-    def _cpu(self, pid: int, *, reaped: bool = False) -> float:
-        """utime + stime of ``pid`` (and of its children it reaped), in seconds; 0 once gone."""
-        try:
-            f = proc_stat(pid)
-        except OSError:
-            return 0.0
-        ticks = int(f[11]) + int(f[12]) + (int(f[13]) + int(f[14]) if reaped else 0)
-        return ticks / self._tick
-
-    def _postgres(self) -> float:
-        children = postgres_pids(self.postmaster)[1:]
-        return self._cpu(self.postmaster, reaped=True) + sum(self._cpu(pid) for pid in children)
-
-    @staticmethod
-    def _machine() -> tuple[int, int]:
-        """(busy, all) jiffies of every core, any process."""
-        values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-        idle = values[3] + values[4]  # idle + iowait
-        return sum(values) - idle, sum(values)
-
-    def read(self) -> tuple[float, float, float, tuple[int, int], float]:
-        t = os.times()
-        sidecars = sum(self._cpu(pid) for pid in self.sidecars)
-        return t.user + t.system, sidecars, self._postgres(), self._machine(), time.perf_counter()
-
-    def measure(self, work: Callable[[], float]) -> tuple[float, dict[str, float]]:
-        """Run ``work`` (it returns operations/s); that rate and the CPU it took, per operation."""
-        before = self.read()
-        rate = work()
-        after = self.read()
-        wall = after[4] - before[4]
-        ops = max(1.0, rate * wall)
-        client, sidecars, postgres = after[0] - before[0], after[1] - before[1], after[2] - before[2]
-        busy = (after[3][0] - before[3][0]) / max(1, after[3][1] - before[3][1])
-        return rate, {
-            "client_us": client / ops * 1e6,
-            "sidecars_us": sidecars / ops * 1e6,
-            "postgres_us": postgres / ops * 1e6,
-            "total_us": (client + sidecars + postgres) / ops * 1e6,
-            "own_share": (client + sidecars + postgres) / (wall * (os.cpu_count() or 1)),
-            "machine_busy": busy,
-        }
-
-
 def round_robin(calls: list[Callable[[bytes], bytes]]) -> Callable[[bytes], bytes]:
     turn = [0]
 
@@ -254,9 +153,10 @@ def round_robin(calls: list[Callable[[bytes], bytes]]) -> Callable[[bytes], byte
 def latency(
     echo: Callable[[bytes], bytes], check: Callable[[bytes], bytes], payloads: list[bytes], samples: int
 ) -> tuple[list[float], list[float]]:
-    """Alternating blocks of echo and Check; both sample lists."""
+    """Alternating blocks of echo and Check (or another echo); both sample lists."""
     for p in payloads[:200]:
-        reply = pb.CheckResponse.FromString(check(p))
+        answer = check(p)
+        reply = pb.CheckResponse.FromString(answer) if answer != p else pb.CheckResponse(allow=True)
         if not reply.allow:
             raise SystemExit(f"the bench check is refused: {reply}")
     _timed(echo, payloads, 300, 0)
@@ -382,6 +282,7 @@ def main() -> int:
     procs: list[ServerProcess] = []
     echo_proc: subprocess.Popen[str] | None = None
     free_echo_proc: subprocess.Popen[str] | None = None
+    floor_proc: subprocess.Popen[str] | None = None
     pg = None
     figures: dict[str, Any] = {}
     tokens: dict[str, str] = {}
@@ -433,6 +334,10 @@ def main() -> int:
         one = replicas[0].address
         echo = raw_call(echo_address, "/bench.Echo/Echo", tokens["exe"])
         e_pg, c_pg = latency(echo, raw_call(one, "/handrail.authz.v1.Authz/Check", tokens["exe"]), payloads, samples)
+        # Not judged: the floor, an echo served the same way that writes one row per call.
+        floor_proc, floor_address = start_echo({cpus[0]}, insert_dsn=dsn)
+        e_fl, c_fl = latency(echo, raw_call(floor_address, "/bench.Echo/Echo", tokens["exe"]), payloads, samples)
+        floor_proc.kill()
         # Not judged: how much of that is this machine's cost of a hop to another CPU. The
         # same check with the database kept on the sidecar's CPU, and a bare round trip.
         assert pg.proc is not None
@@ -472,7 +377,7 @@ def main() -> int:
     finally:
         for proc in procs:
             proc.stop()
-        for echo_server in (echo_proc, free_echo_proc):
+        for echo_server in (echo_proc, free_echo_proc, floor_proc):
             if echo_server is not None:
                 echo_server.kill()
                 echo_server.wait()
@@ -514,6 +419,8 @@ def main() -> int:
     ceiling = cores / (pg3_cpu["total_us"] / 1e6)
     figures["pg3_cpu_ceiling_per_s"] = round(ceiling)
     figures["echo_per_s"] = round(echo_rate)
+    figures["pg_floor_p50_us"] = us(statistics.median(c_fl))
+    figures["pg_floor_p50_ratio"] = round(statistics.median(c_fl) / statistics.median(e_fl), 3)
     if placed:
         figures["pg_db_on_sidecar_cpu_check_p50_us"] = us(statistics.median(c_pgc))
         figures["pg_db_on_sidecar_cpu_p50_ratio"] = round(statistics.median(c_pgc) / statistics.median(e_pgc), 3)
@@ -568,6 +475,12 @@ def main() -> int:
             f" {cpu['sidecars_us']:.0f}, PostgreSQL {cpu['postgres_us']:.0f}); this run used"
             f" {cpu['own_share']:.0%} of {cores} cores, the machine's cores were {cpu['machine_busy']:.0%} busy"
         )
+    print(
+        f"not judged: an echo served the same way that also writes one row per call (one prepared INSERT):"
+        f" p50 {figures['pg_floor_p50_us']:.0f} us (ratio {figures['pg_floor_p50_ratio']:.2f}), the floor of any"
+        " service that logs a row per call here; the PostgreSQL sidecar's check is above it by"
+        f" {figures['pg_check_p50_us'] - figures['pg_floor_p50_us']:.0f} us"
+    )
     if placed:
         print(
             f"not judged: with PostgreSQL kept on the sidecar's CPU too, the check's p50 is"
