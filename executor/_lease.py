@@ -7,8 +7,9 @@ session id: every session's timeline of the target shows it) and told to the ses
 Attach streams. It keeps, per target, a ``LeaseFence`` (``_session``): the highest epoch it has
 seen, the epoch its agent holds, and whether a person holds the newest lease. Lease
 changes reach the fences two ways: pushed by the sidecar's ``Watch`` stream while it is
-up, and, while it is down, by asking the sidecar right before each dispatch. Whatever
-the sidecar cannot confirm counts as lost (fail-closed).
+up (so a session learns of them early), and by asking the sidecar right before each
+dispatch, whatever the stream says. Whatever the sidecar cannot confirm counts as lost
+(fail-closed).
 """
 
 from __future__ import annotations
@@ -212,22 +213,24 @@ class LeaseKeeper:
     async def superseded(self, session: Session, cited: Observation) -> bool:
         """The fence, right before dispatch: has the lease changed since ``cited``?
 
-        A lease change seen since the decision wins over it. Without a live Watch stream
-        the sidecar is asked; if it cannot say, the lease counts as lost (fail-closed).
+        A lease change seen since the decision wins over it. The sidecar is asked every
+        time, live Watch or not: a stream is only as current as its replica, and a takeover
+        made through another replica reaches it later (its NOTIFY, its listener), or not
+        before keepalive finds a stopped replica (about 2 s), in which time the decision
+        would be dispatched under a person. If the sidecar cannot say, the lease counts as
+        lost (fail-closed). Left: a change committed between this read and the dispatch.
         """
         await self._refresh(session)
         fence = session.fence
         return cited.lease_epoch < fence.highest_epoch or fence.held_epoch != cited.lease_epoch
 
     async def _refresh(self, session: Session) -> None:
-        if self.watching(session.target):
-            return
         try:
             lease = await self._authz.get_lease(session.target)
         except AuthzError:
             session.fence.lose()
             return
-        session.fence.saw(lease.epoch)
+        session.fence.saw_lease(lease.epoch, lease.holder_kind)  # a person's: said as such
         if lease.holder_kind != "agent" or lease.holder != session.agent:
             session.fence.lose()
 
