@@ -8,6 +8,11 @@ waits until it answers. :meth:`PrivatePostgres.stop` stops it and removes the di
 With ``HANDRAIL_TEST_PG=<dsn>`` in the environment, :func:`test_database` uses that
 server instead and starts nothing.
 
+With ``tls=`` (:func:`make_certificates`: a throwaway CA, a server certificate for
+``localhost``/``127.0.0.1``, client certificates) the server runs with ``ssl=on``, and
+``hba=`` replaces its ``pg_hba.conf`` (``hostssl`` lines, ``cert`` authentication ...):
+the default, for every other test, is no TLS and the ``trust`` of ``initdb -A trust``.
+
 :func:`fresh_schema` gives each user of one server its own schema (a DSN whose
 ``search_path`` names it), so that tests sharing a server never see each other's rows.
 """
@@ -28,9 +33,11 @@ from pathlib import Path
 
 __all__ = [
     "TEST_PG_ENV",
+    "Certificates",
     "PostgresUnavailable",
     "PrivatePostgres",
     "fresh_schema",
+    "make_certificates",
     "pg_binaries",
     "pg_url",
     "private_postgres",
@@ -117,13 +124,25 @@ def _as_user(user: str | None) -> dict[str, object]:
     return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
 
 
-def private_postgres(*, durable: bool = False, settings: dict[str, str] | None = None) -> PrivatePostgres:
+def private_postgres(
+    *,
+    durable: bool = False,
+    settings: dict[str, str] | None = None,
+    tls: Certificates | None = None,
+    hba: str | None = None,
+) -> PrivatePostgres:
     """Make and start a private server; stop it with :meth:`PrivatePostgres.stop`.
 
     Args:
         durable: keep ``fsync`` on (benchmarks); tests turn it off, which only matters
             should the machine itself crash.
         settings: more ``-c name=value`` settings.
+        tls: serve TLS with these certificates (``ssl=on``; the server's key is copied into
+            the cluster, mode 0600, owned by the server's user; client certificates are
+            checked against ``tls.ca``). Its :attr:`~PrivatePostgres.dsn` then verifies the
+            server (``sslmode=verify-full``).
+        hba: the lines of ``pg_hba.conf`` (None: ``initdb``'s, trust for every connection).
+            With TLS the superuser's own ``hostssl`` trust line for 127.0.0.1 comes first.
 
     Raises:
         PostgresUnavailable: no binaries, or the server did not come up (with its log).
@@ -144,6 +163,14 @@ def private_postgres(*, durable: bool = False, settings: dict[str, str] | None =
         if done.returncode != 0:
             raise PostgresUnavailable(f"initdb failed: {done.stderr.decode(errors='replace')[-2000:]}")
         port = _free_port()
+        tls_options: dict[str, str] = {}
+        query = ""
+        if tls is not None:
+            tls_options = _install_tls(tls, data, user)
+            query = f"?sslmode=verify-full&sslrootcert={tls.ca}"
+        if hba is not None:
+            first = f"hostssl all {PG_USER} 127.0.0.1/32 trust\n" if tls is not None else ""
+            (data / "pg_hba.conf").write_text(f"local all all trust\n{first}{hba.strip()}\n")
         options = {
             "listen_addresses": "127.0.0.1",
             "port": str(port),
@@ -153,6 +180,7 @@ def private_postgres(*, durable: bool = False, settings: dict[str, str] | None =
             "fsync": "on" if durable else "off",
             "synchronous_commit": "on",
             "full_page_writes": "on" if durable else "off",
+            **tls_options,
             **(settings or {}),
         }
         argv = [str(binaries / "postgres"), "-D", str(data)]
@@ -161,12 +189,114 @@ def private_postgres(*, durable: bool = False, settings: dict[str, str] | None =
         log = open(directory / "postgres.log", "wb")  # noqa: SIM115 - the server owns it
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=directory, **_as_user(user))  # type: ignore[call-overload]
         log.close()
-        server = PrivatePostgres(f"postgresql://{PG_USER}@127.0.0.1:{port}/postgres", port, directory, proc)
+        server = PrivatePostgres(f"postgresql://{PG_USER}@127.0.0.1:{port}/postgres{query}", port, directory, proc)
         _wait_ready(server, directory / "postgres.log")
         return server
     except BaseException:
         shutil.rmtree(directory, ignore_errors=True)
         raise
+
+
+def _install_tls(tls: Certificates, data: Path, user: str | None) -> dict[str, str]:
+    """Copy the server's certificate, key and CA into the cluster's directory (the key
+    0600 and every file owned by the server's user, as PostgreSQL requires); the settings."""
+    names = {"server.crt": tls.server_cert, "server.key": tls.server_key, "root.crt": tls.ca}
+    for name, source in names.items():
+        shutil.copyfile(source, data / name)
+        os.chmod(data / name, 0o600)
+        if user is not None:
+            entry = pwd.getpwnam(user)
+            os.chown(data / name, entry.pw_uid, entry.pw_gid)
+    return {"ssl": "on", "ssl_cert_file": "server.crt", "ssl_key_file": "server.key", "ssl_ca_file": "root.crt"}
+
+
+@dataclass(frozen=True)
+class Certificates:
+    """Throwaway TLS material in one directory (see :func:`make_certificates`); PEM files,
+    the keys mode 0600.
+
+    Attributes:
+        ca: the CA's certificate (``sslrootcert``).
+        server_cert, server_key: the server's, for ``localhost`` and ``127.0.0.1``.
+        other_ca: a second CA, which the server's certificate does not chain to.
+    """
+
+    directory: Path
+    ca: Path
+    server_cert: Path
+    server_key: Path
+    other_ca: Path
+
+    def client(self, user: str, *, other_ca: bool = False) -> tuple[Path, Path]:
+        """A client certificate for ``user`` (its CN) and its key, signed by the CA (or by
+        the other CA); made on first use."""
+        stem = self.directory / f"client-{user}{'-other' if other_ca else ''}"
+        cert, key = stem.with_suffix(".crt"), stem.with_suffix(".key")
+        if not cert.exists():
+            issuer = "other-ca" if other_ca else "ca"
+            _issue(self.directory, issuer, user, cert, key, server=False)
+        return cert, key
+
+
+def make_certificates(directory: Path) -> Certificates:
+    """A CA, a server certificate it signs (``localhost``, ``127.0.0.1``), and a second CA,
+    in ``directory`` (made if missing). Uses the ``cryptography`` package."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in ("ca", "other-ca"):
+        _issue(directory, None, f"handrail test {name}", directory / f"{name}.crt", directory / f"{name}.key")
+    cert, key = directory / "server.crt", directory / "server.key"
+    _issue(directory, "ca", "localhost", cert, key, server=True)
+    return Certificates(directory, directory / "ca.crt", cert, key, directory / "other-ca.crt")
+
+
+def _issue(
+    directory: Path, issuer: str | None, name: str, cert_path: Path, key_path: Path, *, server: bool = False
+) -> None:
+    """Write a certificate for ``name`` and its key (EC P-256): self-signed as a CA when
+    ``issuer`` is None, else signed by ``directory/<issuer>.crt``'s key."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    if issuer is None:
+        signer, issuer_name = key, subject
+    else:
+        loaded = serialization.load_pem_private_key((directory / f"{issuer}.key").read_bytes(), None)
+        assert isinstance(loaded, ec.EllipticCurvePrivateKey)
+        signer = loaded
+        issuer_name = x509.load_pem_x509_certificate((directory / f"{issuer}.crt").read_bytes()).subject
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.BasicConstraints(ca=issuer is None, path_length=None), critical=True)
+    )
+    if issuer is None:
+        builder = builder.add_extension(
+            x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
+        )
+    else:
+        usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
+        builder = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+    if server:
+        alt = [x509.DNSName(name), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+        builder = builder.add_extension(x509.SubjectAlternativeName(alt), critical=False)
+    cert_path.write_bytes(builder.sign(signer, hashes.SHA256()).public_bytes(serialization.Encoding.PEM))
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    key_path.touch(mode=0o600)
+    os.chmod(key_path, 0o600)
+    key_path.write_bytes(pem)
 
 
 def _wait_ready(server: PrivatePostgres, log: Path, timeout: float = 60.0) -> None:
