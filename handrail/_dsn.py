@@ -3,11 +3,12 @@ tell), why a first connection to one failed, and that reason without the passwor
 
 from __future__ import annotations
 
+import os
 import re
 import time
 import urllib.parse
 
-__all__ = ["first_line", "is_pg_dsn", "redact", "why_no_connection"]
+__all__ = ["first_line", "is_pg_dsn", "redact", "tls_hint", "why_no_connection"]
 
 _KEYWORD_PASSWORD = re.compile(r"password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)")
 
@@ -36,6 +37,8 @@ def why_no_connection(dsn: str, timeout_s: float, where: str) -> str:
             if isinstance(exc, psycopg.ProgrammingError) or _BAD_OPTION.search(reason):
                 # the string itself (a value libpq refuses before it dials): no use trying again
                 return f"cannot connect to {where}: not a usable connection string: {reason}"
+            if _REFUSED.search(reason):  # TLS or authentication: trying again changes nothing
+                return f"cannot connect to {where}: {reason}{tls_hint(reason, dsn)}"
             if time.monotonic() + 0.2 >= deadline:
                 return f"cannot connect to {where} within {timeout_s:g} s: {reason}"
         time.sleep(0.2)
@@ -44,6 +47,42 @@ def why_no_connection(dsn: str, timeout_s: float, where: str) -> str:
 #: libpq's words for an option value it refuses before it dials (``sslmode=sometimes``,
 #: ``target_session_attrs``, ``channel_binding``, ``port=x`` ...).
 _BAD_OPTION = re.compile(r"\binvalid [\w ]+ value\b|\binvalid port number\b")
+
+
+#: libpq's words for a connection that reached the server and was refused for what the
+#: connection string or the server's configuration says, which no retry changes: the
+#: server's certificate (another CA, another host name), the client's certificate, key or
+#: CA file, a server without TLS under ``sslmode=require``, ``pg_hba.conf``, a password.
+_REFUSED = re.compile(
+    r"certificate verify failed|does not match host name|root certificate file|certificate file|"
+    r"private key file|not private key|server does not support SSL|alert unknown ca|alert bad certificate|"
+    r"alert certificate required|requires a valid client certificate|no pg_hba\.conf entry|"
+    r"authentication failed for user|no password supplied"
+)
+
+
+def tls_hint(reason: str, dsn: str) -> str:
+    """What to look at, after libpq's ``reason`` for a refused connection to ``dsn``, where
+    its own words do not name the file (``""`` where they do, or for another reason)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        params = {k: str(v) for k, v in conninfo_to_dict(dsn).items()}
+    except Exception:  # (a string that does not parse is said before any dial)
+        return ""
+    rootcert, cert = params.get("sslrootcert"), params.get("sslcert")
+    if "certificate verify failed" in reason:
+        ca = f"sslrootcert={rootcert}" if rootcert else "~/.postgresql/root.crt (no sslrootcert given)"
+        return f" (the server's certificate is not signed by the CA in {ca}, or has expired)"
+    if "alert unknown ca" in reason or "alert bad certificate" in reason:
+        return f" (the server does not trust the client certificate sslcert={cert or '~/.postgresql/postgresql.crt'})"
+    if "requires a valid client certificate" in reason:
+        if cert and not os.path.exists(cert):
+            return f" (sslcert={cert} does not exist: libpq sent no certificate)"
+        return "" if cert else " (no sslcert/sslkey given)"
+    if "server does not support SSL" in reason:
+        return " (the server has ssl=off)"
+    return ""
 
 
 def first_line(exc: BaseException, dsn: str = "") -> str:
@@ -57,7 +96,9 @@ def redact(text: str, dsn: str) -> str:
     """``text`` (a driver's message about ``dsn``) with the password of ``dsn`` written as
     ``***``: libpq quotes a connection string that does not parse whole, and a password
     holding an unescaped ``@`` or ``/`` is cut into what it then calls a host or a path,
-    so each piece of the password is hidden too, as are ``password=`` values."""
+    so each piece of the password is hidden too, as are ``password=`` values. The client
+    key's ``sslpassword`` is hidden as the password is (libpq quotes a query value whose
+    ``%`` escape is bad: ``invalid percent-encoded token: "..."``)."""
     secrets: set[str] = set()
     if "@" in dsn and "://" in dsn:  # a URL, its scheme mistyped or not
         userinfo = dsn.split("://", 1)[1].rsplit("@", 1)[0]
@@ -65,6 +106,11 @@ def redact(text: str, dsn: str) -> str:
             password = userinfo.split(":", 1)[1]
             secrets.update((password, urllib.parse.unquote(password)))
             secrets.update(piece for piece in re.split(r"[@/?:#]", password) if len(piece) >= 3)
+    if "://" in dsn and "?" in dsn:  # a URL's query: password= and sslpassword= end at the next &
+        for pair in dsn.split("?", 1)[1].split("&"):
+            key, _, value = pair.partition("=")
+            if key.strip().lower() in ("password", "sslpassword") and value:
+                secrets.update((value, urllib.parse.unquote(value)))
     secrets.update(m.group(1).strip("'") for m in _KEYWORD_PASSWORD.finditer(dsn))
     for secret in sorted((s for s in secrets if s), key=len, reverse=True):
         text = text.replace(secret, "***")

@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 import psycopg
 import psycopg_pool
 
-from handrail._dsn import first_line, redact, why_no_connection
+from handrail._dsn import first_line, redact, tls_hint, why_no_connection
 
 from ._chain import GENESIS_HASH, hash_columns, now_ms
 from ._entry import Entry, PreparedEntry, entry_from_row
@@ -532,7 +532,8 @@ def ledger_executors(dsn: str) -> list[str]:
     except psycopg.errors.UndefinedTable:
         raise LedgerError(f"no ledger in {_describe(dsn)}", reason="NOT_FOUND") from None
     except psycopg.Error as exc:
-        raise LedgerError(f"cannot read the ledger database {_describe(dsn)}: {first_line(exc, dsn)}") from exc
+        reason = first_line(exc, dsn)
+        raise LedgerError(f"cannot read the ledger database {_describe(dsn)}: {reason}{tls_hint(reason, dsn)}") from exc
     return [str(r[0]) for r in rows]
 
 

@@ -1,0 +1,350 @@
+"""PostgreSQL over TLS, as docs/deploy.md tells operators to reach it: sidecar replicas
+(real ``handrail authz serve`` processes) and executors' ledgers with
+``sslmode=verify-full&sslrootcert=...`` (and client certificates), and what an attacker
+or a mistake puts in between: another CA, a certificate for another host, a server
+without TLS, a ``hostssl``-only or client-certificate-only server reached without them, a
+missing CA file, a client key anyone may read.
+
+Each refusal is one line that names the problem and hides the password and the key's
+``sslpassword``, said at once (no retrying for the start timeout: no retry changes a
+certificate), and nothing was served or appended. One private server with ``ssl=on`` for
+the module (:func:`~handrail.scenarios._postgres.private_postgres` with ``tls=``); the
+session's server without TLS for ``sslmode=require`` against it.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import psycopg
+import pytest
+
+from handrail.authz import AuthzClient, GrantInfo, PgStore
+from handrail.recorder import LedgerError, open_ledger
+from handrail.scenarios import ServerProcess, start_server
+from handrail.scenarios._postgres import (
+    Certificates,
+    PrivatePostgres,
+    fresh_schema,
+    make_certificates,
+    pg_url,
+    private_postgres,
+)
+from tests.authz.test_replicas import _Watch
+
+pytestmark = pytest.mark.slow
+
+#: The replicas' password (the characters a URL must escape) and a client key's passphrase.
+PASSWORD = f"Pw:{secrets.token_hex(6)}@/x"
+SSLPASSWORD = f"Kp{secrets.token_hex(6)}"
+TARGET = "browser:1"
+
+# `loose` takes TLS or not (so that the replicas' own choice of TLS shows), `strict` and
+# every other database TLS only, `certdb` a client certificate and nothing else.
+HBA = """
+hostssl certdb all 127.0.0.1/32 cert clientcert=verify-full
+hostssl all all 127.0.0.1/32 scram-sha-256
+host loose all 127.0.0.1/32 scram-sha-256
+"""
+
+
+@dataclass
+class TlsServer:
+    server: PrivatePostgres
+    certs: Certificates
+
+    def admin(self, db: str) -> str:
+        """The superuser's DSN of ``db`` (verified TLS)."""
+        return pg_url(self.server.dsn, dbname=db)
+
+    def dsn(self, db: str = "loose", user: str = "app_a", *, password: bool = True, **params: str) -> str:
+        """A replica's or executor's DSN: verify-full against the CA, the password in the URL."""
+        auth = f"{user}:{quote(PASSWORD, safe='')}" if password else user
+        query = {"sslmode": "verify-full", "sslrootcert": str(self.certs.ca), **params}
+        tail = "&".join(f"{k}={quote(v, safe='/')}" for k, v in query.items() if v)
+        return f"postgresql://{auth}@127.0.0.1:{self.server.port}/{db}?{tail}"
+
+    def schema(self, db: str = "loose") -> tuple[str, str]:
+        """A fresh schema of ``db`` owned by app_a: its name and its ``options`` parameter."""
+        name = f"t_{secrets.token_hex(5)}"
+        with psycopg.connect(self.admin(db), autocommit=True) as conn:
+            conn.execute(f'CREATE SCHEMA "{name}" AUTHORIZATION app_a')
+        return name, f"-c search_path={name}"
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsServer]:
+    certs = make_certificates(tmp_path_factory.mktemp("pg-tls") / "certs")
+    server = private_postgres(tls=certs, hba=HBA)
+    try:
+        with psycopg.connect(server.dsn, autocommit=True) as conn:
+            conn.execute(f"CREATE ROLE app_a LOGIN PASSWORD '{PASSWORD}'")
+            conn.execute(f"CREATE ROLE app_b LOGIN PASSWORD '{PASSWORD}' IN ROLE app_a")  # a second replica's role
+            for db in ("loose", "strict", "certdb"):
+                conn.execute(f"CREATE DATABASE {db} OWNER app_a")
+        yield TlsServer(server, certs)
+    finally:
+        server.stop()
+
+
+def _serve(dsn: str, name: str) -> ServerProcess:
+    return start_server(
+        name, ["authz", "serve", "--store", dsn, "--listen", "127.0.0.1:0"], ready_prefix="handrail-authz listening on "
+    )
+
+
+def test_replicas_serve_and_watch_with_every_connection_over_verified_tls(tls: TlsServer, tmp_path: Path) -> None:
+    """Two replicas (two roles, so the server tells their connections apart) on a database
+    that would take plain connections too: checks, lease changes, and a Watch on replica A
+    that sees a takeover made through replica B, which only A's LISTEN connection can tell
+    it. Every connection of each replica, the listener's included, is TLS (pg_stat_ssl)."""
+    _, options = tls.schema()
+    dsn_a, dsn_b = tls.dsn(user="app_a", options=options), tls.dsn(user="app_b", options=options)
+    with PgStore(dsn_a, pool_size=2) as store:  # the schema, and the tokens both replicas take
+        tokens = {n: store.add_principal(n, r) for n, r in (("op", "operator"), ("exe", "executor"))}
+        store.add_principal("agent-a", "agent")
+        store.add_grant(GrantInfo("", "agent-a", "*", ("read", "input"), note="standing"), "op")
+    a: ServerProcess | None = None
+    b: ServerProcess | None = None
+    clients: list[AuthzClient] = []
+    try:
+        a, b = _serve(dsn_a, "tls-a"), _serve(dsn_b, "tls-b")
+        exe_a, op_b = AuthzClient(a.address, tokens["exe"]), AuthzClient(b.address, tokens["op"])
+        clients += [exe_a, op_b]
+        lease = exe_a.acquire(TARGET, holder="agent-a")
+        assert exe_a.check("agent-a", TARGET, lease.epoch, "input").allow
+        watch = _Watch(exe_a)
+        try:
+            time.sleep(0.2)
+            took = op_b.take_over(TARGET, note="through replica B")
+            event = watch.next(timeout=5.0)
+            while event.kind == "grant":
+                event = watch.next(timeout=5.0)
+            assert (event.kind, event.change) == ("lease", "takeover") and event.lease is not None
+            assert event.lease.epoch == took.epoch > lease.epoch
+        finally:
+            watch.close()
+        assert not exe_a.check("agent-a", TARGET, lease.epoch, "input").allow  # superseded
+
+        with psycopg.connect(tls.admin("loose"), autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT a.usename, a.application_name, s.ssl, s.version FROM pg_stat_activity AS a"
+                " JOIN pg_stat_ssl AS s USING (pid) WHERE a.usename IN ('app_a', 'app_b')"
+            ).fetchall()
+        by_user = {
+            u: [(app, ssl, version) for name, app, ssl, version in rows if name == u] for u in ("app_a", "app_b")
+        }
+        for conns in by_user.values():
+            assert all(ssl and version.startswith("TLS") for _, ssl, version in conns), conns
+            assert [name for name, _, _ in conns].count("handrail-authz-listener") == 1, conns  # its LISTEN
+            assert [name for name, _, _ in conns].count("handrail-authz") >= 2, conns  # its request and decision pools
+    finally:
+        for c in clients:
+            c.close()
+        for proc in (a, b):
+            if proc is not None:
+                proc.stop()
+                _clean("\n".join(proc.output))
+
+
+def _verify(dsn: str, data_dir: Path | None = None) -> subprocess.CompletedProcess[str]:
+    extra = ["--data-dir", str(data_dir)] if data_dir else []
+    return subprocess.run(
+        [sys.executable, "-m", "handrail", "ledger", "verify", "--db", dsn, *extra],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_an_executor_ledger_appends_and_verifies_over_tls_with_a_password_or_a_client_certificate(
+    tls: TlsServer, tmp_path: Path
+) -> None:
+    """The executor's open (open_ledger, as ``executor serve --ledger`` calls it), an intent
+    and its result, then ``handrail ledger verify`` and ``tail`` over TLS: once as a role
+    with a password, once on the client-certificate-only database (no password at all)."""
+    cert, key = tls.certs.client("app_a")
+    for db, password, params in (("strict", True, {}), ("certdb", False, {"sslcert": str(cert), "sslkey": str(key)})):
+        _, options = tls.schema(db)
+        dsn = tls.dsn(db, password=password, options=options, **params)
+        heads = tmp_path / db
+        ledger = open_ledger(dsn, executor_id="exe-1", head_dir=heads)
+        try:
+            ledger.intent("s1", "a1", "k1", "agent-a", 1, {"action": "click", "ref": "e1"})
+            ledger.result("s1", "a1", "k1", "agent-a", 1, "DONE", "OK", "OBSERVED", True)
+        finally:
+            ledger.close()
+        done = _verify(dsn, heads)
+        assert done.returncode == 0, done.stderr
+        assert "ok: 2 entries, chain verified" in done.stdout, done.stdout
+        tail = subprocess.run(
+            [sys.executable, "-m", "handrail", "ledger", "tail", "--db", dsn, "-n", "5"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert tail.returncode == 0 and "intent" in tail.stdout and "result" in tail.stdout, tail
+        for text in (done.stdout, done.stderr, tail.stdout, tail.stderr):
+            assert PASSWORD not in text and quote(PASSWORD, safe="") not in text
+
+
+# --- attacks and mistakes -----------------------------------------------------------------
+
+
+def _attacks(tls: TlsServer, plain: PrivatePostgres, tmp: Path) -> dict[str, tuple[str, str, str]]:
+    """name: (database, DSN, what the one line must say). Every DSN carries the password
+    and a client key passphrase that must never be printed."""
+    cert, key = tls.certs.client("app_a")
+    other_cert, other_key = tls.certs.client("app_a", other_ca=True)
+    loose_key = tmp / "world-readable.key"
+    loose_key.write_bytes(key.read_bytes())
+    os.chmod(loose_key, 0o644)
+    ssl = {"sslpassword": SSLPASSWORD}
+    plain_dsn = pg_url(plain.dsn, password=PASSWORD, sslmode="verify-full", sslrootcert=str(tls.certs.ca), **ssl)
+    host = f"@db.example.internal:{tls.server.port}/"
+    return {
+        "another-ca": (
+            "strict",
+            tls.dsn("strict", sslrootcert=str(tls.certs.other_ca), **ssl),
+            f"SSL error: certificate verify failed (the server's certificate is not signed by the CA in"
+            f" sslrootcert={tls.certs.other_ca}",
+        ),
+        "another-host-name": (
+            "strict",
+            tls.dsn("strict", hostaddr="127.0.0.1", **ssl).replace(f"@127.0.0.1:{tls.server.port}/", host),
+            'server certificate for "localhost" (and 1 other name) does not match host name "db.example.internal"',
+        ),
+        "no-ca-file": (
+            "strict",
+            tls.dsn("strict", sslrootcert=str(tmp / "nowhere" / "ca.pem"), **ssl),
+            f'root certificate file "{tmp / "nowhere" / "ca.pem"}" does not exist',
+        ),
+        "plaintext-to-hostssl-only": (
+            "strict",
+            tls.dsn("strict", sslmode="disable", sslrootcert="", **ssl),
+            'no pg_hba.conf entry for host "127.0.0.1", user "app_a", database "strict", no encryption',
+        ),
+        "server-without-tls": (
+            "postgres",
+            plain_dsn,
+            "server does not support SSL, but SSL was required (the server has ssl=off)",
+        ),
+        "cert-only-without-a-cert": (
+            "certdb",
+            tls.dsn("certdb", **ssl),
+            "connection requires a valid client certificate (no sslcert/sslkey given)",
+        ),
+        "cert-file-missing": (
+            "certdb",
+            tls.dsn("certdb", sslcert=str(tmp / "none.crt"), sslkey=str(key), **ssl),
+            f"connection requires a valid client certificate (sslcert={tmp / 'none.crt'} does not exist",
+        ),
+        "cert-of-another-ca": (
+            "certdb",
+            tls.dsn("certdb", sslcert=str(other_cert), sslkey=str(other_key), **ssl),
+            f"SSL error: tlsv1 alert unknown ca (the server does not trust the client certificate sslcert={other_cert})",
+        ),
+        "key-anyone-may-read": (
+            "certdb",
+            tls.dsn("certdb", sslcert=str(cert), sslkey=str(loose_key), **ssl),
+            f'private key file "{loose_key}" has group or world access',
+        ),
+    }
+
+
+ATTACKS = (
+    "another-ca",
+    "another-host-name",
+    "no-ca-file",
+    "plaintext-to-hostssl-only",
+    "server-without-tls",
+    "cert-only-without-a-cert",
+    "cert-file-missing",
+    "cert-of-another-ca",
+    "key-anyone-may-read",
+)
+
+#: Well under the sidecar's 5 s start timeout and the ledger's 10 s: said at once.
+AT_ONCE_S = 3.5
+
+
+def _clean(text: str) -> None:
+    for secret in (PASSWORD, quote(PASSWORD, safe=""), SSLPASSWORD):
+        assert secret not in text, text
+    assert "Traceback" not in text, text
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_a_connection_tls_refuses_is_refused_in_one_line_by_the_sidecar_and_the_ledger(
+    attack: str, tls: TlsServer, postgres: PrivatePostgres, tmp_path: Path
+) -> None:
+    """``authz serve`` exits 1 at once in one line and never listens; ``ledger verify`` says
+    it in one line; the executor's ledger open raises it in one line; no table was made."""
+    db, dsn, says = _attacks(tls, postgres, tmp_path)[attack]
+    if db == "postgres":  # the server without TLS
+        schema, in_schema = fresh_schema(postgres.dsn)
+        admin = in_schema
+    else:
+        _, options = tls.schema(db)
+        admin = pg_url(tls.admin(db), options=options)
+    dsn = pg_url(dsn, options=f"-c search_path={schema}")
+    started = time.monotonic()
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "handrail", "authz", "serve", "--store", dsn, "--listen", "127.0.0.1:0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    verify = _verify(dsn)
+    out, err = serve.communicate(timeout=60)
+    served_in = time.monotonic() - started
+
+    assert serve.returncode == 1, (out, err)
+    assert out == "" and err.count("\n") == 1, (out, err)
+    assert err.startswith("handrail-authz: cannot start: cannot connect to postgresql://"), err
+    assert says in err and "within" not in err, err
+    _clean(err)
+    assert served_in < AT_ONCE_S + 1.5, f"{served_in:.1f} s: {err}"  # (a Python start and grpc's import)
+
+    assert verify.returncode != 0 and verify.stdout == "", verify
+    assert verify.stderr.startswith("error: cannot read the ledger database postgresql://"), verify.stderr
+    assert verify.stderr.count("\n") == 1 and says in verify.stderr, verify.stderr
+    _clean(verify.stderr)
+
+    began = time.monotonic()
+    with pytest.raises(LedgerError) as refused:
+        open_ledger(dsn, executor_id="exe-1", head_dir=tmp_path / "heads")
+    assert time.monotonic() - began < AT_ONCE_S
+    line = str(refused.value)
+    assert line.startswith("cannot connect to the ledger database postgresql://") and "\n" not in line, line
+    assert says in line, line
+    _clean(line)
+
+    with psycopg.connect(admin, autocommit=True) as conn:  # nothing migrated, nothing appended
+        row = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = %s", (schema,)).fetchone()
+    assert row == (0,)
+
+
+def test_a_password_in_the_query_string_is_hidden_in_a_string_libpq_refuses() -> None:
+    """libpq quotes a query value whose ``%`` escape is bad; a ``password=`` or
+    ``sslpassword=`` there, followed by more parameters, was printed as it was."""
+    for key in ("password", "sslpassword"):
+        secret = f"S3{secrets.token_hex(4)}%zz"
+        store = f"postgresql://app@127.0.0.1:1/db?{key}={secret}&sslmode=verify-full&sslrootcert=/x/ca.pem"
+        result = subprocess.run(
+            [sys.executable, "-m", "handrail", "authz", "serve", "--store", store, "--listen", "127.0.0.1:0"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+        assert "invalid percent-encoded token" in result.stderr, result.stderr
+        assert secret not in result.stderr and secret[:-3] not in result.stderr, result.stderr
