@@ -268,28 +268,38 @@ class Outcomes:
         typed_chars: int = 0,
         via: str = "",
     ) -> ActResponse:
-        """The result of an intent, durable when this returns; UNKNOWN blocks the target."""
+        """The result of an intent, durable when this returns; UNKNOWN blocks the target.
+
+        A result that cannot be written (the ledger's database gone) leaves a durable intent
+        without a result: UNKNOWN, as recovery will call it, so the target is blocked here
+        too and the error raised. Otherwise the agent's next write, with a fresh key, went
+        to the page while the first one's outcome stood unrecorded.
+        """
+        unknown = UnknownAction(action_id, session.session_id, session.agent, spec.idempotency_key)
         if outcome is Outcome.UNKNOWN:
-            unknown = UnknownAction(action_id, session.session_id, session.agent, spec.idempotency_key)
             self._block(session.target, unknown)
         extra: dict[str, object] = {"decision_id": decision.decision_id}
         if typed_chars:
             extra["typed_chars"] = typed_chars
         if via:
             extra["via"] = via
-        written = self._ledger.result(
-            session.session_id,
-            action_id,
-            spec.idempotency_key,
-            session.agent,
-            decision.lease_epoch,
-            outcome.value,
-            reason,
-            evidence.value,
-            started,
-            message,
-            extra,
-        )
+        try:
+            written = self._ledger.result(
+                session.session_id,
+                action_id,
+                spec.idempotency_key,
+                session.agent,
+                decision.lease_epoch,
+                outcome.value,
+                reason,
+                evidence.value,
+                started,
+                message,
+                extra,
+            )
+        except BaseException:
+            self._block(session.target, unknown)
+            raise
         self.last_result_seq = written.seq
         return ActResponse(
             ActionResult(

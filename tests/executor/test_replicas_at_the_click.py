@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import socket
 import threading
 import time
@@ -29,8 +30,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import grpc
 import psycopg
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from handrail.authz import AuthzClient, PgStore
 from handrail.executor import ExecutorClient, Outcome
@@ -38,6 +42,7 @@ from handrail.scenarios import ServerProcess, SubscriptionApp, start_executor
 from handrail.scenarios._base import Reply
 from handrail.scenarios._postgres import PrivatePostgres, fresh_schema, pg_url
 from tests.authz.test_replica_faults import Cluster, _free_port
+from tests.recorder.test_ledger_cli import run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -150,7 +155,8 @@ class Rig:
                 " WHERE executor_id = %s AND session_id = %s ORDER BY seq",
                 (EXE, session_id),
             ).fetchall()
-        return [{"kind": k, "action_id": a, "key": i, "epoch": e, **json.loads(b)} for k, a, i, e, b in rows]
+        # the columns over the body's fields (a refusal's body has the action's kind)
+        return [{**json.loads(b), "kind": k, "action_id": a, "key": i, "epoch": e} for k, a, i, e, b in rows]
 
     def wait_intent(self, session_id: str, key: str, timeout_s: float = 10.0) -> dict[str, Any]:
         deadline = time.monotonic() + timeout_s
@@ -233,10 +239,10 @@ def _grant(rig: Rig, agent: str, target: str, app: CountingApp, *, single_use: b
         return ops.grant(agent, target, ["submit"], [app.url], single_use=single_use).grant_id
 
 
-def _in_background(work: Callable[[], Any]) -> Future[Any]:
+def _in_background(work: Callable[..., Any], *args: Any, **kwargs: Any) -> Future[Any]:
     pool = ThreadPoolExecutor(1)
     try:
-        return pool.submit(work)
+        return pool.submit(work, *args, **kwargs)
     finally:
         pool.shutdown(wait=False)
 
@@ -256,7 +262,7 @@ def test_a_takeover_through_another_replica_while_the_watch_replica_is_stopped(r
         epoch = session.info.lease_epoch
         assert epoch > 0
         pause = session.find("button", "Pause plan")
-        clicked = _in_background(lambda: session.click(pause, idempotency_key=SLOW))
+        clicked = _in_background(session.click, pause, idempotency_key=SLOW)
         rig.wait_intent(session.session_id, SLOW)  # allowed at `epoch`, durable, not dispatched
         rig.cluster.pause(0)
         try:
@@ -288,3 +294,287 @@ def test_a_takeover_through_another_replica_while_the_watch_replica_is_stopped(r
         assert done.outcome is Outcome.DONE, done
         assert app.submits == 1
         session.close()
+
+
+# --- 2. a replica killed -9 in the middle of the check of a single-use grant -----------------------
+
+
+def _replica_of_port(rig: Rig, client_port: int) -> int:
+    """Which replica process owns the local TCP port ``client_port`` (its connection to
+    PostgreSQL), read from /proc."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError), open(table) as f:
+            for line in list(f)[1:]:
+                fields = line.split()
+                if int(fields[1].rsplit(":", 1)[1], 16) == client_port:
+                    inodes.add(fields[9])
+    for i, proc in enumerate(rig.cluster.procs):
+        if proc is None:
+            continue
+        fds = Path(f"/proc/{proc.proc.pid}/fd")
+        for fd in fds.iterdir():
+            with contextlib.suppress(OSError):
+                if os.readlink(fd).removeprefix("socket:[").rstrip("]") in inodes:
+                    return i
+    raise AssertionError(f"no replica owns port {client_port}")
+
+
+def _checking_replica(rig: Rig, timeout_s: float = 5.0) -> int:
+    """The replica whose database session waits on a lock (the blocker's): mid-check."""
+    deadline = time.monotonic() + timeout_s
+    with psycopg.connect(rig.dsn, autocommit=True) as conn:
+        while True:
+            row = conn.execute(
+                "SELECT client_port FROM pg_stat_activity"
+                " WHERE application_name = 'handrail-authz' AND wait_event_type = 'Lock'"
+            ).fetchone()
+            if row is not None:
+                return _replica_of_port(rig, int(row[0]))
+            assert time.monotonic() < deadline, "no check came to wait on the grant's row"
+            time.sleep(0.005)
+
+
+def test_a_replica_killed_mid_check_of_a_single_use_grant(rig: Rig, app: CountingApp) -> None:
+    """The single-use grant's row is locked (a blocker transaction) so that the check of
+    the agent's submit waits inside whichever replica it went to; that replica is killed
+    (-9) there and the lock let go. The executor's client sends the check on to another
+    replica. Across that and the agent's further tries the page sees the submit at most
+    once, and each action in the ledger was dispatched at most once."""
+    agent, target = "agent-2", "browser:click-2"
+    grant_id = _grant(rig, agent, target, app, single_use=True)
+    killed = None
+    with rig.agent(agent) as client:
+        session = client.open_session(target=target, start_url=app.url + "/")
+        pause = session.find("button", "Pause plan")
+        with psycopg.connect(rig.dsn) as blocker:
+            blocker.execute("SELECT 1 FROM grants WHERE grant_id = %s FOR UPDATE", (grant_id,))
+            clicked = _in_background(session.click, pause, idempotency_key="k1")
+            killed = _checking_replica(rig)
+            rig.cluster.kill(killed)
+            blocker.rollback()
+        try:
+            results = [clicked.result(timeout=30).result]
+            for n in range(2, 4):  # the agent tries again, with new keys
+                session.observe()
+                results.append(session.click(session.find("button", "Pause plan"), idempotency_key=f"k{n}").result)
+        finally:
+            rig.cluster.start(killed)
+        done = [r for r in results if r.outcome is Outcome.DONE]
+        assert app.submits == len(done) <= 1, results
+        for r in results:
+            assert r.outcome in (Outcome.DONE, Outcome.REFUSED), r
+            assert r.execution_started == (r.outcome is Outcome.DONE), r
+            if r.outcome is Outcome.REFUSED:
+                assert r.reason in ("GRANT_EXHAUSTED", "AUTHZ_UNAVAILABLE"), r
+        entries = rig.entries(session.session_id)
+        intents = [e["action_id"] for e in entries if e["kind"] == "intent"]
+        assert len(intents) == len(set(intents)) == len(done)  # an intent only for the one dispatched
+        for action in intents:
+            ends = [e for e in entries if e["kind"] == "result" and e["action_id"] == action]
+            assert [e["outcome"] for e in ends] in (["DONE"], ["UNKNOWN"])
+        assert len(rig.dispatches(session.session_id)) == len(done)
+        with psycopg.connect(rig.dsn, autocommit=True) as conn:
+            row = conn.execute("SELECT used_at_ms IS NOT NULL FROM grants WHERE grant_id = %s", (grant_id,)).fetchone()
+        assert row is not None and (row[0] or not done)  # an allow used it up
+        with rig.ops() as ops:  # of every replica's decisions (the killed one's too), one allow at most
+            logged = ops.list_decisions(principal=agent, target=target, limit=100)
+        assert len([d for d in logged if d.decision.allow and d.request.verb == "submit"]) == len(done)
+        session.close()
+
+
+# --- 3. every replica down: fail closed; one back: the next action goes ---------------------------
+
+
+def test_every_replica_down_fails_closed_and_one_back_serves_the_next_click(rig: Rig, app: CountingApp) -> None:
+    agent, target = "agent-3", "browser:click-3"
+    _grant(rig, agent, target, app)
+    with rig.agent(agent) as client:
+        session = client.open_session(target=target, start_url=app.url + "/")
+        pause = session.find("button", "Pause plan")
+        for i in range(3):
+            rig.cluster.kill(i)
+        try:
+            t0 = time.monotonic()
+            refused = session.click(pause, idempotency_key="k-down").result
+            took = time.monotonic() - t0
+            assert (refused.outcome, refused.reason, refused.execution_started) == (
+                Outcome.REFUSED,
+                "AUTHZ_UNAVAILABLE",
+                False,
+            ), refused
+            assert "no authz replica answered" in refused.message
+            for port in rig.cluster.ports:
+                assert f"127.0.0.1:{port}" in refused.message
+            assert took < 10, took
+            assert app.submits == 0
+            entries = rig.entries(session.session_id)
+            assert [e["reason"] for e in entries if e["kind"] == "refusal"] == ["AUTHZ_UNAVAILABLE"], entries
+            assert [e for e in entries if e["kind"] == "intent"] == []
+            session.observe()  # reads go on
+            rig.cluster.start(1)  # one replica back: the same executor goes on through it
+            deadline = time.monotonic() + 10
+            n = 0
+            while True:
+                n += 1
+                went = session.click(session.find("button", "Pause plan"), idempotency_key=f"k-back-{n}").result
+                if went.reason != "AUTHZ_UNAVAILABLE" or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            assert went.outcome is Outcome.DONE, went
+            assert app.submits == 1
+        finally:
+            for i in (0, 1, 2):
+                if rig.cluster.procs[i] is None:
+                    rig.cluster.start(i)
+        session.close()
+
+
+# --- 4. the ledger's PostgreSQL connection cut ----------------------------------------------------
+
+
+def _cut_ledger_backends(rig: Rig) -> int:
+    with psycopg.connect(rig.dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = %s",
+            (LEDGER_APP,),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_the_ledger_connection_cut_never_lets_a_click_go_without_its_intent(rig: Rig, app: CountingApp) -> None:
+    agent, target = "agent-4", "browser:click-4"
+    _grant(rig, agent, target, app)
+    with rig.agent(agent) as client:
+        session = client.open_session(target=target, start_url=app.url + "/")
+        # The ledger's connections ended by the server: the append goes on a fresh one.
+        assert _cut_ledger_backends(rig) >= 1
+        went = session.click(session.find("button", "Pause plan"), idempotency_key="k-terminated").result
+        assert went.outcome is Outcome.DONE, went
+        assert app.submits == 1
+
+        # No way to the ledger's database: the intent cannot be committed, nothing is dispatched.
+        session.observe()
+        rig.proxy.cut()
+        try:
+            t0 = time.monotonic()
+            with pytest.raises(grpc.RpcError) as caught:
+                session.click(session.find("button", "Pause plan"), idempotency_key="k-cut")
+            took = time.monotonic() - t0
+        finally:
+            rig.proxy.restore()
+        assert caught.value.code() == grpc.StatusCode.UNAVAILABLE, caught.value
+        assert "ledger" in (caught.value.details() or ""), caught.value.details()
+        assert took < 15, took
+        assert app.submits == 1
+        entries = rig.entries(session.session_id)
+        assert [e for e in entries if e["key"] == "k-cut" and e["kind"] in ("intent", "result")] == []
+
+        # Cut after the intent committed and before the result: the click went (the intent
+        # is durable), its result could not be written. The action is UNKNOWN: the agent's
+        # next write waits for a reconcile, and nothing is dispatched again.
+        session.observe()
+        clicked = _in_background(session.click, session.find("button", "Pause plan"), idempotency_key=SLOW)
+        intent = rig.wait_intent(session.session_id, SLOW)
+        rig.proxy.cut()
+        try:
+            with pytest.raises(grpc.RpcError) as caught:
+                clicked.result(timeout=30)
+        finally:
+            rig.proxy.restore()
+        assert caught.value.code() == grpc.StatusCode.UNAVAILABLE, caught.value
+        assert app.submits == 2  # dispatched once, after its intent
+        session.observe()
+        blocked = session.click(session.find("button", "Pause plan"), idempotency_key="k-next").result
+        assert (blocked.outcome, blocked.reason) == (Outcome.REFUSED, "RECONCILE_REQUIRED"), blocked
+        assert intent["action_id"] in blocked.message
+        assert app.submits == 2
+        replayed = session.click(session.find("button", "Pause plan"), idempotency_key=SLOW).result
+        assert (replayed.outcome, replayed.execution_started) == (Outcome.UNKNOWN, True), replayed
+        assert app.submits == 2
+        reconciled = session.reconcile(intent["action_id"], "HAPPENED", "the app counted the pause")
+        assert reconciled.outcome is Outcome.RECONCILED
+        again = session.click(session.find("button", "Pause plan"), idempotency_key="k-after").result
+        assert again.outcome is Outcome.DONE, again
+        assert app.submits == 3
+        session.close()
+    # Every chain in the database verifies (the executor's head file beside it).
+    assert run_cli(["ledger", "verify", "--db", rig.dsn, "--data-dir", str(rig.data)]) == 0
+
+
+# --- 5. take-over, hand-back and re-acquire racing a check at a replica boundary ------------------
+
+CHANGES = ("none", "takeover", "handback", "reacquire")
+
+
+def _move_lease(rig: Rig, client: ExecutorClient, target: str, agent: str, change: str, via: int) -> list[Any]:
+    """Move ``target``'s lease through replica ``via``: a person takes over; then hands it
+    back (to no one, or to ``agent``, whose other session re-acquires it). Returns the
+    sessions it opened."""
+    opened: list[Any] = []
+    if change == "none":
+        return opened
+    with rig.ops(via) as ops:
+        taken = ops.take_over(target, note="race")
+        if change in ("handback", "reacquire"):
+            ops.hand_back(target, taken.epoch, next_holder=agent if change == "reacquire" else "")
+    if change == "reacquire":  # the same agent, another session: the lease is its again, one epoch on
+        other = client.open_session(target=target, start_url="about:blank", observe=False)
+        opened.append(other)
+        assert other.info.lease_epoch == taken.epoch + 2, other.info
+    return opened
+
+
+@settings(
+    max_examples=3,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    rounds=st.lists(
+        st.tuples(st.sampled_from(CHANGES), st.sampled_from(("before-check", "after-allow")), st.integers(0, 2)),
+        min_size=2,
+        max_size=3,
+    )
+)
+@example(rounds=[("reacquire", "after-allow", 1), ("none", "after-allow", 2), ("handback", "after-allow", 0)])
+def test_a_check_racing_takeover_handback_and_reacquire_never_acts_at_a_superseded_epoch(
+    rig: Rig, app: CountingApp, rounds: list[tuple[str, str, int]]
+) -> None:
+    agent, target = "agent-5", "browser:click-5"
+    _grant(rig, agent, target, app)
+    with rig.agent(agent) as client:
+        for change, when, via in rounds:
+            session = client.open_session(target=target, start_url=app.url + "/")
+            epoch = session.info.lease_epoch
+            assert epoch > 0, session.info
+            pause = session.find("button", "Pause plan")
+            before = app.submits
+            opened: list[Any] = []
+            try:
+                if when == "before-check":
+                    opened = _move_lease(rig, client, target, agent, change, via)
+                    result = session.click(pause, idempotency_key="k").result
+                else:
+                    clicked = _in_background(session.click, pause, idempotency_key=SLOW)
+                    rig.wait_intent(session.session_id, SLOW)  # allowed at `epoch`; not dispatched yet
+                    opened = _move_lease(rig, client, target, agent, change, via)
+                    result = clicked.result(timeout=30).result
+                if change == "none":
+                    assert result.outcome is Outcome.DONE, result
+                    assert app.submits == before + 1
+                    (done,) = rig.dispatches(session.session_id)
+                    assert done["epoch"] == epoch
+                else:
+                    assert app.submits == before, f"dispatched at superseded epoch {epoch}: {result}"
+                    assert (result.outcome, result.execution_started) == (Outcome.REFUSED, False), result
+                    assert result.reason in ("STALE_EPOCH", "HELD_BY_HUMAN", "STALE_OBSERVATION"), result
+                    assert rig.dispatches(session.session_id) == []
+            finally:
+                for s in [session, *opened]:
+                    s.close()
+                with rig.ops() as ops:  # a person still there hands back for the next round
+                    lease = ops.get_lease(target)
+                    if lease.holder_kind == "human":
+                        ops.hand_back(target, lease.epoch)
