@@ -8,7 +8,7 @@ import re
 import time
 import urllib.parse
 
-__all__ = ["first_line", "is_pg_dsn", "redact", "tls_hint", "why_no_connection"]
+__all__ = ["connect_error", "first_line", "is_pg_dsn", "redact", "tls_hint", "why_no_connection"]
 
 _KEYWORD_PASSWORD = re.compile(r"password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)")
 
@@ -24,7 +24,8 @@ def why_no_connection(dsn: str, timeout_s: float, where: str) -> str:
     is still starting); ``""`` once connected, else why not in one line naming ``where``,
     with libpq's reason (a refused port, an unknown host, a rejected password, a bad
     ``sslmode`` ...) where a connection pool's own attempts could say only that none came
-    in time. A connection string that does not parse is said at once."""
+    in time. A connection string that does not parse, and a connection the server or TLS
+    refuses (a certificate, a key, ``pg_hba.conf``, a password), are said at once."""
     import psycopg  # the driver, only where a PostgreSQL location is opened
 
     deadline = time.monotonic() + timeout_s
@@ -42,6 +43,20 @@ def why_no_connection(dsn: str, timeout_s: float, where: str) -> str:
             if time.monotonic() + 0.2 >= deadline:
                 return f"cannot connect to {where} within {timeout_s:g} s: {reason}"
         time.sleep(0.2)
+
+
+def connect_error(dsn: str) -> str:
+    """Why one connection to ``dsn`` fails now (libpq's first line, with :func:`tls_hint`),
+    or ``""`` when it connects: what a pool that waited in vain for a connection cannot say
+    (its own attempts are only logged)."""
+    import psycopg
+
+    try:
+        psycopg.connect(dsn, connect_timeout=2, autocommit=True).close()
+        return ""
+    except psycopg.Error as exc:
+        reason = first_line(exc, dsn)
+        return f"{reason}{tls_hint(reason, dsn)}"
 
 
 #: libpq's words for an option value it refuses before it dials (``sslmode=sometimes``,

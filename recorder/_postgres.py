@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 import psycopg
 import psycopg_pool
 
-from handrail._dsn import first_line, redact, tls_hint, why_no_connection
+from handrail._dsn import connect_error, first_line, redact, tls_hint, why_no_connection
 
 from ._chain import GENESIS_HASH, hash_columns, now_ms
 from ._entry import Entry, PreparedEntry, entry_from_row
@@ -277,13 +277,18 @@ class PgLedgerStore:
                     return work(conn)
             except LedgerError:
                 raise
+            except psycopg_pool.PoolTimeout as exc:  # (an OperationalError) no connection came: say why
+                why = connect_error(self.dsn)
+                raise LedgerError(
+                    f"cannot {what} ledger {self.location}: {first_line(exc)} ({why or 'a connection opens now'})"
+                ) from exc
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
                 if attempt == 1 and again():
                     with contextlib.suppress(psycopg_pool.PoolClosed):
                         self._pool.check()
                     continue
                 raise LedgerError(f"cannot {what} ledger {self.location}: {first_line(exc)}") from exc
-            except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            except psycopg.Error as exc:
                 raise LedgerError(f"cannot {what} ledger {self.location}: {first_line(exc)}") from exc
         raise AssertionError("unreachable")
 

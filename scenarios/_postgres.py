@@ -237,6 +237,14 @@ class Certificates:
             _issue(self.directory, issuer, user, cert, key, server=False)
         return cert, key
 
+    def impostor(self) -> tuple[Path, Path]:
+        """A server certificate for ``localhost`` and ``127.0.0.1`` signed by the other CA
+        (a man in the middle's), and its key; made on first use."""
+        cert, key = self.directory / "impostor.crt", self.directory / "impostor.key"
+        if not cert.exists():
+            _issue(self.directory, "other-ca", "localhost", cert, key, server=True)
+        return cert, key
+
 
 def make_certificates(directory: Path) -> Certificates:
     """A CA, a server certificate it signs (``localhost``, ``127.0.0.1``), and a second CA,

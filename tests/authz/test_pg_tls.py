@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import os
 import secrets
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,7 +29,7 @@ from urllib.parse import quote
 import psycopg
 import pytest
 
-from handrail.authz import AuthzClient, GrantInfo, PgStore
+from handrail.authz import AuthzClient, AuthzError, AuthzUnavailableError, GrantInfo, PgStore
 from handrail.recorder import LedgerError, open_ledger
 from handrail.scenarios import ServerProcess, start_server
 from handrail.scenarios._postgres import (
@@ -293,7 +295,7 @@ def test_a_connection_tls_refuses_is_refused_in_one_line_by_the_sidecar_and_the_
         schema, in_schema = fresh_schema(postgres.dsn)
         admin = in_schema
     else:
-        _, options = tls.schema(db)
+        schema, options = tls.schema(db)
         admin = pg_url(tls.admin(db), options=options)
     dsn = pg_url(dsn, options=f"-c search_path={schema}")
     started = time.monotonic()
@@ -348,3 +350,93 @@ def test_a_password_in_the_query_string_is_hidden_in_a_string_libpq_refuses() ->
         assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
         assert "invalid percent-encoded token" in result.stderr, result.stderr
         assert secret not in result.stderr and secret[:-3] not in result.stderr, result.stderr
+
+
+def test_a_man_in_the_middle_after_start_is_refused_and_nothing_is_allowed_or_appended(tmp_path: Path) -> None:
+    """The server (or what now answers at its address) presents a certificate of another
+    CA once a replica and an executor's ledger are running, and their connections are cut:
+    every reconnection fails verification, so every check fails closed (UNAVAILABLE, never
+    an allow) and an append raises (no intent is taken as durable); the replica's log says
+    why without the password. With the true certificate back, checks are allowed again."""
+    certs = make_certificates(tmp_path / "certs")
+    server = private_postgres(tls=certs, hba="hostssl all all 127.0.0.1/32 scram-sha-256")
+    replica: ServerProcess | None = None
+    client: AuthzClient | None = None
+    try:
+        with psycopg.connect(server.dsn, autocommit=True) as conn:
+            conn.execute(f"CREATE ROLE app_a LOGIN PASSWORD '{PASSWORD}'")
+            conn.execute("CREATE DATABASE loose OWNER app_a")
+        tls = TlsServer(server, certs)
+        _, options = tls.schema()
+        dsn = tls.dsn(options=options)
+        with PgStore(dsn, pool_size=2) as store:
+            exe = store.add_principal("exe", "executor")
+            store.add_principal("agent-a", "agent")
+            store.add_grant(GrantInfo("", "agent-a", "*", ("read", "input"), note="standing"), "op")
+        replica = _serve(dsn, "tls-mitm")
+        client = AuthzClient(replica.address, exe, timeout_s=1.0)
+        epoch = client.acquire(TARGET, holder="agent-a").epoch
+        assert client.check("agent-a", TARGET, epoch, "input").allow
+        ledger = open_ledger(dsn, executor_id="exe-1", head_dir=tmp_path / "heads")
+        ledger.intent("s1", "a1", "k1", "agent-a", epoch, {"action": "click", "ref": "e1"})
+
+        def present(cert: Path, key: Path) -> None:
+            assert server.directory is not None and server.proc is not None
+            data = server.directory / "data"
+            (data / "server.crt").write_bytes(cert.read_bytes())  # (in place: the owner and 0600 stay)
+            (data / "server.key").write_bytes(key.read_bytes())
+            server.proc.send_signal(signal.SIGHUP)  # PostgreSQL reloads its certificate
+            time.sleep(0.3)
+            with psycopg.connect(pg_url(server.dsn, sslmode="require", sslrootcert=""), autocommit=True) as conn:
+                conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'app_a'")
+
+        present(*certs.impostor())
+        appended: list[BaseException | object] = []
+
+        def append() -> None:  # the executor's next intent, while the checks below are asked
+            try:
+                appended.append(ledger.intent("s1", "a2", "k2", "agent-a", epoch, {"action": "click", "ref": "e2"}))
+            except LedgerError as exc:
+                appended.append(exc)
+
+        writer = threading.Thread(target=append)
+        writer.start()
+        answers: list[object] = []
+        for _ in range(4):
+            try:
+                answers.append(client.check("agent-a", TARGET, epoch, "input").allow)
+            except AuthzError as exc:
+                answers.append(type(exc).__name__)
+        assert all(a == AuthzUnavailableError.__name__ for a in answers), answers
+        writer.join(30)
+        assert len(appended) == 1 and isinstance(appended[0], LedgerError), appended
+        line = str(appended[0])  # after the pool's 10 s: why no connection came, not only that none did
+        assert line.startswith("cannot append to ledger postgresql://127.0.0.1:") and "\n" not in line, line
+        assert (
+            f"certificate verify failed (the server's certificate is not signed by the CA in sslrootcert={certs.ca}"
+            in line
+        )
+        _clean(line)
+        with psycopg.connect(pg_url(tls.admin("loose"), sslmode="require", sslrootcert="", options=options)) as conn:
+            assert conn.execute("SELECT count(*) FROM ledger_entries").fetchone() == (1,)  # a1 only
+
+        present(certs.server_cert, certs.server_key)
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                if client.check("agent-a", TARGET, epoch, "input").allow:
+                    break
+            except AuthzError:
+                pass
+            assert time.monotonic() < deadline, "checks did not recover with the true certificate back"
+            time.sleep(0.2)
+        ledger.close()
+    finally:
+        if client is not None:
+            client.close()
+        if replica is not None:
+            replica.stop()
+        server.stop()
+    log = "\n".join(replica.output if replica is not None else [])
+    assert "certificate verify failed" in log
+    _clean(log)
