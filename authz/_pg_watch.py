@@ -35,6 +35,7 @@ from typing import Any
 
 import psycopg
 
+from handrail._dsn import first_line
 from handrail.authz._errors import StoreUnavailableError
 from handrail.authz._models import ApprovalInfo, GrantInfo, LeaseInfo, WatchEventInfo
 from handrail.authz._pg_db import PgDatabase
@@ -256,7 +257,10 @@ class SharedEventHub(EventHub):
                 if self._stop.is_set():
                     return
                 if isinstance(exc, psycopg.Error):
-                    log.warning("authz: the watch listener lost its connection (%s); reconnecting", exc)
+                    # one line, without the password (libpq's reason for a refused TLS
+                    # connection runs to two: a missing CA file, a certificate's host name)
+                    reason = first_line(exc, self._db.dsn)
+                    log.warning("authz: the watch listener lost its connection (%s); reconnecting", reason)
                 else:
                     log.exception("authz: the watch listener failed; starting again")
                 self._caught_up.set()

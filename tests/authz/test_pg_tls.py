@@ -15,6 +15,7 @@ session's server without TLS for ``sslmode=require`` against it.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -430,6 +431,8 @@ def test_a_man_in_the_middle_after_start_is_refused_and_nothing_is_allowed_or_ap
                 pass
             assert time.monotonic() < deadline, "checks did not recover with the true certificate back"
             time.sleep(0.2)
+        assert ledger.intent("s1", "a3", "k3", "agent-a", epoch, {"action": "click", "ref": "e3"}).seq == 2
+        assert ledger.verify().ok
         ledger.close()
     finally:
         if client is not None:
@@ -440,3 +443,33 @@ def test_a_man_in_the_middle_after_start_is_refused_and_nothing_is_allowed_or_ap
     log = "\n".join(replica.output if replica is not None else [])
     assert "certificate verify failed" in log
     _clean(log)
+
+
+def test_the_watch_listener_says_a_refused_reconnection_in_one_line(tls: TlsServer, tmp_path: Path) -> None:
+    """The CA file is gone while a replica runs (a rotation half done) and its LISTEN
+    connection is cut: each reconnection it tries is refused, and its warning is one log
+    line (libpq's reason is two), without the password."""
+    ca = tmp_path / "db-ca.pem"
+    ca.write_bytes(tls.certs.ca.read_bytes())
+    _, options = tls.schema()
+    dsn = tls.dsn(options=options, sslrootcert=str(ca))
+    replica = _serve(dsn, "tls-listener")
+    try:
+        ca.unlink()
+        with psycopg.connect(tls.admin("loose"), autocommit=True) as conn:
+            cut = conn.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                " WHERE usename = 'app_a' AND application_name = 'handrail-authz-listener'"
+            ).fetchone()
+        assert cut == (1,)
+        deadline = time.monotonic() + 10
+        while sum("watch listener lost its connection" in line for line in replica.output) < 3:
+            assert time.monotonic() < deadline, replica.output
+            time.sleep(0.1)
+    finally:
+        replica.stop()
+    refused = [line for line in replica.output if f'root certificate file "{ca}" does not exist' in line]
+    assert refused and all("watch listener lost its connection" in line for line in refused), replica.output
+    for line in replica.output:
+        assert re.match(r"\d{4}-\d\d-\d\d [\d:,]+ [A-Z]+ |handrail-authz listening on ", line), line
+    _clean("\n".join(replica.output))
