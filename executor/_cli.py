@@ -40,6 +40,18 @@ def register(sub: Any) -> None:
         help="this executor's bearer token at the sidecar (env HANDRAIL_TOKEN)",
     )
     serve.add_argument(
+        "--tls-ca",
+        default=os.environ.get("HANDRAIL_AUTHZ_CA", ""),
+        metavar="FILE",
+        help="PEM CA file: talk TLS to the sidecar and trust this CA (env HANDRAIL_AUTHZ_CA)",
+    )
+    serve.add_argument(
+        "--tls-server-name",
+        default=os.environ.get("HANDRAIL_AUTHZ_SERVER_NAME", ""),
+        metavar="NAME",
+        help="the name in the sidecar's certificate, if not the host of --authz (env HANDRAIL_AUTHZ_SERVER_NAME)",
+    )
+    serve.add_argument(
         "--data-dir",
         type=Path,
         default=Path(os.environ.get("HANDRAIL_DATA_DIR", "handrail-data")),
@@ -91,6 +103,11 @@ def _serve(args: argparse.Namespace) -> int:
     if args.ledger and not args.ledger.startswith(("postgresql://", "postgres://")):
         print("handrail executor serve: --ledger must be a postgresql:// URL", file=sys.stderr)
         return 2
+    try:
+        args.authz_roots = Path(args.tls_ca).read_bytes() if args.tls_ca else None
+    except OSError as exc:
+        print(f"handrail executor serve: cannot read --tls-ca {args.tls_ca}: {exc.strerror}", file=sys.stderr)
+        return 2
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         return asyncio.run(_serve_async(args))
@@ -111,6 +128,8 @@ async def _serve_async(args: argparse.Namespace) -> int:
         listen=args.listen,
         authz_address=args.authz,
         token=args.token,
+        authz_root_certificates=args.authz_roots,
+        authz_server_name=args.tls_server_name or None,
         data_dir=args.data_dir,
         ledger=args.ledger or None,
         executor_id=args.executor_id,

@@ -315,6 +315,8 @@ async def start_server(
     authz_address: str,
     token: str,
     data_dir: Path,
+    authz_root_certificates: bytes | None = None,
+    authz_server_name: str | None = None,
     ledger: str | None = None,
     executor_id: str = "executor",
     chromium: str | None = None,
@@ -328,7 +330,9 @@ async def start_server(
 
     ``ledger`` (a ``postgresql://`` URL) puts the ledger in that database, as the chain of
     ``executor_id`` (its head file in ``data_dir``); by default it is ``data_dir/ledger.sqlite``.
-    ``authz_address`` may list several sidecar replicas (``a:7700,b:7700``).
+    ``authz_address`` may list several sidecar replicas (``a:7700,b:7700``);
+    ``authz_root_certificates`` (PEM) make the executor speak TLS to them and trust those
+    CAs, ``authz_server_name`` the name their certificates carry if not the address's host.
 
     Raises:
         ExecutorError: in one line: the token is wrong or not an executor's, the sidecar is
@@ -336,7 +340,9 @@ async def start_server(
         HandrailError: the ledger cannot be opened (a read-only data dir, a database that
             does not answer ...).
     """
-    authz = AsyncAuthzClient(authz_address, token)
+    authz = AsyncAuthzClient(
+        authz_address, token, root_certificates=authz_root_certificates, server_name=authz_server_name
+    )
     try:
         await check_own_token(authz, authz_address)
         lock_fd = lock_data_dir(data_dir)
