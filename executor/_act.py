@@ -238,17 +238,11 @@ class ActPath:
             params["read"] = True  # let through while the target awaits a reconcile
         self._outcomes.intent(session, spec, action_id, cited.lease_epoch, params)
         await self._fault.hit("after-intent", spec.idempotency_key)
-        if await self._leases.superseded(session, cited):
+        fenced = await self._leases.fenced(session, cited)
+        if fenced is not None:
+            reason, why = fenced
             return self._outcomes.finish(
-                session,
-                spec,
-                action_id,
-                decision,
-                Outcome.REFUSED,
-                Reason.STALE_EPOCH,
-                f"lease epoch {cited.lease_epoch} was superseded (epoch {session.fence.highest_epoch}); not dispatched",
-                started=False,
-                evidence=Evidence.NONE,
+                session, spec, action_id, decision, Outcome.REFUSED, reason, why, started=False, evidence=Evidence.NONE
             )
 
         # 4. Dispatch, and the result. From here what the page loads and sends is this

@@ -33,7 +33,7 @@ from handrail.authz import (
 )
 from handrail.executor._models import Observation
 from handrail.executor._session import Session, Sessions
-from handrail.recorder import Ledger
+from handrail.recorder import Ledger, LedgerError
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,10 @@ class LeaseKeeper:
                 async for event in self._authz.watch((), since, on_established=self._watch_up):
                     delay = 0.2
                     since = event.seq if since == RESYNC_SEQ else max(since, event.seq)
-                    self._on_event(event)
+                    try:
+                        self._on_event(event)
+                    except Exception:  # a bug in a listener: it must not end the watch of every target
+                        log.exception("a lease change of %s could not be handled", event.target)
             except AuthzError as exc:
                 log.info("watch on the sidecar ended: %s", exc)
             finally:
@@ -130,14 +133,21 @@ class LeaseKeeper:
             return
         kind = {"human": "human", "agent": "agent"}.get(lease.holder_kind, "system")
         # Once per target, under no session: each session's timeline of the target reads it.
-        self._ledger.lease_change(
-            event.target,
-            event.change,
-            lease.holder or "-",
-            kind,  # type: ignore[arg-type]
-            lease.epoch,
-            detail={"holder_kind": lease.holder_kind, "next_holder": lease.next_holder},
-        )
+        # A ledger that cannot take it (its database gone) costs that record, not the watch:
+        # before, the error ended the watch task, and no lease change was told or recorded again.
+        try:
+            self._ledger.lease_change(
+                event.target,
+                event.change,
+                lease.holder or "-",
+                kind,  # type: ignore[arg-type]
+                lease.epoch,
+                detail={"holder_kind": lease.holder_kind, "next_holder": lease.next_holder},
+            )
+        except LedgerError as exc:
+            log.warning(
+                "the %s of %s at epoch %d is not in the ledger: %s", event.change, event.target, lease.epoch, exc
+            )
         news = LeaseNews(lease.epoch, lease.holder_kind == "human", f"{event.change}: {lease.holder or 'free'}")
         for session in open_here:
             session.tell(news)
@@ -210,29 +220,44 @@ class LeaseKeeper:
         if not decision.allow and decision.reason in _LOST:
             session.fence.lose()
 
-    async def superseded(self, session: Session, cited: Observation) -> bool:
-        """The fence, right before dispatch: has the lease changed since ``cited``?
+    async def fenced(self, session: Session, cited: Observation) -> tuple[Reason, str] | None:
+        """The fence, right before dispatch: why not to dispatch an action that cites
+        ``cited``, or None when its lease stands.
 
-        A lease change seen since the decision wins over it. The sidecar is asked every
-        time, live Watch or not: a stream is only as current as its replica, and a takeover
-        made through another replica reaches it later (its NOTIFY, its listener), or not
-        before keepalive finds a stopped replica (about 2 s), in which time the decision
-        would be dispatched under a person. If the sidecar cannot say, the lease counts as
-        lost (fail-closed). Left: a change committed between this read and the dispatch.
+        A lease change seen since the decision wins over it (STALE_EPOCH). The sidecar is
+        asked every time, live Watch or not: a stream is only as current as its replica,
+        and a takeover made through another replica reaches it later (its NOTIFY, its
+        listener), or not before keepalive finds a stopped replica (about 2 s), in which
+        time the decision would be dispatched under a person. If the sidecar cannot say,
+        the lease counts as lost (fail-closed) and the refusal is AUTHZ_UNAVAILABLE, naming
+        it. Left: a change committed between this read and the dispatch.
         """
-        await self._refresh(session)
         fence = session.fence
-        return cited.lease_epoch < fence.highest_epoch or fence.held_epoch != cited.lease_epoch
-
-    async def _refresh(self, session: Session) -> None:
         try:
             lease = await self._authz.get_lease(session.target)
-        except AuthzError:
-            session.fence.lose()
-            return
-        session.fence.saw_lease(lease.epoch, lease.holder_kind)  # a person's: said as such
+        except AuthzError as exc:
+            fence.lose()
+            return (
+                Reason.AUTHZ_UNAVAILABLE,
+                f"the lease of {session.target} could not be confirmed: {exc}; not dispatched",
+            )
+        fence.saw_lease(lease.epoch, lease.holder_kind)  # a person's: said as such
         if lease.holder_kind != "agent" or lease.holder != session.agent:
-            session.fence.lose()
+            fence.lose()
+        elif lease.epoch == cited.lease_epoch == fence.highest_epoch and fence.held_epoch is None:
+            # Taken as lost while the sidecar could not be asked (an outage): it says the
+            # agent holds it still, at the cited epoch, so no one else has since (every
+            # other holder bumps the epoch). Held again, and renewed again.
+            fence.hold(lease.epoch)
+        if cited.lease_epoch < fence.highest_epoch or fence.held_epoch != cited.lease_epoch:
+            now = (
+                f"{lease.holder_kind or 'no one'} {lease.holder}".strip() if lease.epoch >= fence.highest_epoch else ""
+            )
+            held = f", held by {now}" if now else ""
+            return Reason.STALE_EPOCH, (
+                f"lease epoch {cited.lease_epoch} was superseded (epoch {fence.highest_epoch}{held}); not dispatched"
+            )
+        return None
 
     async def human_holds_now(self, session: Session) -> bool:
         """Whether a person still holds the lease, as the sidecar says now.

@@ -17,18 +17,9 @@ in which the tests move the lease or cut the ledger.
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import socket
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import grpc
 import psycopg
@@ -36,191 +27,27 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from handrail.authz import AuthzClient, PgStore
 from handrail.executor import ExecutorClient, Outcome
-from handrail.scenarios import ServerProcess, SubscriptionApp, start_executor
-from handrail.scenarios._base import Reply
-from handrail.scenarios._postgres import PrivatePostgres, fresh_schema, pg_url
-from tests.authz.test_replica_faults import Cluster, _free_port
+from handrail.scenarios._postgres import PrivatePostgres
+from tests.executor.replica_rig import (
+    SLOW,
+    CountingApp,
+    Rig,
+    checking_replica,
+    cut_ledger_backends,
+    grant,
+    in_background,
+    lease_changes,
+    start_rig,
+)
 from tests.recorder.test_ledger_cli import run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
-EXE = "exe-at-the-click"
-SLOW = "slow"
-PAUSE_MS = 700
-AGENTS = tuple(f"agent-{i}" for i in range(1, 7))
-LEDGER_APP = "handrail-ledger-at-the-click"
-
-
-class CountingApp(SubscriptionApp):
-    """The subscription app whose "Pause plan" stays: every POST /pause is counted (by the
-    fixture's server) and the page is the same after it, so a test can submit again."""
-
-    def _post(self, path: str, form: Mapping[str, str]) -> Reply | None:
-        if path == "/pause":
-            self._record_action("pause")
-            return Reply.redirect("/")
-        return super()._post(path, form)
-
-    @property
-    def submits(self) -> int:
-        return int(self.state()["requests"].get("POST /pause", 0))
-
-
-class Proxy:
-    """A TCP proxy in front of PostgreSQL for the executor's ledger: ``cut()`` ends every
-    connection through it and refuses new ones until ``restore()``."""
-
-    def __init__(self, upstream: tuple[str, int]) -> None:
-        self.upstream = upstream
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port = int(self._listener.getsockname()[1])
-        self._open = True
-        self._lock = threading.Lock()
-        self._conns: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            with self._lock:
-                if not self._open:
-                    client.close()
-                    continue
-                try:
-                    server = socket.create_connection(self.upstream, timeout=5)
-                except OSError:
-                    client.close()
-                    continue
-                server.settimeout(None)
-                self._conns += [client, server]
-            for a, b in ((client, server), (server, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
-        try:
-            while data := src.recv(65536):
-                dst.sendall(data)
-        except OSError:
-            pass
-        for s in (src, dst):
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
-
-    def cut(self) -> None:
-        with self._lock:
-            self._open = False
-            conns, self._conns = self._conns, []
-        for s in conns:
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
-            s.close()
-
-    def restore(self) -> None:
-        with self._lock:
-            self._open = True
-
-    def close(self) -> None:
-        self.cut()
-        self._listener.close()
-
-
-@dataclass
-class Rig:
-    dsn: str
-    cluster: Cluster
-    executor: ServerProcess
-    proxy: Proxy
-    data: Path
-    tokens: dict[str, str]
-
-    def ops(self, *which: int, timeout_s: float = 2.0) -> AuthzClient:
-        """An operator's client of the replicas ``which`` (all when none)."""
-        ports = [self.cluster.ports[i] for i in which] if which else self.cluster.ports
-        return AuthzClient(",".join(f"127.0.0.1:{p}" for p in ports), self.tokens["op"], timeout_s=timeout_s)
-
-    def agent(self, name: str) -> ExecutorClient:
-        return ExecutorClient(self.executor.address, self.tokens[name], timeout_s=30)
-
-    def entries(self, session_id: str) -> list[dict[str, Any]]:
-        """The executor's ledger entries of ``session_id``, in order (read directly)."""
-        with psycopg.connect(self.dsn, autocommit=True) as conn:
-            rows = conn.execute(
-                "SELECT kind, action_id, idempotency_key, epoch, body FROM ledger_entries"
-                " WHERE executor_id = %s AND session_id = %s ORDER BY seq",
-                (EXE, session_id),
-            ).fetchall()
-        # the columns over the body's fields (a refusal's body has the action's kind)
-        return [{**json.loads(b), "kind": k, "action_id": a, "key": i, "epoch": e} for k, a, i, e, b in rows]
-
-    def wait_intent(self, session_id: str, key: str, timeout_s: float = 10.0) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            found = [e for e in self.entries(session_id) if e["kind"] == "intent" and e["key"] == key]
-            if found:
-                return found[0]
-            assert time.monotonic() < deadline, f"no intent keyed {key!r} in the ledger"
-            time.sleep(0.01)
-
-    def dispatches(self, session_id: str) -> list[dict[str, Any]]:
-        """The results of the session's actions that were (or may have been) dispatched."""
-        return [e for e in self.entries(session_id) if e["kind"] == "result" and e["execution_started"]]
-
-
-def _ledger_dsn(dsn: str, port: int) -> str:
-    """``dsn`` through the proxy on ``port``, its connections named ``LEDGER_APP``."""
-    parts = urlsplit(pg_url(dsn, application_name=LEDGER_APP))
-    host = f"{parts.hostname}:{port}"
-    if parts.username:
-        host = f"{parts.username}@{host}"
-    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
-
 
 @pytest.fixture(scope="module")
 def rig(postgres: PrivatePostgres, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
-    schema, dsn = fresh_schema(postgres.dsn)
-    with PgStore(dsn, pool_size=2) as store:
-        tokens = {name: store.add_principal(name, "agent") for name in AGENTS}
-        tokens["op"] = store.add_principal("op", "operator")
-        tokens["exe"] = store.add_principal("exe", "executor")
-    cluster = Cluster(dsn, [_free_port() for _ in range(3)], [None, None, None], tokens)
-    upstream = urlsplit(pg_url(dsn))
-    proxy = Proxy((upstream.hostname or "127.0.0.1", upstream.port or 5432))
-    data = tmp_path_factory.mktemp("at-the-click")
-    executor = None
-    try:
-        # Only replica 0 is up when the executor starts: its Watch stream is on replica 0
-        # (the others refuse connections) and stays there while replica 0 lives.
-        cluster.start(0)
-        executor = start_executor(
-            data,
-            cluster.addresses,
-            tokens["exe"],
-            extra=[
-                "--ledger",
-                _ledger_dsn(dsn, proxy.port),
-                "--executor-id",
-                EXE,
-                "--fault",
-                f"after-intent:{SLOW}:sleep={PAUSE_MS}",
-            ],
-        )
-        time.sleep(1.5)  # the Watch has found replica 0 (the others were tried and refused)
-        cluster.start(1)
-        cluster.start(2)
-        yield Rig(dsn, cluster, executor, proxy, data, tokens)
-    finally:
-        if executor is not None:
-            executor.stop()
-        cluster.stop_all()
-        proxy.close()
-        with psycopg.connect(postgres.dsn, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    yield from start_rig(postgres.dsn, tmp_path_factory.mktemp("at-the-click"))
 
 
 @pytest.fixture
@@ -233,20 +60,6 @@ def app() -> Iterator[CountingApp]:
         fixture.stop()
 
 
-def _grant(rig: Rig, agent: str, target: str, app: CountingApp, *, single_use: bool = False) -> str:
-    with rig.ops() as ops:
-        ops.grant(agent, target, ["navigate"], [app.url])
-        return ops.grant(agent, target, ["submit"], [app.url], single_use=single_use).grant_id
-
-
-def _in_background(work: Callable[..., Any], *args: Any, **kwargs: Any) -> Future[Any]:
-    pool = ThreadPoolExecutor(1)
-    try:
-        return pool.submit(work, *args, **kwargs)
-    finally:
-        pool.shutdown(wait=False)
-
-
 # --- 1. the replica the executor talks to stops; a person takes over through another -------------
 
 
@@ -256,13 +69,13 @@ def test_a_takeover_through_another_replica_while_the_watch_replica_is_stopped(r
     takes over through replicas 1 and 2. The click must not reach the page, and nothing
     the stopped replica held is replayed onto it when it resumes."""
     agent, target = "agent-1", "browser:click-1"
-    _grant(rig, agent, target, app)
+    grant(rig, agent, target, app)
     with rig.agent(agent) as client:
         session = client.open_session(target=target, start_url=app.url + "/")
         epoch = session.info.lease_epoch
         assert epoch > 0
         pause = session.find("button", "Pause plan")
-        clicked = _in_background(session.click, pause, idempotency_key=SLOW)
+        clicked = in_background(session.click, pause, idempotency_key=SLOW)
         rig.wait_intent(session.session_id, SLOW)  # allowed at `epoch`, durable, not dispatched
         rig.cluster.pause(0)
         try:
@@ -276,7 +89,7 @@ def test_a_takeover_through_another_replica_while_the_watch_replica_is_stopped(r
                 "STALE_EPOCH",
                 False,
             )
-            assert f"lease epoch {epoch} was superseded" in result.message
+            assert f"lease epoch {epoch} was superseded (epoch {taken.epoch}, held by human op)" in result.message
             # The agent's next submit (same observation): refused, a person holds the lease.
             again = session.click(pause, idempotency_key="after-takeover").result
             assert (again.outcome, again.reason) == (Outcome.REFUSED, "HELD_BY_HUMAN"), again
@@ -299,42 +112,6 @@ def test_a_takeover_through_another_replica_while_the_watch_replica_is_stopped(r
 # --- 2. a replica killed -9 in the middle of the check of a single-use grant -----------------------
 
 
-def _replica_of_port(rig: Rig, client_port: int) -> int:
-    """Which replica process owns the local TCP port ``client_port`` (its connection to
-    PostgreSQL), read from /proc."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with contextlib.suppress(OSError), open(table) as f:
-            for line in list(f)[1:]:
-                fields = line.split()
-                if int(fields[1].rsplit(":", 1)[1], 16) == client_port:
-                    inodes.add(fields[9])
-    for i, proc in enumerate(rig.cluster.procs):
-        if proc is None:
-            continue
-        fds = Path(f"/proc/{proc.proc.pid}/fd")
-        for fd in fds.iterdir():
-            with contextlib.suppress(OSError):
-                if os.readlink(fd).removeprefix("socket:[").rstrip("]") in inodes:
-                    return i
-    raise AssertionError(f"no replica owns port {client_port}")
-
-
-def _checking_replica(rig: Rig, timeout_s: float = 5.0) -> int:
-    """The replica whose database session waits on a lock (the blocker's): mid-check."""
-    deadline = time.monotonic() + timeout_s
-    with psycopg.connect(rig.dsn, autocommit=True) as conn:
-        while True:
-            row = conn.execute(
-                "SELECT client_port FROM pg_stat_activity"
-                " WHERE application_name = 'handrail-authz' AND wait_event_type = 'Lock'"
-            ).fetchone()
-            if row is not None:
-                return _replica_of_port(rig, int(row[0]))
-            assert time.monotonic() < deadline, "no check came to wait on the grant's row"
-            time.sleep(0.005)
-
-
 def test_a_replica_killed_mid_check_of_a_single_use_grant(rig: Rig, app: CountingApp) -> None:
     """The single-use grant's row is locked (a blocker transaction) so that the check of
     the agent's submit waits inside whichever replica it went to; that replica is killed
@@ -342,15 +119,15 @@ def test_a_replica_killed_mid_check_of_a_single_use_grant(rig: Rig, app: Countin
     replica. Across that and the agent's further tries the page sees the submit at most
     once, and each action in the ledger was dispatched at most once."""
     agent, target = "agent-2", "browser:click-2"
-    grant_id = _grant(rig, agent, target, app, single_use=True)
+    grant_id = grant(rig, agent, target, app, single_use=True)
     killed = None
     with rig.agent(agent) as client:
         session = client.open_session(target=target, start_url=app.url + "/")
         pause = session.find("button", "Pause plan")
         with psycopg.connect(rig.dsn) as blocker:
             blocker.execute("SELECT 1 FROM grants WHERE grant_id = %s FOR UPDATE", (grant_id,))
-            clicked = _in_background(session.click, pause, idempotency_key="k1")
-            killed = _checking_replica(rig)
+            clicked = in_background(session.click, pause, idempotency_key="k1")
+            killed = checking_replica(rig)
             rig.cluster.kill(killed)
             blocker.rollback()
         try:
@@ -388,13 +165,25 @@ def test_a_replica_killed_mid_check_of_a_single_use_grant(rig: Rig, app: Countin
 
 def test_every_replica_down_fails_closed_and_one_back_serves_the_next_click(rig: Rig, app: CountingApp) -> None:
     agent, target = "agent-3", "browser:click-3"
-    _grant(rig, agent, target, app)
+    grant(rig, agent, target, app)
     with rig.agent(agent) as client:
         session = client.open_session(target=target, start_url=app.url + "/")
         pause = session.find("button", "Pause plan")
+        # Every replica dies after the allow, before the dispatch: the fence cannot read the
+        # lease, so nothing is dispatched, and the answer says the sidecar is unreachable.
+        clicked = in_background(session.click, pause, idempotency_key=SLOW)
+        rig.wait_intent(session.session_id, SLOW)
         for i in range(3):
             rig.cluster.kill(i)
         try:
+            fenced = clicked.result(timeout=30).result
+            assert (fenced.outcome, fenced.reason, fenced.execution_started) == (
+                Outcome.REFUSED,
+                "AUTHZ_UNAVAILABLE",
+                False,
+            ), fenced
+            assert "no authz replica answered" in fenced.message
+            assert app.submits == 0
             t0 = time.monotonic()
             refused = session.click(pause, idempotency_key="k-down").result
             took = time.monotonic() - t0
@@ -410,7 +199,10 @@ def test_every_replica_down_fails_closed_and_one_back_serves_the_next_click(rig:
             assert app.submits == 0
             entries = rig.entries(session.session_id)
             assert [e["reason"] for e in entries if e["kind"] == "refusal"] == ["AUTHZ_UNAVAILABLE"], entries
-            assert [e for e in entries if e["kind"] == "intent"] == []
+            assert [e["key"] for e in entries if e["kind"] == "intent"] == [SLOW]
+            assert [(e["key"], e["outcome"]) for e in rig.entries(session.session_id) if e["kind"] == "result"] == [
+                (SLOW, "REFUSED")
+            ]
             session.observe()  # reads go on
             rig.cluster.start(1)  # one replica back: the same executor goes on through it
             deadline = time.monotonic() + 10
@@ -433,22 +225,13 @@ def test_every_replica_down_fails_closed_and_one_back_serves_the_next_click(rig:
 # --- 4. the ledger's PostgreSQL connection cut ----------------------------------------------------
 
 
-def _cut_ledger_backends(rig: Rig) -> int:
-    with psycopg.connect(rig.dsn, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = %s",
-            (LEDGER_APP,),
-        ).fetchone()
-    return int(row[0]) if row else 0
-
-
 def test_the_ledger_connection_cut_never_lets_a_click_go_without_its_intent(rig: Rig, app: CountingApp) -> None:
     agent, target = "agent-4", "browser:click-4"
-    _grant(rig, agent, target, app)
+    grant(rig, agent, target, app)
     with rig.agent(agent) as client:
         session = client.open_session(target=target, start_url=app.url + "/")
         # The ledger's connections ended by the server: the append goes on a fresh one.
-        assert _cut_ledger_backends(rig) >= 1
+        assert cut_ledger_backends(rig) >= 1
         went = session.click(session.find("button", "Pause plan"), idempotency_key="k-terminated").result
         assert went.outcome is Outcome.DONE, went
         assert app.submits == 1
@@ -474,7 +257,7 @@ def test_the_ledger_connection_cut_never_lets_a_click_go_without_its_intent(rig:
         # is durable), its result could not be written. The action is UNKNOWN: the agent's
         # next write waits for a reconcile, and nothing is dispatched again.
         session.observe()
-        clicked = _in_background(session.click, session.find("button", "Pause plan"), idempotency_key=SLOW)
+        clicked = in_background(session.click, session.find("button", "Pause plan"), idempotency_key=SLOW)
         intent = rig.wait_intent(session.session_id, SLOW)
         rig.proxy.cut()
         try:
@@ -543,7 +326,7 @@ def test_a_check_racing_takeover_handback_and_reacquire_never_acts_at_a_supersed
     rig: Rig, app: CountingApp, rounds: list[tuple[str, str, int]]
 ) -> None:
     agent, target = "agent-5", "browser:click-5"
-    _grant(rig, agent, target, app)
+    grant(rig, agent, target, app)
     with rig.agent(agent) as client:
         for change, when, via in rounds:
             session = client.open_session(target=target, start_url=app.url + "/")
@@ -557,7 +340,7 @@ def test_a_check_racing_takeover_handback_and_reacquire_never_acts_at_a_supersed
                     opened = _move_lease(rig, client, target, agent, change, via)
                     result = session.click(pause, idempotency_key="k").result
                 else:
-                    clicked = _in_background(session.click, pause, idempotency_key=SLOW)
+                    clicked = in_background(session.click, pause, idempotency_key=SLOW)
                     rig.wait_intent(session.session_id, SLOW)  # allowed at `epoch`; not dispatched yet
                     opened = _move_lease(rig, client, target, agent, change, via)
                     result = clicked.result(timeout=30).result
@@ -578,3 +361,44 @@ def test_a_check_racing_takeover_handback_and_reacquire_never_acts_at_a_supersed
                     lease = ops.get_lease(target)
                     if lease.holder_kind == "human":
                         ops.hand_back(target, lease.epoch)
+
+
+# --- the Watch outlives a lease change the ledger could not record ---------------------------------
+
+
+def test_a_lease_change_the_ledger_refused_does_not_end_the_executors_watch(rig: Rig, app: CountingApp) -> None:
+    """The ledger refuses the executor's record of a takeover (a trigger raises on it). The
+    Watch must go on: the hand-back after it is recorded and told, and the next click is
+    fenced as before. Before: the ledger's error ended the executor's watch task for good."""
+    agent, target = "agent-6", "browser:click-6"
+    grant(rig, agent, target, app)
+    with rig.agent(agent) as client:
+        session = client.open_session(target=target, start_url=app.url + "/")
+        with psycopg.connect(rig.dsn, autocommit=True) as conn:
+            conn.execute(
+                "CREATE FUNCTION refuse_lease_change() RETURNS trigger LANGUAGE plpgsql AS"
+                " $$BEGIN RAISE EXCEPTION 'test: lease changes refused'; END$$"
+            )
+            conn.execute(
+                "CREATE TRIGGER refuse_lease_change BEFORE INSERT ON ledger_entries FOR EACH ROW"
+                " WHEN (NEW.kind = 'lease_change') EXECUTE FUNCTION refuse_lease_change()"
+            )
+            try:
+                with rig.ops() as ops:
+                    taken = ops.take_over(target, note="not recorded")
+                time.sleep(1.0)  # told to the executor, which could not record it
+            finally:
+                conn.execute("DROP TRIGGER refuse_lease_change ON ledger_entries")
+                conn.execute("DROP FUNCTION refuse_lease_change()")
+        assert "takeover" not in lease_changes(rig, target)
+        with rig.ops() as ops:
+            ops.hand_back(target, taken.epoch)
+        deadline = time.monotonic() + 5
+        while "handback" not in lease_changes(rig, target):
+            assert time.monotonic() < deadline, "the executor's watch ended: the hand-back was never recorded"
+            time.sleep(0.05)
+        session.observe()
+        went = session.click(session.find("button", "Pause plan"), idempotency_key="k-after").result
+        assert went.outcome is Outcome.DONE, went
+        assert app.submits == 1
+        session.close()
