@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import logging
 import os
 import re
 import shlex
@@ -171,6 +172,8 @@ def test_the_doc_has_its_commands_units_and_environment_files() -> None:
     assert {"authz prune-decisions", "ledger timeline", "ledger tail", "ledger export", "authz policies"} <= commands
     assert {Path(p).name for p in UNITS} == {f"handrail-{n}.service" for n in ("authz", "executor", "prune")}
     assert {"/etc/handrail/authz.env", "/etc/handrail/executor.env"} <= set(FILES)
+    for path in re.findall(r"`((?:authz|bench|executor|recorder|scripts|tests)/[\w./*]+)`", DOC):
+        assert list(ROOT.glob(path)), f"docs/deploy.md names {path}, which is not there"
 
 
 @pytest.mark.parametrize("argv", doc_commands(), ids=lambda argv: " ".join(argv)[:60])
@@ -367,40 +370,36 @@ def _flat(text: str) -> str:
 
 
 def test_the_postgresql_connection_arithmetic_is_the_codes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """A replica's pools as `serve` sizes them, the ledger's, and the doc's sums."""
-    from handrail.authz import _pg, _service
+    """A replica's pools as `serve` sizes them, a CLI command's, the ledger's, and the sums."""
+    from handrail.authz import _cli_commands, _pg, _service
     from handrail.recorder._postgres import PgLedgerStore
 
     sizes: list[int] = []
+    stop = type("Stop", (Exception,), {})
 
-    class Stop(Exception):
-        pass
-
-    class Pool:
+    class Pool:  # the store's pools, as it opens them: their sizes, and no database
         def __init__(self, dsn: str, clock: Any = None, *, max_size: int, **kw: Any) -> None:
             sizes.append(max_size)
-            self.schema = "s"
 
         def migrate(self, migrations: Any) -> list[int]:
             return []
 
-    class Store(_pg.PgStore):
-        def __init__(self, dsn: str, **kw: Any) -> None:
-            super().__init__(dsn, **kw)
-            raise Stop
-
     monkeypatch.setattr(_pg, "PgDatabase", Pool)
-    monkeypatch.setattr(_service, "PgStore", Store)
-    with pytest.raises(Stop):
+    monkeypatch.setattr(_pg, "PgPrincipals", lambda db: (_ for _ in ()).throw(stop()))  # both pools are open
+    with pytest.raises(stop):
         _service.serve(tmp_path, "127.0.0.1:0", store="postgresql://db/handrail")
+    quiet = logging.getLogger("psycopg.pool").level
+    with pytest.raises(stop):
+        _cli_commands.open_store("", "postgresql://db/handrail")
+    logging.getLogger("psycopg.pool").setLevel(quiet)
     workers = inspect.signature(_service.serve).parameters["max_workers"].default
-    pool, decisions = sizes
-    assert pool == decisions == max(4, workers // 2)
+    pool, decisions, *cli = sizes
+    assert pool == decisions == max(4, workers // 2) and len(cli) == 2
     ledger = inspect.signature(PgLedgerStore.__init__).parameters["pool_size"].default
     replica = pool + decisions + 1  # the listener
     row = _flat(re.search(r"^\| `max_connections` \|.*$", DOC, re.M)[0])  # type: ignore[index]
     assert f"({pool}: it runs {workers} worker threads)" in row
-    assert f"each executor's ledger up to {ledger}" in row
+    assert f"each executor's ledger up to {ledger}; a `handrail authz ... --store` command up to {sum(cli)}" in row
     assert f"Three replicas and 20 executors: ~{round(3 * replica + 20 * ledger, -1)}" in row
 
 
