@@ -149,8 +149,18 @@ class Rig:
             time.sleep(0.01)
 
     def dispatches(self, session_id: str) -> list[dict[str, Any]]:
-        """The results of the session's actions that were (or may have been) dispatched."""
-        return [e for e in self.entries(session_id) if e["kind"] == "result" and e["execution_started"]]
+        """The results of the session's actions that were (or may have been) dispatched,
+        each checked to follow its action's intent (durable before dispatch), one per action."""
+        intents: set[str] = set()
+        started: list[dict[str, Any]] = []
+        for e in self.entries(session_id):
+            if e["kind"] == "intent":
+                intents.add(e["action_id"])
+            elif e["kind"] == "result" and e["execution_started"]:
+                assert e["action_id"] in intents, f"dispatched with no intent before it: {e}"
+                assert e["action_id"] not in {d["action_id"] for d in started}, f"dispatched twice: {e}"
+                started.append(e)
+        return started
 
 
 def ledger_dsn(dsn: str, port: int) -> str:

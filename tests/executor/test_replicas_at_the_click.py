@@ -215,6 +215,7 @@ def test_every_replica_down_fails_closed_and_one_back_serves_the_next_click(rig:
                 time.sleep(0.2)
             assert went.outcome is Outcome.DONE, went
             assert app.submits == 1
+            assert len(rig.dispatches(session.session_id)) == 1
         finally:
             for i in (0, 1, 2):
                 if rig.cluster.procs[i] is None:
@@ -280,6 +281,9 @@ def test_the_ledger_connection_cut_never_lets_a_click_go_without_its_intent(rig:
         again = session.click(session.find("button", "Pause plan"), idempotency_key="k-after").result
         assert again.outcome is Outcome.DONE, again
         assert app.submits == 3
+        assert [d["key"] for d in rig.dispatches(session.session_id)] == ["k-terminated", "k-after"]
+        kinds = [e["kind"] for e in rig.entries(session.session_id) if e["action_id"] == intent["action_id"]]
+        assert kinds == ["intent", "reconcile"]  # the click whose result was lost: reconciled, never re-sent
         session.close()
     # Every chain in the database verifies (the executor's head file beside it).
     assert run_cli(["ledger", "verify", "--db", rig.dsn, "--data-dir", str(rig.data)]) == 0
