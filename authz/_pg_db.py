@@ -53,7 +53,7 @@ from psycopg import pq
 from psycopg.adapt import Transformer
 from psycopg.conninfo import conninfo_to_dict
 
-from handrail._dsn import first_line, redact, why_no_connection
+from handrail._dsn import first_line, no_prompt, redact, why_no_connection
 from handrail.authz import _deadline as deadline
 from handrail.authz import _pg_session as session
 from handrail.authz._errors import DeadlineExceededError, StoreBusyError, StoreUnavailableError
@@ -250,7 +250,7 @@ class PgDatabase:
 
         self.pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = _LastInFirstOut(
             dsn,
-            kwargs={"autocommit": True, "connect_timeout": max(1, int(connect_timeout_s))},
+            kwargs={"autocommit": True, "connect_timeout": max(1, int(connect_timeout_s)), **no_prompt(dsn)},
             min_size=min_size,
             max_size=max_size,
             configure=configure,

@@ -35,7 +35,7 @@ from typing import Any
 
 import psycopg
 
-from handrail._dsn import first_line
+from handrail._dsn import first_line, no_prompt
 from handrail.authz._errors import StoreUnavailableError
 from handrail.authz._models import ApprovalInfo, GrantInfo, LeaseInfo, WatchEventInfo
 from handrail.authz._pg_db import PgDatabase
@@ -239,7 +239,11 @@ class SharedEventHub(EventHub):
         while not self._stop.is_set():
             try:
                 with psycopg.connect(
-                    self._db.dsn, autocommit=True, connect_timeout=5, application_name="handrail-authz-listener"
+                    self._db.dsn,
+                    autocommit=True,
+                    connect_timeout=5,
+                    application_name="handrail-authz-listener",
+                    **no_prompt(self._db.dsn),
                 ) as conn:
                     conn.execute(f'LISTEN "{self._channel}"')
                     delay = 0.05

@@ -7,8 +7,18 @@ import os
 import re
 import time
 import urllib.parse
+from typing import Any
 
-__all__ = ["connect_error", "first_line", "is_pg_dsn", "redact", "tls_hint", "why_no_connection"]
+__all__ = [
+    "NO_PROMPT",
+    "connect_error",
+    "first_line",
+    "is_pg_dsn",
+    "no_prompt",
+    "redact",
+    "tls_hint",
+    "why_no_connection",
+]
 
 _KEYWORD_PASSWORD = re.compile(r"password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)")
 
@@ -31,7 +41,7 @@ def why_no_connection(dsn: str, timeout_s: float, where: str) -> str:
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            psycopg.connect(dsn, connect_timeout=max(2, int(timeout_s)), autocommit=True).close()
+            psycopg.connect(dsn, connect_timeout=max(2, int(timeout_s)), autocommit=True, **no_prompt(dsn)).close()
             return ""
         except psycopg.Error as exc:
             reason = first_line(exc, dsn)
@@ -45,6 +55,26 @@ def why_no_connection(dsn: str, timeout_s: float, where: str) -> str:
         time.sleep(0.2)
 
 
+#: The ``sslpassword`` given to libpq when the connection string has none. With none,
+#: OpenSSL asks for an encrypted client key's passphrase on the terminal (``Enter PEM pass
+#: phrase:``), once per connection, and a sidecar or a ledger command started from one
+#: waits there; with any value it does not ask (libpq's documented switch), an
+#: unencrypted key is read as before, and an encrypted one is refused at once.
+NO_PROMPT = "handrail-never-prompts"
+
+
+def no_prompt(dsn: str) -> dict[str, Any]:
+    """The keyword arguments for a connection to ``dsn`` that keep OpenSSL from asking on
+    the terminal: ``sslpassword`` (:data:`NO_PROMPT`) unless ``dsn`` gives one."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        given = conninfo_to_dict(dsn).get("sslpassword")
+    except Exception:  # (a string that does not parse is said by the connection itself)
+        return {}
+    return {} if given else {"sslpassword": NO_PROMPT}
+
+
 def connect_error(dsn: str) -> str:
     """Why one connection to ``dsn`` fails now (libpq's first line, with :func:`tls_hint`),
     or ``""`` when it connects: what a pool that waited in vain for a connection cannot say
@@ -52,7 +82,7 @@ def connect_error(dsn: str) -> str:
     import psycopg
 
     try:
-        psycopg.connect(dsn, connect_timeout=2, autocommit=True).close()
+        psycopg.connect(dsn, connect_timeout=2, autocommit=True, **no_prompt(dsn)).close()
         return ""
     except psycopg.Error as exc:
         reason = first_line(exc, dsn)
@@ -86,6 +116,10 @@ def tls_hint(reason: str, dsn: str) -> str:
     except Exception:  # (a string that does not parse is said before any dial)
         return ""
     rootcert, cert = params.get("sslrootcert"), params.get("sslcert")
+    if "could not load private key file" in reason:
+        if not params.get("sslpassword"):
+            return " (an encrypted key: give its passphrase as sslpassword)"
+        return " (is sslpassword the key's passphrase?)" if "bad decrypt" in reason else ""
     if "certificate verify failed" in reason:
         ca = f"sslrootcert={rootcert}" if rootcert else "~/.postgresql/root.crt (no sslrootcert given)"
         return f" (the server's certificate is not signed by the CA in {ca}, or has expired)"

@@ -17,6 +17,8 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -158,6 +160,23 @@ def test_replicas_serve_and_watch_with_every_connection_over_verified_tls(tls: T
                 _clean("\n".join(proc.output))
 
 
+def _encrypted(tls: TlsServer, tmp: Path, passphrase: str) -> Path:
+    """app_a's client key, encrypted with ``passphrase`` (mode 0600)."""
+    from cryptography.hazmat.primitives import serialization
+
+    key = serialization.load_pem_private_key(tls.certs.client("app_a")[1].read_bytes(), None)
+    path = tmp / f"client-{secrets.token_hex(3)}.key"
+    path.touch(mode=0o600)
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(passphrase.encode()),
+        )
+    )
+    return path
+
+
 def _verify(dsn: str, data_dir: Path | None = None) -> subprocess.CompletedProcess[str]:
     extra = ["--data-dir", str(data_dir)] if data_dir else []
     return subprocess.run(
@@ -174,8 +193,9 @@ def test_an_executor_ledger_appends_and_verifies_over_tls_with_a_password_or_a_c
     """The executor's open (open_ledger, as ``executor serve --ledger`` calls it), an intent
     and its result, then ``handrail ledger verify`` and ``tail`` over TLS: once as a role
     with a password, once on the client-certificate-only database (no password at all)."""
-    cert, key = tls.certs.client("app_a")
-    for db, password, params in (("strict", True, {}), ("certdb", False, {"sslcert": str(cert), "sslkey": str(key)})):
+    cert, key = tls.certs.client("app_a"), _encrypted(tls, tmp_path, SSLPASSWORD)
+    with_cert = {"sslcert": str(cert[0]), "sslkey": str(key), "sslpassword": SSLPASSWORD}  # an encrypted key
+    for db, password, params in (("strict", True, {}), ("certdb", False, with_cert)):
         _, options = tls.schema(db)
         dsn = tls.dsn(db, password=password, options=options, **params)
         heads = tmp_path / db
@@ -260,6 +280,11 @@ def _attacks(tls: TlsServer, plain: PrivatePostgres, tmp: Path) -> dict[str, tup
             tls.dsn("certdb", sslcert=str(cert), sslkey=str(loose_key), **ssl),
             f'private key file "{loose_key}" has group or world access',
         ),
+        "key-passphrase-wrong": (
+            "certdb",
+            tls.dsn("certdb", sslcert=str(cert), sslkey=str(_encrypted(tls, tmp, "another")), **ssl),
+            "bad decrypt (is sslpassword the key's passphrase?)",
+        ),
     }
 
 
@@ -273,6 +298,7 @@ ATTACKS = (
     "cert-file-missing",
     "cert-of-another-ca",
     "key-anyone-may-read",
+    "key-passphrase-wrong",
 )
 
 #: Well under the sidecar's 5 s start timeout and the ledger's 10 s: said at once.
@@ -473,3 +499,36 @@ def test_the_watch_listener_says_a_refused_reconnection_in_one_line(tls: TlsServ
     for line in replica.output:
         assert re.match(r"\d{4}-\d\d-\d\d [\d:,]+ [A-Z]+ |handrail-authz listening on ", line), line
     _clean("\n".join(replica.output))
+
+
+@pytest.mark.skipif(shutil.which("script") is None, reason="needs script(1) for a terminal")
+def test_an_encrypted_key_without_its_passphrase_is_refused_at_once_never_asked_on_the_terminal(
+    tls: TlsServer, tmp_path: Path
+) -> None:
+    """OpenSSL asks for an encrypted client key's passphrase on the terminal when libpq has
+    no sslpassword (``Enter PEM pass phrase:``, once per connection): a sidecar or a ledger
+    command started from a terminal waited there for ever. Run in one (script(1)), each
+    says in one line that the key needs its passphrase and exits."""
+    cert, _ = tls.certs.client("app_a")
+    _, options = tls.schema("certdb")
+    dsn = tls.dsn("certdb", options=options, sslcert=str(cert), sslkey=str(_encrypted(tls, tmp_path, "unsaid")))
+    says = "could not load private key file"
+    for command in (["ledger", "verify", "--db", dsn], ["authz", "serve", "--store", dsn, "--listen", "127.0.0.1:0"]):
+        line = shlex.join([sys.executable, "-m", "handrail", *command])
+        started = time.monotonic()
+        try:
+            done = subprocess.run(
+                ["script", "-qec", line, "/dev/null"],
+                capture_output=True,
+                text=True,
+                timeout=20,
+                stdin=subprocess.DEVNULL,
+            )
+        except subprocess.TimeoutExpired as waited:
+            raise AssertionError(f"{command[:2]} still waits after 20 s: {waited.stdout!r}") from None
+        out = done.stdout.replace("\r\n", "\n")
+        assert "pass phrase" not in out.lower(), out
+        assert done.returncode != 0 and time.monotonic() - started < AT_ONCE_S + 1.5, (done.returncode, out)
+        assert out.count("\n") == 1 and says in out, out
+        assert "(an encrypted key: give its passphrase as sslpassword)" in out, out
+        _clean(out)
