@@ -195,10 +195,11 @@ def test_an_executor_ledger_appends_and_verifies_over_tls_with_a_password_or_a_c
     with a password, once on the client-certificate-only database (no password at all)."""
     cert, key = tls.certs.client("app_a"), _encrypted(tls, tmp_path, SSLPASSWORD)
     with_cert = {"sslcert": str(cert[0]), "sslkey": str(key), "sslpassword": SSLPASSWORD}  # an encrypted key
-    for db, password, params in (("strict", True, {}), ("certdb", False, with_cert)):
+    plain_key = {"sslcert": str(cert[0]), "sslkey": str(cert[1])}  # unencrypted, no sslpassword
+    for db, password, params in (("strict", True, {}), ("certdb", False, with_cert), ("certdb", False, plain_key)):
         _, options = tls.schema(db)
         dsn = tls.dsn(db, password=password, options=options, **params)
-        heads = tmp_path / db
+        heads = tmp_path / secrets.token_hex(3)
         ledger = open_ledger(dsn, executor_id="exe-1", head_dir=heads)
         try:
             ledger.intent("s1", "a1", "k1", "agent-a", 1, {"action": "click", "ref": "e1"})
