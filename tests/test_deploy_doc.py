@@ -339,7 +339,7 @@ def test_operators_shell_variables_reach_a_remote_command(clean_env: pytest.Monk
 
 # --- environment variables ---------------------------------------------------------------
 
-#: Read by the executor for fault-injection tests only (docs/faults.md), not for operators.
+#: Read by the executor for the crash tests only (``--fault``, executor/_faults.py), not for operators.
 TESTS_ONLY = {"HANDRAIL_FAULT"}
 
 
@@ -365,10 +365,6 @@ def test_every_variable_the_services_read_is_in_the_doc_and_back() -> None:
 
 
 # --- numbers the doc takes from the code --------------------------------------------------
-
-
-def _flat(text: str) -> str:
-    return re.sub(r"\s+", " ", text)
 
 
 def test_the_postgresql_connection_arithmetic_is_the_codes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -399,7 +395,7 @@ def test_the_postgresql_connection_arithmetic_is_the_codes(monkeypatch: pytest.M
     assert pool == decisions == max(4, workers // 2) and len(cli) == 2
     ledger = inspect.signature(PgLedgerStore.__init__).parameters["pool_size"].default
     replica = pool + decisions + 1  # the listener
-    row = _flat(re.search(r"^\| `max_connections` \|.*$", DOC, re.M)[0])  # type: ignore[index]
+    row = " ".join(re.search(r"^\| `max_connections` \|.*$", DOC, re.M)[0].split())  # type: ignore[index]
     assert f"({pool}: it runs {workers} worker threads)" in row
     assert f"each executor's ledger up to {ledger}; a `handrail authz ... --store` command up to {sum(cli)}" in row
     assert f"Three replicas and 20 executors: ~{round(3 * replica + 20 * ledger, -1)}" in row
@@ -408,11 +404,13 @@ def test_the_postgresql_connection_arithmetic_is_the_codes(monkeypatch: pytest.M
 def test_the_timeouts_and_sizes_the_doc_names_are_the_codes() -> None:
     from handrail.authz import _balance, _deadline, _pg_db, _pg_grants, _pg_schema, _pg_session
     from handrail.authz._pg_approvals import PgDecisions
+    from handrail.authz._reach import DEFAULT_CONSOLE_ORIGINS
     from handrail.authz._sqlite_decisions import DecisionLog
+    from handrail.executor.browser._host import DEFAULT_CHROMIUM
 
     pool_wait = inspect.signature(_pg_db.PgDatabase.__init__).parameters["connect_timeout_s"].default
     keepalive = dict(_balance.KEEPALIVE_OPTIONS)
-    text = _flat(DOC)
+    text = " ".join(DOC.split())
     for phrase in (
         f"at most {_deadline.MAX_MARGIN_S * 1000:g} ms",
         f"not after the pool's {pool_wait:g} s",
@@ -423,6 +421,8 @@ def test_the_timeouts_and_sizes_the_doc_names_are_the_codes() -> None:
         f"`--batch ROWS`; {PgDecisions.prune_batch:,} on PostgreSQL, {DecisionLog.prune_batch:,} on SQLite",
         f"replicas that failed in the last {_balance.DOWN_S:g} s",
         f"waits at most {_balance.RECONNECT_MAX_MS / 1000:g} s before it reconnects",
+        f"origins (comma-separated; default {','.join(DEFAULT_CONSOLE_ORIGINS)})",
+        f"a Chromium other than `{DEFAULT_CHROMIUM}`",
     ):
         assert phrase in text, phrase
     assert keepalive["grpc.keepalive_time_ms"] == keepalive["grpc.http2.ping_timeout_ms"] == 1000
