@@ -28,8 +28,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from handrail.executor import ExecutorClient, Outcome
+from handrail.recorder import open_ledger
 from handrail.scenarios._postgres import PrivatePostgres
 from tests.executor.replica_rig import (
+    EXE,
     SLOW,
     CountingApp,
     Rig,
@@ -226,8 +228,12 @@ def test_every_replica_down_fails_closed_and_one_back_serves_the_next_click(rig:
 # --- 4. the ledger's PostgreSQL connection cut ----------------------------------------------------
 
 
-def test_the_ledger_connection_cut_never_lets_a_click_go_without_its_intent(rig: Rig, app: CountingApp) -> None:
+def test_the_ledger_connection_cut_never_lets_a_click_go_without_its_intent(
+    rig: Rig, app: CountingApp, capsys: pytest.CaptureFixture[str]
+) -> None:
     agent, target = "agent-4", "browser:click-4"
+    with open_ledger(rig.dsn, executor_id="exe-other", head_dir=rig.data) as other:  # a second chain
+        other.intent("s-other", "a-other", "k", agent, 1, {"kind": "click", "ref": "e1"})
     grant(rig, agent, target, app)
     with rig.agent(agent) as client:
         session = client.open_session(target=target, start_url=app.url + "/")
@@ -286,7 +292,10 @@ def test_the_ledger_connection_cut_never_lets_a_click_go_without_its_intent(rig:
         assert kinds == ["intent", "reconcile"]  # the click whose result was lost: reconciled, never re-sent
         session.close()
     # Every chain in the database verifies (the executor's head file beside it).
+    capsys.readouterr()
     assert run_cli(["ledger", "verify", "--db", rig.dsn, "--data-dir", str(rig.data)]) == 0
+    out = capsys.readouterr().out
+    assert f"executor {EXE}: ok" in out and "executor exe-other: ok" in out, out
 
 
 # --- 5. take-over, hand-back and re-acquire racing a check at a replica boundary ------------------
