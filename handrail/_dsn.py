@@ -3,6 +3,8 @@ tell), why a first connection to one failed, and that reason without the passwor
 
 from __future__ import annotations
 
+import ipaddress
+import logging
 import os
 import re
 import time
@@ -35,13 +37,18 @@ def why_no_connection(dsn: str, timeout_s: float, where: str) -> str:
     with libpq's reason (a refused port, an unknown host, a rejected password, a bad
     ``sslmode`` ...) where a connection pool's own attempts could say only that none came
     in time. A connection string that does not parse, and a connection the server or TLS
-    refuses (a certificate, a key, ``pg_hba.conf``, a password), are said at once."""
+    refuses (a certificate, a key, ``pg_hba.conf``, a password), are said at once. A
+    connection to another host that does not verify the server is logged as a warning."""
     import psycopg  # the driver, only where a PostgreSQL location is opened
 
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            psycopg.connect(dsn, connect_timeout=max(2, int(timeout_s)), autocommit=True, **no_prompt(dsn)).close()
+            conn = psycopg.connect(dsn, connect_timeout=max(2, int(timeout_s)), autocommit=True, **no_prompt(dsn))
+            try:
+                _warn_unverified(conn, dsn, where)
+            finally:
+                conn.close()
             return ""
         except psycopg.Error as exc:
             reason = first_line(exc, dsn)
@@ -87,6 +94,42 @@ def connect_error(dsn: str) -> str:
     except psycopg.Error as exc:
         reason = first_line(exc, dsn)
         return f"{reason}{tls_hint(reason, dsn)}"
+
+
+#: The connection strings already warned of (once per process, not once per pool).
+_WARNED: set[str] = set()
+
+
+def _local(host: str) -> bool:
+    """Whether ``host`` (a name, an IP, a socket directory) is this machine."""
+    if not host or host.startswith(("/", "@")) or host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _warn_unverified(conn: Any, dsn: str, where: str) -> None:
+    """Log a warning (once per ``dsn``) when ``conn``, to another host, does not verify
+    the server it reached: its effective ``sslmode`` (the DSN's, ``PGSSLMODE``'s, or
+    libpq's ``prefer``) is not ``verify-full``, so whatever answers at that address with
+    any certificate, or none, is taken for the database, and its answers for grants."""
+    options = {o.keyword: o.val for o in conn.pgconn.info}
+    mode = (options.get(b"sslmode") or b"prefer").decode()
+    # the name the DSN gives (with hostaddr only dialling it), else the address
+    address = (options.get(b"host") or options.get(b"hostaddr") or b"").decode()
+    local = all(_local(h.strip()) for h in address.split(","))
+    if mode == "verify-full" or local or dsn in _WARNED:
+        return
+    _WARNED.add(dsn)
+    logging.getLogger("handrail.pg").warning(
+        "the connection to %s does not verify the server (sslmode=%s): whoever answers at %s is taken for"
+        " the database; use sslmode=verify-full with sslrootcert (docs/deploy.md, TLS between the hosts)",
+        where,
+        mode,
+        address,
+    )
 
 
 #: libpq's words for an option value it refuses before it dials (``sslmode=sometimes``,

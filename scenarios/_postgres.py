@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
+    "SERVER_NAME",
     "TEST_PG_ENV",
     "Certificates",
     "PostgresUnavailable",
@@ -45,6 +46,11 @@ __all__ = [
 
 #: Names a server to use instead of a private one (a libpq DSN).
 TEST_PG_ENV = "HANDRAIL_TEST_PG"
+
+#: A name the private server's TLS certificate carries besides ``localhost`` and
+#: ``127.0.0.1``, that resolves nowhere: a DSN names it with ``hostaddr=127.0.0.1`` to
+#: reach the server as a host that is not this machine.
+SERVER_NAME = "db.handrail.test"
 
 #: The superuser of a private cluster.
 PG_USER = "handrail"
@@ -217,7 +223,8 @@ class Certificates:
 
     Attributes:
         ca: the CA's certificate (``sslrootcert``).
-        server_cert, server_key: the server's, for ``localhost`` and ``127.0.0.1``.
+        server_cert, server_key: the server's, for ``localhost``, ``127.0.0.1`` and
+            :data:`SERVER_NAME`.
         other_ca: a second CA, which the server's certificate does not chain to.
     """
 
@@ -298,7 +305,7 @@ def _issue(
         usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
         builder = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
     if server:
-        alt = [x509.DNSName(name), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+        alt = [x509.DNSName(name), x509.DNSName(SERVER_NAME), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
         builder = builder.add_extension(x509.SubjectAlternativeName(alt), critical=False)
     cert_path.write_bytes(builder.sign(signer, hashes.SHA256()).public_bytes(serialization.Encoding.PEM))
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())

@@ -14,6 +14,7 @@ session's server without TLS for ``sslmode=require`` against it.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import secrets
@@ -36,6 +37,7 @@ from handrail.authz import AuthzClient, AuthzError, AuthzUnavailableError, Grant
 from handrail.recorder import LedgerError, open_ledger
 from handrail.scenarios import ServerProcess, start_server
 from handrail.scenarios._postgres import (
+    SERVER_NAME,
     Certificates,
     PrivatePostgres,
     fresh_schema,
@@ -244,7 +246,7 @@ def _attacks(tls: TlsServer, plain: PrivatePostgres, tmp: Path) -> dict[str, tup
         "another-host-name": (
             "strict",
             tls.dsn("strict", hostaddr="127.0.0.1", **ssl).replace(f"@127.0.0.1:{tls.server.port}/", host),
-            'server certificate for "localhost" (and 1 other name) does not match host name "db.example.internal"',
+            'server certificate for "localhost" (and 2 other names) does not match host name "db.example.internal"',
         ),
         "no-ca-file": (
             "strict",
@@ -533,3 +535,30 @@ def test_an_encrypted_key_without_its_passphrase_is_refused_at_once_never_asked_
         assert out.count("\n") == 1 and says in out, out
         assert "(an encrypted key: give its passphrase as sslpassword)" in out, out
         _clean(out)
+
+
+def test_a_connection_to_another_host_that_does_not_verify_the_server_is_warned_once(
+    tls: TlsServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``sslmode=require`` (no CA) encrypts but takes any certificate: whoever answers at the
+    database's address is taken for it. A replica whose DSN names another host that way
+    says so in one warning at start (not one per pool), without the password; with
+    ``verify-full`` it says nothing. An executor's ledger open warns too."""
+    _, options = tls.schema()
+
+    def named(**params: str) -> str:  # the server as a host that is not this machine
+        dsn = tls.dsn(options=options, hostaddr="127.0.0.1", **params)
+        return dsn.replace("@127.0.0.1:", f"@{SERVER_NAME}:")
+
+    says = f"does not verify the server (sslmode=require): whoever answers at {SERVER_NAME} is taken for the database"
+    for dsn, warned in ((named(sslmode="require", sslrootcert=""), 1), (named(), 0)):
+        replica = _serve(dsn, "tls-weak")
+        replica.stop()
+        assert sum(says in line for line in replica.output) == warned, replica.output
+        assert sum("does not verify the server" in line for line in replica.output) == warned, replica.output
+        _clean("\n".join(replica.output))
+    _, options = tls.schema()
+    with caplog.at_level(logging.WARNING, logger="handrail.pg"):
+        open_ledger(named(sslmode="require", sslrootcert=""), executor_id="exe-1").close()
+    assert [r.getMessage() for r in caplog.records if says in r.getMessage()], caplog.records
+    _clean(caplog.text)
