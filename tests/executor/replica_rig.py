@@ -256,6 +256,7 @@ def checking_replica(rig: Rig, timeout_s: float = 5.0) -> int:
             row = conn.execute(
                 "SELECT client_port FROM pg_stat_activity"
                 " WHERE application_name = 'handrail-authz' AND wait_event_type = 'Lock'"
+                " AND query LIKE '%UPDATE grants%'"
             ).fetchone()
             if row is not None:
                 return replica_of_port(rig, int(row[0]))
