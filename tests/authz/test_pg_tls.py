@@ -35,7 +35,7 @@ import pytest
 
 from handrail.authz import AuthzClient, AuthzError, AuthzUnavailableError, GrantInfo, PgStore
 from handrail.recorder import LedgerError, open_ledger
-from handrail.scenarios import ServerProcess, start_server
+from handrail.scenarios import ServerProcess, start_authz, start_server
 from handrail.scenarios._postgres import (
     SERVER_NAME,
     Certificates,
@@ -563,3 +563,41 @@ def test_a_connection_to_another_host_that_does_not_verify_the_server_is_warned_
         open_ledger(named(sslmode="require", sslrootcert=""), executor_id="exe-1").close()
     assert [r.getMessage() for r in caplog.records if says in r.getMessage()], caplog.records
     _clean(caplog.text)
+
+
+def test_an_executor_whose_ledger_database_fails_verification_does_not_start(tls: TlsServer, tmp_path: Path) -> None:
+    """``handrail executor serve --ledger <DSN with another CA>``, a real process with a
+    real sidecar: one line naming the CA file, exit 1, at once, nothing served."""
+    sidecar = start_authz(tmp_path / "authz")
+    where = ["--data-dir", str(tmp_path / "authz")]
+    try:
+        added = subprocess.run(
+            [sys.executable, "-m", "handrail", "authz", "principal", "add", "exe", "--role", "executor", *where],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert added.returncode == 0, added.stderr
+        _, options = tls.schema("strict")
+        ledger = tls.dsn("strict", options=options, sslrootcert=str(tls.certs.other_ca), sslpassword=SSLPASSWORD)
+        command = ["executor", "serve", "--listen", "127.0.0.1:0", "--authz", sidecar.address]
+        command += ["--data-dir", str(tmp_path / "exe"), "--ledger", ledger, "--executor-id", "exe-1"]
+        started = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "handrail", *command],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "HANDRAIL_TOKEN": added.stdout.strip()},
+        )
+    finally:
+        sidecar.stop()
+    assert done.returncode == 1 and time.monotonic() - started < AT_ONCE_S + 2, (done.returncode, done.stderr)
+    assert done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("handrail executor serve: cannot connect to the ledger database postgresql://")
+    assert (
+        f"certificate verify failed (the server's certificate is not signed by the CA in sslrootcert={tls.certs.other_ca}"
+        in done.stderr
+    )
+    _clean(done.stderr)
