@@ -284,6 +284,16 @@ def _attacks(tls: TlsServer, plain: PrivatePostgres, tmp: Path) -> dict[str, tup
             tls.dsn("certdb", sslcert=str(cert), sslkey=str(loose_key), **ssl),
             f'private key file "{loose_key}" has group or world access',
         ),
+        "key-file-missing": (
+            "certdb",
+            tls.dsn("certdb", sslcert=str(cert), sslkey=str(tmp / "none.key"), **ssl),
+            f'certificate present, but not private key file "{tmp / "none.key"}"',
+        ),
+        "wrong-password": (
+            "strict",
+            tls.dsn("strict", **ssl).replace(quote(PASSWORD, safe=""), quote(PASSWORD[::-1], safe="")),
+            'password authentication failed for user "app_a"',
+        ),
         "key-passphrase-wrong": (
             "certdb",
             tls.dsn("certdb", sslcert=str(cert), sslkey=str(_encrypted(tls, tmp, "another")), **ssl),
@@ -303,6 +313,8 @@ ATTACKS = (
     "cert-of-another-ca",
     "key-anyone-may-read",
     "key-passphrase-wrong",
+    "key-file-missing",
+    "wrong-password",
 )
 
 #: Well under the sidecar's 5 s start timeout and the ledger's 10 s: said at once.
@@ -310,7 +322,7 @@ AT_ONCE_S = 3.5
 
 
 def _clean(text: str) -> None:
-    for secret in (PASSWORD, quote(PASSWORD, safe=""), SSLPASSWORD):
+    for secret in (PASSWORD, quote(PASSWORD, safe=""), PASSWORD[::-1], quote(PASSWORD[::-1], safe=""), SSLPASSWORD):
         assert secret not in text, text
     assert "Traceback" not in text, text
 
