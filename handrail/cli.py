@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -60,6 +61,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit code."""
+    # gRPC's core writes what it logs at INFO (a failed TLS handshake, with OpenSSL's
+    # reason, on every try) to stderr unless told a level before it starts; a command
+    # says what went wrong in its own one line. Read once, when grpc is first imported.
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     args_in = list(sys.argv[1:] if argv is None else argv)
     command = args_in[0] if args_in and not args_in[0].startswith("-") else None
     args = build_parser(command).parse_args(args_in)

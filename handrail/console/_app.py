@@ -61,7 +61,9 @@ class _Console:
     def __init__(self, config: ConsoleConfig) -> None:
         self.config = config
         self.signins = SignIns(config.idle_s, config.max_age_s)
-        self.backends = Backends(config.authz, list(config.executors), config.authz_root_certificates)
+        self.backends = Backends(
+            config.authz, list(config.executors), config.authz_root_certificates, config.authz_server_name
+        )
         self.templates = Environment(
             loader=PackageLoader("handrail.console", "templates"), autoescape=select_autoescape(["html"])
         )

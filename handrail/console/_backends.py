@@ -60,11 +60,19 @@ class Backends:
         authz_address: the sidecar's ``HOST:PORT``.
         executors: the executors' ``HOST:PORT``, each with a name for the pages.
         authz_root_certificates: PEM CA certificates when the sidecar speaks TLS.
+        authz_server_name: the name its certificate carries, when not the host dialled.
     """
 
-    def __init__(self, authz_address: str, executors: list[str], authz_root_certificates: bytes | None = None) -> None:
+    def __init__(
+        self,
+        authz_address: str,
+        executors: list[str],
+        authz_root_certificates: bytes | None = None,
+        authz_server_name: str = "",
+    ) -> None:
         self.authz_address = authz_address
         self._roots = authz_root_certificates
+        self._server_name = authz_server_name or None
         self.addresses = list(executors)
         self._executors: dict[str, ConsoleClient] = {}  # made in the server's event loop
         self._sidecars: dict[str, AsyncAuthzClient] = {}
@@ -85,7 +93,9 @@ class Backends:
         """A sidecar client speaking with ``token`` (one per signed-in operator)."""
         client = self._sidecars.get(token)
         if client is None:
-            client = AsyncAuthzClient(self.authz_address, token, timeout_s=5.0, root_certificates=self._roots)
+            client = AsyncAuthzClient(
+                self.authz_address, token, timeout_s=5.0, root_certificates=self._roots, server_name=self._server_name
+            )
             self._sidecars[token] = client
         return client
 

@@ -40,7 +40,16 @@ def register(sub: Any) -> None:
     p.add_argument("--listen", default=DEFAULT_LISTEN, help="HOST:PORT to serve on (default %(default)s)")
     p.add_argument("--tls-cert", default="", help="PEM certificate chain: serve HTTPS")
     p.add_argument("--tls-key", default="", help="PEM private key of --tls-cert")
-    p.add_argument("--authz-ca", default="", help="PEM CA certificates: the sidecar speaks TLS")
+    p.add_argument(
+        "--authz-ca",
+        default=os.environ.get("HANDRAIL_AUTHZ_CA", ""),
+        help="PEM CA certificates: the sidecar speaks TLS (env HANDRAIL_AUTHZ_CA)",
+    )
+    p.add_argument(
+        "--authz-server-name",
+        default=os.environ.get("HANDRAIL_AUTHZ_SERVER_NAME", ""),
+        help="the name in the sidecar's certificate, if not the host of --authz (env HANDRAIL_AUTHZ_SERVER_NAME)",
+    )
     p.add_argument(
         "--idle-timeout",
         type=seconds("--idle-timeout"),
@@ -70,20 +79,24 @@ def unreachable(config: ConsoleConfig, timeout_s: float) -> str:
     """
     deadline = time.monotonic() + timeout_s
     replicas = parse_addresses(config.authz)
-    backends = [("the authz sidecar", replicas, config.authz_root_certificates)]
-    backends += [("the executor", (address,), None) for address in config.executors]
-    for what, addresses, roots in backends:
-        if not _any_ready(addresses, roots, deadline):
+    sidecar = (config.authz_root_certificates, config.authz_server_name)
+    backends = [("the authz sidecar", replicas, sidecar)]
+    backends += [("the executor", (address,), (None, "")) for address in config.executors]
+    for what, addresses, (roots, server_name) in backends:
+        if not _any_ready(addresses, roots, server_name, deadline):
             where = f"at {addresses[0]}" if len(addresses) == 1 else f"at any of {', '.join(addresses)}"
             return f"cannot reach {what} {where} (is it running?)"
     return ""
 
 
-def _any_ready(addresses: Sequence[str], roots: bytes | None, deadline: float) -> bool:
-    """Whether a channel to any of ``addresses`` is ready before ``deadline``."""
+def _any_ready(addresses: Sequence[str], roots: bytes | None, server_name: str, deadline: float) -> bool:
+    """Whether a channel to any of ``addresses`` is ready before ``deadline`` (TLS when
+    ``roots``, checking ``server_name`` in the certificate when given)."""
     credentials = None if roots is None else grpc.ssl_channel_credentials(root_certificates=roots)
+    options = [("grpc.ssl_target_name_override", server_name)] if server_name else []
     channels = [
-        grpc.insecure_channel(a) if credentials is None else grpc.secure_channel(a, credentials) for a in addresses
+        grpc.insecure_channel(a) if credentials is None else grpc.secure_channel(a, credentials, options)
+        for a in addresses
     ]
     ready = [grpc.channel_ready_future(c) for c in channels]
     try:
@@ -104,6 +117,9 @@ def _main(args: argparse.Namespace) -> int:
     if bool(args.tls_cert) != bool(args.tls_key):
         print("handrail console: --tls-cert and --tls-key go together", file=sys.stderr)
         return 2
+    if args.authz_server_name and not args.authz_ca:
+        print("handrail console: --authz-server-name needs --authz-ca (the sidecar's TLS)", file=sys.stderr)
+        return 2
     try:
         roots = open(args.authz_ca, "rb").read() if args.authz_ca else None  # noqa: SIM115
         config = ConsoleConfig(
@@ -115,6 +131,7 @@ def _main(args: argparse.Namespace) -> int:
             idle_s=args.idle_timeout,
             allowed_hosts=tuple(args.allowed_host),
             authz_root_certificates=roots,
+            authz_server_name=args.authz_server_name,
         )
         problem = unreachable(config, args.start_timeout)
         if problem:

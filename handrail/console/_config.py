@@ -24,6 +24,7 @@ class ConsoleConfig:
         allowed_hosts: Host headers the console answers (others: 400, against DNS
             rebinding); empty: the listen host, ``127.0.0.1`` and ``localhost``.
         authz_root_certificates: PEM CA certificates when the sidecar speaks TLS.
+        authz_server_name: the name its certificate carries, when not the host dialled.
     """
 
     authz: str
@@ -35,6 +36,7 @@ class ConsoleConfig:
     max_age_s: float = 12 * 3600
     allowed_hosts: tuple[str, ...] = field(default=())
     authz_root_certificates: bytes | None = None
+    authz_server_name: str = ""
 
     def __post_init__(self) -> None:
         if not self.allowed_hosts:
