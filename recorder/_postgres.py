@@ -307,6 +307,29 @@ class PgLedgerStore:
             raise LedgerError(f"ledger {self.location} is open read-only", reason="READ_ONLY")
 
     def _migrate(self, conn: psycopg.Connection[Any]) -> None:
+        """Apply the steps not recorded yet (under a lock, one writer at a time); start the
+        chain's head. On a database where every step is recorded it creates nothing and
+        takes no lock, so an executor's role needs no ``CREATE`` on the schema."""
+        if self._migrated(conn):
+            conn.execute(_NEW_HEAD, (self.executor_id, GENESIS_HASH, self.executor_id))
+        else:
+            self._apply_migrations(conn)
+        if conn.execute(_HEAD, (self.executor_id,)).fetchone() is None:  # entries, and no head
+            raise LedgerTamperedError(
+                f"the recorded head of {self.location} is missing while its chain has entries: its row in"
+                " ledger_heads was deleted outside the ledger (`handrail ledger verify` says what else changed)"
+            )
+
+    @staticmethod
+    def _migrated(conn: psycopg.Connection[Any]) -> bool:
+        """Whether every step this version knows is recorded (no lock: a miss is settled under it)."""
+        row = conn.execute("SELECT to_regclass('ledger_migrations') IS NOT NULL").fetchone()
+        if row is None or not row[0]:
+            return False
+        done = {int(r[0]) for r in conn.execute("SELECT version FROM ledger_migrations")}
+        return done >= set(range(1, len(_MIGRATIONS) + 1))
+
+    def _apply_migrations(self, conn: psycopg.Connection[Any]) -> None:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.handrail_ledger'))")
             conn.execute(
@@ -322,11 +345,6 @@ class PgLedgerStore:
                         (version, name, now_ms()),
                     )
             conn.execute(_NEW_HEAD, (self.executor_id, GENESIS_HASH, self.executor_id))
-        if conn.execute(_HEAD, (self.executor_id,)).fetchone() is None:  # entries, and no head
-            raise LedgerTamperedError(
-                f"the recorded head of {self.location} is missing while its chain has entries: its row in"
-                " ledger_heads was deleted outside the ledger (`handrail ledger verify` says what else changed)"
-            )
 
     # -- writing -------------------------------------------------------------------
 

@@ -182,6 +182,38 @@ def pg_dsn(postgres: PrivatePostgres) -> Iterator[Callable[[], str]]:
             conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
 
 
+@pytest.fixture
+def role() -> Iterator[Callable[..., str]]:
+    """Make a login role on the schema of a DSN (one of ``pg_dsn``'s), granted ``*grants``
+    by that DSN's user (``{r}`` is the role, ``{s}`` the schema); the role's DSN. Dropped
+    at teardown."""
+    import secrets
+
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    from handrail.scenarios._postgres import pg_url
+
+    made: list[tuple[str, str]] = []
+
+    def make(dsn: str, *grants: str) -> str:
+        name = f"role_{secrets.token_hex(4)}"
+        schema = str(conninfo_to_dict(dsn)["options"]).split("=", 1)[1]
+        made.append((dsn, name))
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute(f'CREATE ROLE "{name}" LOGIN')
+            for sql in grants:
+                admin.execute(sql.format(r=f'"{name}"', s=f'"{schema}"'))
+        return pg_url(dsn, user=name)
+
+    yield make
+    for dsn, name in made:
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute(f'ALTER ROLE "{name}" RESET ALL')
+            admin.execute(f'DROP OWNED BY "{name}"')
+            admin.execute(f'DROP ROLE "{name}"')
+
+
 def reap(proc: subprocess.Popen[str]) -> None:
     """A test's clean-up of a child process: killed if it still runs, its pipes closed."""
     if proc.poll() is None:

@@ -10,11 +10,10 @@ Every test here needs the session's PostgreSQL server: all are slow-marked.
 from __future__ import annotations
 
 import logging
-import secrets
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -25,39 +24,11 @@ from handrail.authz import AuthzClient, AuthzUnavailableError, GrantInfo, PgStor
 from handrail.authz._errors import StoreUnavailableError
 from handrail.authz._pg_db import PgDatabase
 from handrail.authz._pg_schema import MIGRATIONS
-from handrail.scenarios._postgres import pg_url
 from tests.authz.conftest import ADMIN
 
 pytestmark = pytest.mark.slow
 
 TARGET = "browser:1"
-
-
-def _schema(dsn: str) -> str:
-    return str(conninfo_to_dict(dsn)["options"]).split("=", 1)[1]
-
-
-@pytest.fixture
-def role() -> Iterator[Callable[..., str]]:
-    """Make a login role on the schema of a DSN, granted ``*grants`` by that DSN's user
-    (``{r}`` is the role, ``{s}`` the schema); the role's DSN. Dropped at teardown."""
-    made: list[tuple[str, str]] = []
-
-    def make(dsn: str, *grants: str) -> str:
-        name = f"role_{secrets.token_hex(4)}"
-        made.append((dsn, name))
-        with psycopg.connect(dsn, autocommit=True) as admin:
-            admin.execute(f'CREATE ROLE "{name}" LOGIN')
-            for sql in grants:
-                admin.execute(sql.format(r=f'"{name}"', s=f'"{_schema(dsn)}"'))
-        return pg_url(dsn, user=name)
-
-    yield make
-    for dsn, name in made:
-        with psycopg.connect(dsn, autocommit=True) as admin:
-            admin.execute(f'ALTER ROLE "{name}" RESET ALL')
-            admin.execute(f'DROP OWNED BY "{name}"')
-            admin.execute(f'DROP ROLE "{name}"')
 
 
 TABLE_RIGHTS = (
