@@ -95,7 +95,8 @@ class PgStore(StoreParts):
 
     Args:
         dsn: a ``postgresql://`` URL or libpq connection string. The tables live in the
-            first schema of its ``search_path`` (created by the migrations if missing).
+            first schema of its ``search_path``, which must exist (the migrations create
+            the tables, not the schema: a missing one is refused at start in one line).
         clock: a test clock (unix ms) that stands in for the database's; None in service.
         durable_decisions: commit each decision synchronously (otherwise a plain decision's
             commit does not wait for the database's disk: see :mod:`._pg_approvals`).
