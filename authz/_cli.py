@@ -17,7 +17,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from handrail._args import seconds
+from handrail._args import seconds, sidecar_tls
 from handrail.authz._cli_commands import (
     cmd_approvals,
     cmd_approve,
@@ -94,16 +94,7 @@ def _remote_args(parser: argparse.ArgumentParser) -> None:
         default=os.environ.get("HANDRAIL_TOKEN", ""),
         help="your bearer token (env HANDRAIL_TOKEN)",
     )
-    parser.add_argument(
-        "--tls-ca",
-        default=os.environ.get("HANDRAIL_AUTHZ_CA", ""),
-        help="PEM CA file: talk TLS to the sidecar and trust this CA (env HANDRAIL_AUTHZ_CA)",
-    )
-    parser.add_argument(
-        "--tls-server-name",
-        default=os.environ.get("HANDRAIL_AUTHZ_SERVER_NAME", ""),
-        help="the name in the sidecar's certificate, if not the host of --authz",
-    )
+    sidecar_tls(parser)
 
 
 def register(subparsers: _Subparsers) -> None:

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from handrail._args import sidecar_tls
 from handrail._errors import HandrailError
 from handrail._rpc import bound_address
 
@@ -39,18 +40,7 @@ def register(sub: Any) -> None:
         default=os.environ.get("HANDRAIL_TOKEN", ""),
         help="this executor's bearer token at the sidecar (env HANDRAIL_TOKEN)",
     )
-    serve.add_argument(
-        "--tls-ca",
-        default=os.environ.get("HANDRAIL_AUTHZ_CA", ""),
-        metavar="FILE",
-        help="PEM CA file: talk TLS to the sidecar and trust this CA (env HANDRAIL_AUTHZ_CA)",
-    )
-    serve.add_argument(
-        "--tls-server-name",
-        default=os.environ.get("HANDRAIL_AUTHZ_SERVER_NAME", ""),
-        metavar="NAME",
-        help="the name in the sidecar's certificate, if not the host of --authz (env HANDRAIL_AUTHZ_SERVER_NAME)",
-    )
+    sidecar_tls(serve)
     serve.add_argument(
         "--data-dir",
         type=Path,

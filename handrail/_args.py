@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
+from typing import Any
 
 
 def seconds(option: str) -> Callable[[str], float]:
@@ -21,3 +23,23 @@ def seconds(option: str) -> Callable[[str], float]:
         return number
 
     return check
+
+
+def sidecar_tls(parser: Any, ca: str = "--tls-ca", server_name: str = "--tls-server-name") -> None:
+    """Add the options by which a client of the authz sidecar talks TLS to it, the same in
+    every command: ``ca`` (a PEM CA file; env ``HANDRAIL_AUTHZ_CA``) and ``server_name``
+    (the name the sidecar's certificate carries; env ``HANDRAIL_AUTHZ_SERVER_NAME``). The
+    console names them ``--authz-ca`` and ``--authz-server-name``: its ``--tls-*`` are
+    its own HTTPS."""
+    parser.add_argument(
+        ca,
+        default=os.environ.get("HANDRAIL_AUTHZ_CA", ""),
+        metavar="FILE",
+        help="PEM CA file: talk TLS to the sidecar and trust this CA (env HANDRAIL_AUTHZ_CA)",
+    )
+    parser.add_argument(
+        server_name,
+        default=os.environ.get("HANDRAIL_AUTHZ_SERVER_NAME", ""),
+        metavar="NAME",
+        help="the name in the sidecar's certificate, if not the host of --authz (env HANDRAIL_AUTHZ_SERVER_NAME)",
+    )

@@ -13,7 +13,7 @@ from typing import Any
 import grpc
 
 from handrail import HandrailError
-from handrail._args import seconds
+from handrail._args import seconds, sidecar_tls
 from handrail.authz import parse_addresses
 from handrail.console._config import DEFAULT_LISTEN, ConsoleConfig
 from handrail.console._serve import serve_forever
@@ -40,16 +40,7 @@ def register(sub: Any) -> None:
     p.add_argument("--listen", default=DEFAULT_LISTEN, help="HOST:PORT to serve on (default %(default)s)")
     p.add_argument("--tls-cert", default="", help="PEM certificate chain: serve HTTPS")
     p.add_argument("--tls-key", default="", help="PEM private key of --tls-cert")
-    p.add_argument(
-        "--authz-ca",
-        default=os.environ.get("HANDRAIL_AUTHZ_CA", ""),
-        help="PEM CA certificates: the sidecar speaks TLS (env HANDRAIL_AUTHZ_CA)",
-    )
-    p.add_argument(
-        "--authz-server-name",
-        default=os.environ.get("HANDRAIL_AUTHZ_SERVER_NAME", ""),
-        help="the name in the sidecar's certificate, if not the host of --authz (env HANDRAIL_AUTHZ_SERVER_NAME)",
-    )
+    sidecar_tls(p, "--authz-ca", "--authz-server-name")
     p.add_argument(
         "--idle-timeout",
         type=seconds("--idle-timeout"),
