@@ -437,10 +437,10 @@ def test_the_executor_speaks_tls_to_the_sidecar_with_the_ca_its_environment_name
     reaches one (and hears that its token is unknown), without it it cannot reach any."""
     pytest.importorskip("cryptography")
     from handrail.authz import serve
-    from tests.authz.test_desk_and_tls import _self_signed
+    from handrail.scenarios._postgres import make_certificates
 
-    cert, key = _self_signed(tmp_path)
-    server, port = serve(tmp_path / "authz", "127.0.0.1:0", tls_cert=cert, tls_key=key)
+    certs = make_certificates(tmp_path / "certs")
+    server, port = serve(tmp_path / "authz", "127.0.0.1:0", tls_cert=certs.server_cert, tls_key=certs.server_key)
     try:
 
         def start(**env: str) -> subprocess.CompletedProcess[str]:
@@ -450,7 +450,7 @@ def test_the_executor_speaks_tls_to_the_sidecar_with_the_ca_its_environment_name
             full |= {"HANDRAIL_AUTHZ": f"127.0.0.1:{port}", "HANDRAIL_TOKEN": "hr_not_a_token", **env}
             return subprocess.run(argv, capture_output=True, text=True, env=full, timeout=60)
 
-        trusted = start(HANDRAIL_AUTHZ_CA=str(cert))
+        trusted = start(HANDRAIL_AUTHZ_CA=str(certs.ca))
         assert trusted.returncode == 1
         assert "refuses this executor's token (TOKEN_UNKNOWN)" in trusted.stderr, trusted.stderr
         plain = start()

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 from pathlib import Path
 
 import pytest
 
 from handrail.authz import AuthzClient, AuthzRpcError, AuthzUnavailableError, _cli
+from handrail.scenarios._postgres import make_certificates
 from tests.authz.conftest import MakeSidecar, Sidecar
 
 TARGET = "desktop:1"
@@ -54,51 +53,15 @@ def test_cli_expire_lease(sidecar: Sidecar, capsys: pytest.CaptureFixture[str]) 
     assert code == 0 and "free (epoch 1)" in capsys.readouterr().out
 
 
-def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "handrail-authz-test")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = tmp_path / "cert.pem", tmp_path / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_path, key_path
-
-
 def test_tls(make_sidecar: MakeSidecar, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("cryptography")
-    cert, key = _self_signed(tmp_path)
-    s = make_sidecar(tls_cert=cert, tls_key=key)
-    with AuthzClient(s.address, s.tokens["op"], root_certificates=cert.read_bytes()) as op:
+    certs = make_certificates(tmp_path)
+    s = make_sidecar(tls_cert=certs.server_cert, tls_key=certs.server_key)
+    with AuthzClient(s.address, s.tokens["op"], root_certificates=certs.ca.read_bytes()) as op:
         assert op.who_am_i() == ("op", "operator")
     with AuthzClient(s.address, s.tokens["op"], timeout_s=1) as plain, pytest.raises(AuthzUnavailableError):
         plain.who_am_i()
-    remote = ["--authz", s.address, "--token", s.tokens["op"], "--tls-ca", str(cert)]
+    remote = ["--authz", s.address, "--token", s.tokens["op"], "--tls-ca", str(certs.ca)]
     assert _cli.main(["lease", TARGET, *remote]) == 0
     assert "free (epoch 0)" in capsys.readouterr().out
 

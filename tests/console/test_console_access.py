@@ -236,22 +236,22 @@ def test_the_agent_cannot_navigate_to_the_console_nor_post_to_it(console_stack: 
 
 def test_the_console_serves_tls_and_marks_its_cookie_secure(console_stack: ConsoleStack, tmp_path: Path) -> None:
     from handrail.console import ConsoleConfig, start_console
-    from tests.authz.test_desk_and_tls import _self_signed
+    from handrail.scenarios._postgres import make_certificates
 
-    cert, key = _self_signed(tmp_path)
+    certs = make_certificates(tmp_path)
     stack = console_stack
     running = start_console(
         ConsoleConfig(
             authz=stack.authz.address,
             executors=(stack.executor.address,),
             listen="127.0.0.1:0",
-            tls_cert=str(cert),
-            tls_key=str(key),
+            tls_cert=str(certs.server_cert),
+            tls_key=str(certs.server_key),
         )
     )
     try:
         assert running.url.startswith("https://")
-        trust = ssl.create_default_context(cafile=str(cert))
+        trust = ssl.create_default_context(cafile=str(certs.ca))
         with httpx.Client(base_url=running.url, verify=trust, timeout=10) as c:
             form = c.get("/signin")
             csrf = re.search(r'name="csrf" value="([^"]+)"', form.text)
