@@ -63,10 +63,13 @@ class Stamp:
     """
 
     def __init__(self, path: Path) -> None:
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        if os.fstat(self._fd).st_size < 8:
-            os.pwrite(self._fd, b"\0" * 8, 0)
-        self._map = mmap.mmap(self._fd, 8)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            if os.fstat(fd).st_size < 8:
+                os.pwrite(fd, b"\0" * 8, 0)
+            self._map = mmap.mmap(fd, 8)
+        finally:
+            os.close(fd)  # the mapping keeps the file (as the decision journal's does)
 
     def read(self) -> int:
         """The counter now (as any process last wrote it)."""
@@ -77,10 +80,11 @@ class Stamp:
         struct.pack_into("<Q", self._map, 0, (self.read() + 1) % 2**64)
 
     def close(self) -> None:
+        """Unmap the counter (again: nothing). It holds no descriptor: a second close of
+        one, from a store closed twice (``AuthzServer.stop``'s thread and its caller),
+        closed whatever file had taken that number since, in any thread."""
         with contextlib.suppress(BufferError, ValueError):
             self._map.close()
-        with contextlib.suppress(OSError):
-            os.close(self._fd)
 
 
 class SqlitePrincipals:

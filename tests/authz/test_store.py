@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -39,6 +40,22 @@ def test_concurrent_acquires_have_one_winner(tmp_path: Path) -> None:
         assert len(winners) == 1 and len(errors) == 7
         lease = store.get_lease("t")
         assert lease.holder == winners[0] and lease.epoch == 1
+
+
+def test_a_store_closed_twice_closes_no_file_it_does_not_own(tmp_path: Path) -> None:
+    """``AuthzServer.stop(grace)`` closes its store in a thread, and its caller may close it
+    too: the second close used to close the principals stamp's descriptor number again,
+    which by then another file held (a subprocess's pipe, in CI: ``Bad file descriptor``)."""
+    store = Store.in_dir(tmp_path)
+    store.close()
+    other = [os.open(tmp_path / f"other-{i}", os.O_RDWR | os.O_CREAT) for i in range(8)]  # take the freed numbers
+    try:
+        store.close()
+        for fd in other:
+            os.fstat(fd)  # still open: raises OSError (EBADF) if the close took it
+    finally:
+        for fd in other:
+            os.close(fd)
 
 
 def test_closed_store_refuses_new_connections(tmp_path: Path) -> None:
