@@ -68,7 +68,11 @@ def metadata(token: str) -> tuple[tuple[str, str], ...]:
 
 
 def channel_args(root_certificates: bytes | None, server_name: str | None) -> tuple[Any, list[tuple[str, str]]]:
-    """``(credentials, options)`` of a channel: credentials None means plaintext."""
+    """``(credentials, options)`` of a channel: credentials None means plaintext. A
+    ``server_name`` without ``root_certificates`` is a ValueError: a plaintext channel
+    checks no name, and ignoring it would leave its caller believing one is checked."""
+    if server_name and root_certificates is None:
+        raise ValueError(f"server name {server_name!r} given without root certificates (TLS)")
     options = [("grpc.ssl_target_name_override", server_name)] if server_name else []
     if root_certificates is None:
         return None, options

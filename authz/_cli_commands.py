@@ -25,6 +25,7 @@ from typing import Any
 
 import psycopg
 
+from handrail._args import sidecar_roots
 from handrail._cpus import parse_cpus, pin_process, span
 from handrail._dsn import is_pg_dsn, redact
 from handrail._rpc import bound_address
@@ -251,13 +252,13 @@ def _pruning(store: AuthzStore, before: int, **how: Any) -> int:
 
 
 def _client(args: argparse.Namespace, timeout_s: float | None = 5.0) -> AuthzClient:
-    ca = Path(args.tls_ca).read_bytes() if args.tls_ca else None
+    ca, server_name = sidecar_roots(args.tls_ca, args.tls_server_name)
     return AuthzClient(
         args.authz,
         args.token,
         timeout_s=timeout_s if timeout_s is not None else 5.0,
         root_certificates=ca,
-        server_name=args.tls_server_name or None,
+        server_name=server_name,
     )
 
 
@@ -273,7 +274,15 @@ def remote(
             print("error: no token (pass --token or set HANDRAIL_TOKEN)", file=sys.stderr)
             return 1
         try:
-            with _client(args, timeout_s) as client:
+            client = _client(args, timeout_s)
+        except ValueError as exc:  # the TLS options: an operator's mistake, said before dialling
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        except (AuthzError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        try:
+            with client:
                 command(client, args)
         except (AuthzError, OSError) as exc:
             print(f"error: {exc}", file=sys.stderr)

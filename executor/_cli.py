@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from handrail._args import sidecar_tls
+from handrail._args import sidecar_roots, sidecar_tls
 from handrail._errors import HandrailError
 from handrail._rpc import bound_address
 
@@ -94,9 +94,9 @@ def _serve(args: argparse.Namespace) -> int:
         print("handrail executor serve: --ledger must be a postgresql:// URL", file=sys.stderr)
         return 2
     try:
-        args.authz_roots = Path(args.tls_ca).read_bytes() if args.tls_ca else None
-    except OSError as exc:
-        print(f"handrail executor serve: cannot read --tls-ca {args.tls_ca}: {exc.strerror}", file=sys.stderr)
+        args.authz_roots, args.authz_server_name = sidecar_roots(args.tls_ca, args.tls_server_name)
+    except ValueError as exc:
+        print(f"handrail executor serve: {exc}", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
@@ -119,7 +119,7 @@ async def _serve_async(args: argparse.Namespace) -> int:
         authz_address=args.authz,
         token=args.token,
         authz_root_certificates=args.authz_roots,
-        authz_server_name=args.tls_server_name or None,
+        authz_server_name=args.authz_server_name,
         data_dir=args.data_dir,
         ledger=args.ledger or None,
         executor_id=args.executor_id,

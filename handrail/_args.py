@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -43,3 +44,19 @@ def sidecar_tls(parser: Any, ca: str = "--tls-ca", server_name: str = "--tls-ser
         metavar="NAME",
         help="the name in the sidecar's certificate, if not the host of --authz (env HANDRAIL_AUTHZ_SERVER_NAME)",
     )
+
+
+def sidecar_roots(
+    ca: str, server_name: str, ca_option: str = "--tls-ca", name_option: str = "--tls-server-name"
+) -> tuple[bytes | None, str | None]:
+    """What the options of :func:`sidecar_tls` say: the CA's PEM (None: plaintext) and the
+    server name (None: the host dialled). A ValueError, naming the option, for a CA file
+    that cannot be read and for a name without a CA (nothing would check it)."""
+    if server_name and not ca:
+        raise ValueError(f"{name_option} needs {ca_option} (the name is checked against the sidecar's TLS certificate)")
+    if not ca:
+        return None, None
+    try:
+        return Path(ca).read_bytes(), server_name or None
+    except OSError as exc:
+        raise ValueError(f"cannot read {ca_option} {ca}: {exc.strerror or exc}") from None

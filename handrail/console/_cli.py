@@ -13,7 +13,7 @@ from typing import Any
 import grpc
 
 from handrail import HandrailError
-from handrail._args import seconds, sidecar_tls
+from handrail._args import seconds, sidecar_roots, sidecar_tls
 from handrail.authz import parse_addresses
 from handrail.console._config import DEFAULT_LISTEN, ConsoleConfig
 from handrail.console._serve import serve_forever
@@ -108,11 +108,12 @@ def _main(args: argparse.Namespace) -> int:
     if bool(args.tls_cert) != bool(args.tls_key):
         print("handrail console: --tls-cert and --tls-key go together", file=sys.stderr)
         return 2
-    if args.authz_server_name and not args.authz_ca:
-        print("handrail console: --authz-server-name needs --authz-ca (the sidecar's TLS)", file=sys.stderr)
+    try:
+        roots, _ = sidecar_roots(args.authz_ca, args.authz_server_name, "--authz-ca", "--authz-server-name")
+    except ValueError as exc:
+        print(f"handrail console: {exc}", file=sys.stderr)
         return 2
     try:
-        roots = open(args.authz_ca, "rb").read() if args.authz_ca else None  # noqa: SIM115
         config = ConsoleConfig(
             authz=args.authz,
             executors=tuple(args.executor or ["127.0.0.1:7701"]),

@@ -79,3 +79,34 @@ def test_one_sidecar_per_data_dir(sidecar: Sidecar) -> None:
 
     with pytest.raises(RuntimeError, match="another authz sidecar"):
         serve(sidecar.data_dir, "127.0.0.1:0")
+
+
+@pytest.mark.parametrize(
+    ("command", "ca", "name", "said"),
+    [
+        (["lease", TARGET, "--authz", "127.0.0.1:1", "--token", "t"], "--tls-ca", "--tls-server-name", "error: "),
+        (["executor", "serve", "--token", "t"], "--tls-ca", "--tls-server-name", "handrail executor serve: "),
+        (["console", "--authz", "127.0.0.1:1"], "--authz-ca", "--authz-server-name", "handrail console: "),
+    ],
+    ids=["authz", "executor", "console"],
+)
+def test_sidecar_tls_mistakes_are_one_line_naming_the_option(
+    command: list[str], ca: str, name: str, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A CA file that cannot be read, and a server name with no CA to check it against (a
+    plaintext channel checks no name): exit 2 before dialling, one line naming the option.
+    The authz commands printed ``[Errno 2] ...`` without the option, and they and ``executor
+    serve`` dialled plaintext, ignoring the name."""
+    from handrail.cli import main
+
+    missing = tmp_path / "missing.pem"
+    assert main([*command, ca, str(missing)]) == 2
+    assert capsys.readouterr().err == f"{said}cannot read {ca} {missing}: No such file or directory\n"
+    assert main([*command, name, "db.handrail.test"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{said}{name} needs {ca} ") and err.count("\n") == 1
+
+
+def test_a_channel_refuses_a_server_name_without_tls() -> None:
+    with pytest.raises(ValueError, match="without root certificates"):
+        AuthzClient("127.0.0.1:1", "t", server_name="sidecar.handrail.test")

@@ -109,7 +109,7 @@ def test_the_console_reaches_a_tls_sidecar_from_the_operators_environment(tls_si
             "cannot reach the authz sidecar",
         ),
         ("a name without a CA", {}, ("--authz-server-name", SERVER_NAME), "--authz-server-name needs --authz-ca"),
-        ("a CA file that is not there", {"HANDRAIL_AUTHZ_CA": "missing"}, (), "cannot start"),
+        ("a CA file that is not there", {"HANDRAIL_AUTHZ_CA": "missing"}, (), "cannot read --authz-ca"),
     ],
 )
 def test_a_wrong_tls_setting_is_one_line_at_start(
