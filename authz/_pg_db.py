@@ -250,7 +250,12 @@ class PgDatabase:
 
         self.pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = _LastInFirstOut(
             dsn,
-            kwargs={"autocommit": True, "connect_timeout": max(1, int(connect_timeout_s)), **no_prompt(dsn)},
+            kwargs={
+                "autocommit": True,
+                "connect_timeout": max(1, int(connect_timeout_s)),
+                "fallback_application_name": session.APPLICATION_NAME,
+                **no_prompt(dsn),
+            },
             min_size=min_size,
             max_size=max_size,
             configure=configure,

@@ -24,11 +24,15 @@ from handrail.authz import _deadline as deadline
 #: How long a session of the store may sit idle inside a transaction, in ms.
 IDLE_IN_TRANSACTION_MS = 5000
 
-#: Set on each new session (after its ``synchronous_commit``): a name for
-#: ``pg_stat_activity``, and the idle-in-transaction limit where none is set.
+#: The name the store's sessions show in ``pg_stat_activity`` unless the DSN (or
+#: ``PGAPPNAME``) gives one: libpq's ``fallback_application_name``, so an operator's own
+#: ``application_name`` (one per replica, say) is kept.
+APPLICATION_NAME = "handrail-authz"
+
+#: Set on each new session (after its ``synchronous_commit``): the idle-in-transaction
+#: limit where none is set.
 SETTINGS = (
-    "SET application_name = 'handrail-authz';"
-    f" SELECT set_config('idle_in_transaction_session_timeout', '{IDLE_IN_TRANSACTION_MS}', false)"
+    f"SELECT set_config('idle_in_transaction_session_timeout', '{IDLE_IN_TRANSACTION_MS}', false)"
     " WHERE current_setting('idle_in_transaction_session_timeout') = '0'"
 )
 

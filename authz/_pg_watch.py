@@ -242,7 +242,7 @@ class SharedEventHub(EventHub):
                     self._db.dsn,
                     autocommit=True,
                     connect_timeout=5,
-                    application_name="handrail-authz-listener",
+                    fallback_application_name="handrail-authz-listener",
                     **no_prompt(self._db.dsn),
                 ) as conn:
                     conn.execute(f'LISTEN "{self._channel}"')

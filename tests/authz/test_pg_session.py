@@ -78,3 +78,20 @@ def test_a_limit_the_role_already_has_is_kept(pg_dsn: Callable[[], str]) -> None
         assert db.run(_setting) == "60000"
     finally:
         db.close()
+
+
+def test_an_application_name_in_the_dsn_is_kept(pg_dsn: Callable[[], str]) -> None:
+    """The store and its Watch listener name their sessions only where the DSN names none
+    (the sidecar ran ``SET application_name`` on each session, so a name per replica
+    given in its DSN was lost from ``pg_stat_activity``)."""
+    from handrail.authz import PgStore
+
+    dsn = pg_dsn()
+    sql = "SELECT application_name, count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid() GROUP BY 1"
+    with PgStore(make_conninfo(dsn, application_name="replica-east"), pool_size=2) as named, PgStore(dsn) as plain:
+        named.event_hub(), plain.event_hub()  # each starts its listener
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            sessions = dict(conn.execute(sql).fetchall())
+    # the named store: its pool (2) and its listener; the other: its pool and listener
+    assert sessions.get("replica-east", 0) >= 3, sessions
+    assert sessions.get("handrail-authz", 0) >= 2 and sessions.get("handrail-authz-listener", 0) >= 1, sessions
