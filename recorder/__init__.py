@@ -15,6 +15,8 @@ Example::
         assert result is not None and result.body_as(ResultBody).outcome == "DONE"
         assert ledger.verify().ok
 
+An event loop awaits the ledger through :class:`AsyncLedger`, which runs every call on one
+thread of its own, in order (the executor does; the CLI uses :class:`Ledger` directly).
 The storage is behind :class:`LedgerStore`; :class:`SqliteLedgerStore` is the default,
 :class:`PgLedgerStore` keeps one chain per executor in PostgreSQL (:func:`open_ledger`
 opens either by its location).
@@ -28,6 +30,7 @@ import typing
 
 from handrail import _lazy
 
+from ._async_ledger import AsyncLedger
 from ._bodies import (
     KINDS,
     ActionParams,
@@ -79,6 +82,7 @@ __all__ = [
     "REDACTED",
     "VERDICTS",
     "ActionParams",
+    "AsyncLedger",
     "Body",
     "ChainSnapshot",
     "DecisionBody",
