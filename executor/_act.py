@@ -7,8 +7,9 @@
 2. **Decide**: the authz sidecar allows this exact action for this principal, target and
    epoch (waiting, boundedly, for an operator's approval when one is asked for). No
    answer in time is a refusal: AUTHZ_UNAVAILABLE.
-3. **Intent**, durable in the ledger; then the **fence**: a lease change seen since the
-   decision wins over it, and nothing is dispatched.
+3. **Intent**, durable in the ledger (awaited: other sessions go on meanwhile); then the
+   **fence**: an UNKNOWN that came up on the target while the intent was written, or a
+   lease change seen since the decision, wins over it, and nothing is dispatched.
 4. **Dispatch** one bounded action, and record its **result**: DONE, FAILED (known not
    to have had its effect), or UNKNOWN (it may have), which blocks the target until it
    is reconciled. ``execution_started`` is false only when nothing was dispatched.
@@ -181,7 +182,7 @@ class ActPath:
             return await self._wait(session, spec, action_id, batch)
 
         # 1. Check. Idempotency first: a repeated key never dispatches again.
-        replayed = self._outcomes.replay(session, spec, fingerprint)
+        replayed = await self._outcomes.replay(session, spec, fingerprint)
         if replayed is not None:
             return ActResponse(replayed)
         blocked = self._outcomes.blocked(session.target)
@@ -189,12 +190,12 @@ class ActPath:
         # in a new tab, back) or a tab switch lets the agent look at the real state.
         read_only = blocked is not None and spec.kind in READ_KINDS
         if blocked is not None and not read_only:
-            return self._outcomes.refuse(session, spec, action_id, target, Reason.RECONCILE_REQUIRED, blocked)
+            return await self._outcomes.refuse(session, spec, action_id, target, Reason.RECONCILE_REQUIRED, blocked)
         if spec.at_point and session.backend.kind == "browser":
             spec, target = self._bind_point(session, spec)
         refusal = await self._check_fresh(session, spec, target)
         if refusal is not None:
-            return self._outcomes.refuse(session, spec, action_id, target, *refusal)
+            return await self._outcomes.refuse(session, spec, action_id, target, *refusal)
         try:
             return await self._decide_and_act(session, spec, action_id, target, fingerprint, batch, read_only)
         finally:
@@ -236,12 +237,15 @@ class ActPath:
             params["to"] = f"{end.role} {end.name}"  # a drag's drop target, as observed
         if read_only:
             params["read"] = True  # let through while the target awaits a reconcile
-        self._outcomes.intent(session, spec, action_id, cited.lease_epoch, params)
+        await self._outcomes.intent(session, spec, action_id, cited.lease_epoch, params)
         await self._fault.hit("after-intent", spec.idempotency_key)
-        fenced = await self._leases.fenced(session, cited)
+        # Checked again: the intent was awaited, and an UNKNOWN may have come up meanwhile
+        # (another session's on this target, a late request of an earlier action).
+        blocked = None if read_only else self._outcomes.blocked(session.target)
+        fenced = (Reason.RECONCILE_REQUIRED, blocked) if blocked else await self._leases.fenced(session, cited)
         if fenced is not None:
             reason, why = fenced
-            return self._outcomes.finish(
+            return await self._outcomes.finish(
                 session, spec, action_id, decision, Outcome.REFUSED, reason, why, started=False, evidence=Evidence.NONE
             )
 
@@ -266,7 +270,7 @@ class ActPath:
                 watch.abandon(net)  # no result of this process: recovery makes it UNKNOWN
             raise
         if watch is not None and net is not None:
-            watch.finished(net, self._outcomes.last_result_seq, response.result.outcome)
+            watch.finished(net, self._outcomes.result_seq(action_id), response.result.outcome)
         await self._fault.hit("after-result", spec.idempotency_key)
         return response
 
@@ -291,7 +295,7 @@ class ActPath:
             # A GET changes nothing on the server: a read that did not finish simply failed.
             dispatched = DispatchResult(DispatchStatus.PARTIAL, f"the read did not finish: {dispatched.message}")
         if dispatched.status is not DispatchStatus.DONE:
-            return self._not_done(session, spec, action_id, decision, dispatched, net)
+            return await self._not_done(session, spec, action_id, decision, dispatched, net)
 
         # 5. Re-observe, and what proves it; the network says whether it is known to be done.
         new_obs: Observation | None = None
@@ -309,7 +313,7 @@ class ActPath:
                 gone = f"; {exc}"
         if lost or pending:  # as any UNKNOWN: no re-observation, the agent observes to reconcile
             what = "; ".join([*lost, *pending])
-            response = self._outcomes.finish(
+            response = await self._outcomes.finish(
                 session,
                 spec,
                 action_id,
@@ -328,7 +332,7 @@ class ActPath:
             message = f"{message}; {dispatched.message}"
         if net is not None and net.blocked:
             message = f"{message}; " + "; ".join(net.blocked)
-        response = self._outcomes.finish(
+        response = await self._outcomes.finish(
             session,
             spec,
             action_id,
@@ -343,7 +347,7 @@ class ActPath:
         )
         return ActResponse(response.result, new_obs)
 
-    def _not_done(
+    async def _not_done(
         self,
         session: Session,
         spec: ActionSpec,
@@ -357,7 +361,7 @@ class ActPath:
         if net is not None and net.blocked:
             dispatched = replace(dispatched, message=f"{dispatched.message}; " + "; ".join(net.blocked))
         if dispatched.status is DispatchStatus.NOT_STARTED:
-            return finish(
+            return await finish(
                 session,
                 spec,
                 action_id,
@@ -369,7 +373,7 @@ class ActPath:
                 evidence=Evidence.NONE,
             )
         if dispatched.status is DispatchStatus.PARTIAL:
-            return finish(
+            return await finish(
                 session,
                 spec,
                 action_id,
@@ -381,7 +385,7 @@ class ActPath:
                 evidence=Evidence.DISPATCH_RETURNED,
                 typed_chars=dispatched.typed_chars,
             )
-        return finish(  # MAYBE_STARTED: it may have happened
+        return await finish(  # MAYBE_STARTED: it may have happened
             session,
             spec,
             action_id,
@@ -480,7 +484,7 @@ class ActPath:
                 if approval == ApprovalStatus.APPROVED:
                     refusal = await self._check_fresh(session, spec, target)
                     if refusal is not None:
-                        return refuse(session, spec, action_id, target, *refusal)
+                        return await refuse(session, spec, action_id, target, *refusal)
                 if approval != ApprovalStatus.PENDING:  # the sidecar's answer now: allow, denied or expired
                     decision = await self._check(session, spec, action_id, resource, fingerprint)
             if decision.allow:
@@ -488,10 +492,10 @@ class ActPath:
             if decision.allow and end is not None:
                 decision = await check_end(self._authz, session, spec, action_id, resource, end, decision)
         except AuthzError as exc:
-            return refuse(session, spec, action_id, target, Reason.AUTHZ_UNAVAILABLE, str(exc))
+            return await refuse(session, spec, action_id, target, Reason.AUTHZ_UNAVAILABLE, str(exc))
         self._leases.saw_decision(session, decision)
         if not decision.allow:
-            return refuse(session, spec, action_id, target, decision.reason, decision.message, decision)
+            return await refuse(session, spec, action_id, target, decision.reason, decision.message, decision)
         return decision, resource
 
     async def _check(

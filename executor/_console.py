@@ -13,9 +13,15 @@ A person's input goes through the same gate as an agent's action (invariant 15):
    that person holds the live lease as a person at exactly the epoch the console names
    (``NO_LEASE``, ``STALE_EPOCH`` otherwise); every answer is in the decision log;
 3. the intent, durable in the ledger under the person (``principal_kind: human``);
-4. the fence: an epoch newer than the one decided on wins, nothing is dispatched;
+4. the fence: an action of unknown outcome that came up meanwhile, or an epoch newer than
+   the one decided on, wins, nothing is dispatched;
 5. one bounded dispatch, and its result in the ledger; an input whose dispatch may have
-   begun and did not return is ``UNKNOWN`` and blocks the target like an agent's.
+   begun and did not return, or whose result could not be written, is ``UNKNOWN`` and
+   blocks the target like an agent's.
+
+The ledger is awaited (on its own thread, ``AsyncLedger``): a person's inputs to one
+session stay in order under that session's input lock, from the lookup of the input id
+(replayed when it has a result) through the intent to the result.
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ from handrail.executor._outcomes import Outcomes, UnknownAction
 from handrail.executor._person import PersonDesk
 from handrail.executor._session import Session, Sessions
 from handrail.executor._watch import PersonInput, SessionWatch, page_origin
-from handrail.recorder import Entry, Ledger, ReconcileBody, RefusalBody, ResultBody, timeline
+from handrail.recorder import AsyncLedger, Entry, ReconcileBody, RefusalBody, ResultBody, timeline
 
 __all__ = ["ConsoleDesk", "element_context"]
 
@@ -85,7 +91,7 @@ class ConsoleDesk:
     def __init__(
         self,
         authz: AsyncAuthzClient,
-        ledger: Ledger,
+        ledger: AsyncLedger,
         sessions: Sessions,
         leases: LeaseKeeper,
         outcomes: Outcomes,
@@ -126,14 +132,15 @@ class ConsoleDesk:
 
     # -- reading -----------------------------------------------------------------------
 
-    def summaries(self, session_id: str = "") -> list[SessionSummary]:
+    async def summaries(self, session_id: str = "") -> list[SessionSummary]:
         """Every open session (or one, with its latest snapshot): lease, observation, last action."""
         out = []
         for session in self._sessions.all():
             if session_id and session.session_id != session_id:
                 continue
+            recent = await self._ledger.tail(8, session_id=session.session_id)
             latest = session.latest
-            actions = [e for e in self._ledger.tail(8, session_id=session.session_id) if e.action_id]
+            actions = [e for e in recent if e.action_id]
             action = actions[-1] if actions else None
             out.append(
                 SessionSummary(
@@ -165,7 +172,7 @@ class ConsoleDesk:
         """The session's ledger entries after ``since_seq``, then each new one, until it closes."""
         seq = since_seq
         while True:
-            entries = self._ledger.entries(session_id=session.session_id, since_seq=seq, limit=500)
+            entries = await self._ledger.entries(session_id=session.session_id, since_seq=seq, limit=500)
             for entry in entries:
                 seq = entry.seq
                 yield _item(entry)
@@ -223,35 +230,45 @@ class ConsoleDesk:
     ) -> ActionResult:
         key = spec.input_id or "h_" + secrets.token_hex(8)
         blocked = self._outcomes.blocked(session.target)
-        if unasked and (blocked is not None or self._ledger.find_result_by_key(session.session_id, key)):
+        recorded = await self._ledger.find_result_by_key(session.session_id, key)
+        if unasked and (blocked is not None or recorded is not None):
             await self.operator(token)  # no answer goes out before the sidecar has seen the token
-        replayed = self._replay(session, key)
+        replayed = self._replay(recorded, key)
         if replayed is not None:
             return replayed
         action_id = "h_" + secrets.token_hex(8)
+        blocked = self._outcomes.blocked(session.target)  # again: the lookups were awaited
         if blocked is not None:
-            return self._refuse(session, person, spec, action_id, key, Reason.RECONCILE_REQUIRED, blocked)
+            return await self._refuse(session, person, spec, action_id, key, Reason.RECONCILE_REQUIRED, blocked)
         try:
             decision = await self._authz.check_human_input(
                 token, person, session.target, spec.lease_epoch, spec.kind.verb.value,
                 url=surface.current_url(), action_id=action_id,
             )  # fmt: skip
         except AuthzUnavailableError as exc:
-            return self._refuse(session, person, spec, action_id, key, Reason.AUTHZ_UNAVAILABLE, f"authz: {exc}")
+            return await self._refuse(session, person, spec, action_id, key, Reason.AUTHZ_UNAVAILABLE, f"authz: {exc}")
         except AuthzRpcError:
             raise  # the person's token or role refused (UNAUTHENTICATED, PERMISSION_DENIED): an error
         except AuthzError as exc:
-            return self._refuse(session, person, spec, action_id, key, Reason.AUTHZ_UNAVAILABLE, f"authz: {exc}")
+            return await self._refuse(session, person, spec, action_id, key, Reason.AUTHZ_UNAVAILABLE, f"authz: {exc}")
         session.fence.saw(decision.lease_epoch)
         if not decision.allow:
-            return self._refuse(session, person, spec, action_id, key, decision.reason, decision.message, decision)
+            return await self._refuse(
+                session, person, spec, action_id, key, decision.reason, decision.message, decision
+            )
         params = {**spec.ledger_params(), "decision_id": decision.decision_id}
         epoch = spec.lease_epoch
-        self._ledger.intent(session.session_id, action_id, key, person, epoch, params, principal_kind="human")
+        await self._ledger.intent(session.session_id, action_id, key, person, epoch, params, principal_kind="human")
+        blocked = self._outcomes.blocked(session.target)  # come up while the intent was written
+        if blocked is not None:
+            stopped = DispatchResult(DispatchStatus.NOT_STARTED, f"{blocked}; not sent")
+            return await self._finish(
+                session, person, spec, action_id, key, decision, stopped, Reason.RECONCILE_REQUIRED
+            )
         if epoch < session.fence.highest_epoch:
             message = f"lease epoch {epoch} was superseded (epoch {session.fence.highest_epoch}); not sent"
             stopped = DispatchResult(DispatchStatus.NOT_STARTED, message)
-            return self._finish(session, person, spec, action_id, key, decision, stopped, Reason.STALE_EPOCH)
+            return await self._finish(session, person, spec, action_id, key, decision, stopped, Reason.STALE_EPOCH)
         mine = PersonInput(person, token, epoch, action_id, decision.decision_id, page_origin(surface.current_url()))
         watch = self._watches.get(session.session_id)
         if watch is not None:  # the documents the input loads are the person's (``_watch``)
@@ -263,10 +280,9 @@ class ConsoleDesk:
         except Exception as exc:  # the intent is durable: whatever broke, record the outcome
             dispatched = DispatchResult(DispatchStatus.MAYBE_STARTED, f"the surface failed mid-input: {exc}")
         mine.at = time.monotonic()
-        return self._finish(session, person, spec, action_id, key, decision, dispatched)
+        return await self._finish(session, person, spec, action_id, key, decision, dispatched)
 
-    def _replay(self, session: Session, key: str) -> ActionResult | None:
-        result = self._ledger.find_result_by_key(session.session_id, key)
+    def _replay(self, result: Entry | None, key: str) -> ActionResult | None:
         if result is None or result.principal_kind != "human":
             return None
         body = result.body_as(ResultBody)
@@ -280,7 +296,7 @@ class ConsoleDesk:
             idempotency_key=key,
         )
 
-    def _refuse(
+    async def _refuse(
         self,
         session: Session,
         person: str,
@@ -291,7 +307,7 @@ class ConsoleDesk:
         message: str,
         decision: Decision | None = None,
     ) -> ActionResult:
-        self._ledger.append(
+        await self._ledger.append(
             "refusal",
             session_id=session.session_id,
             action_id=action_id,
@@ -318,7 +334,7 @@ class ConsoleDesk:
             decision_id=decision.decision_id if decision else "",
         )
 
-    def _finish(
+    async def _finish(
         self,
         session: Session,
         person: str,
@@ -344,10 +360,17 @@ class ConsoleDesk:
         extra: dict[str, object] = {"decision_id": decision.decision_id, "by": "person"}
         if dispatched.typed_chars:
             extra["typed_chars"] = dispatched.typed_chars
-        self._ledger.result(
-            session.session_id, action_id, key, person, spec.lease_epoch, outcome.value, reason,
-            evidence.value, started, dispatched.message, extra, principal_kind="human",
-        )  # fmt: skip
+        unknown = UnknownAction(action_id, session.session_id, session.agent, key)
+        try:
+            await self._ledger.result(
+                session.session_id, action_id, key, person, spec.lease_epoch, outcome.value, reason,
+                evidence.value, started, dispatched.message, extra, principal_kind="human",
+            )  # fmt: skip
+        except BaseException:
+            # Unrecorded, the input may have gone in: UNKNOWN, as recovery would call it
+            # (``Outcomes.finish`` does the same for an agent's action).
+            self._outcomes.block(session.target, unknown)
+            raise
         return ActionResult(
             action_id=action_id,
             outcome=outcome,

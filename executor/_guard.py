@@ -14,7 +14,10 @@ the loop, each one concept:
   they are reconciled against the real state.
 
 Nothing is dispatched unless every gate passed. Reads (observing, bounded waits) go on
-without the sidecar.
+without the sidecar, and without the ledger: every ledger call runs on the ledger's own
+thread (``AsyncLedger``), awaited only by the call that needs it, so a ledger that stalls
+stalls those calls alone, not the other sessions, the lease upkeep or the health check.
+What stays atomic across those awaits is said in ``_outcomes``.
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ from handrail.executor._observe import FULL, Observer
 from handrail.executor._outcomes import Outcomes, UnknownAction
 from handrail.executor._session import Session, Sessions, token_digest
 from handrail.executor._watch import SessionWatch
-from handrail.recorder import Ledger, NavigationBody, SessionCloseBody, SessionOpenBody
+from handrail.recorder import AsyncLedger, Ledger, NavigationBody, SessionCloseBody, SessionOpenBody
 
 __all__ = [
     "DEFAULT_ACTION_TIMEOUT_MS",
@@ -100,7 +103,9 @@ class GuardedExecutor:
 
     Args:
         authz: the sidecar client, authenticated as this executor.
-        ledger: the action ledger (intent before dispatch, result after).
+        ledger: the action ledger (intent before dispatch, result after). A ``Ledger`` is
+            wrapped in an ``AsyncLedger`` (its calls on a thread of their own); either way
+            :meth:`close` drains and stops that thread, and the ledger's opener closes it.
         open_backend: makes a backend surface for a new session.
         lease_ttl_ms: the lease TTL asked for on behalf of each session's agent.
         fault: an injected fault (crash matrix, scenarios); None in normal operation.
@@ -109,14 +114,15 @@ class GuardedExecutor:
     def __init__(
         self,
         authz: AsyncAuthzClient,
-        ledger: Ledger,
+        ledger: Ledger | AsyncLedger,
         open_backend: BackendFactory,
         *,
         lease_ttl_ms: int = LEASE_TTL_MS,
         fault: FaultPoint | None = None,
     ) -> None:
         self._authz = authz
-        self._ledger = ledger
+        self._ledger = ledger if isinstance(ledger, AsyncLedger) else AsyncLedger(ledger)
+        ledger = self._ledger
         self._open_backend = open_backend
         self.sessions = Sessions()
         self._leases = LeaseKeeper(authz, ledger, self.sessions, ttl_ms=lease_ttl_ms)
@@ -130,7 +136,7 @@ class GuardedExecutor:
     async def start(self) -> None:
         """Recover the ledger (intents without results become UNKNOWN), then watch leases
         and close the sessions whose agents are gone."""
-        self._outcomes.recover()
+        await self._outcomes.recover()
         self._leases.start()
         self._reaper = asyncio.create_task(self._reap_forever())
 
@@ -143,6 +149,7 @@ class GuardedExecutor:
         await self._leases.close()
         for session in self.sessions.all():
             await self.close_session(session, reason="shutdown")
+        await self._ledger.aclose()  # every record queued so far written, then the thread ends
 
     async def _reap_forever(self) -> None:
         while True:
@@ -259,7 +266,7 @@ class GuardedExecutor:
         why = await self._leases.acquire(session)
         if why is Reason.NO_LEASE:
             await self._refuse_if_held_by_another(target, principal, session)
-        self._ledger.append(
+        await self._ledger.append(
             "session_open",
             session_id=session.session_id,
             principal=principal,
@@ -285,7 +292,7 @@ class GuardedExecutor:
         lease), which the ledger records; it observes, and navigates once it holds the lease.
         """
         if session.fence.held_epoch is None:
-            self._record_start(session, url, Decision(False, str(no_lease or Reason.NO_LEASE), "no lease held"))
+            await self._record_start(session, url, Decision(False, str(no_lease or Reason.NO_LEASE), "no lease held"))
             return
         try:
             decision = await self._authz.check(
@@ -294,7 +301,7 @@ class GuardedExecutor:
         except AuthzError:
             await self.close_session(session, reason="start_unjudged")
             raise
-        self._record_start(session, url, decision)
+        await self._record_start(session, url, decision)
         if not decision.allow:
             await self.close_session(session, reason="start_refused")
             raise ScopeRefusedError(decision.reason, f"start_url {url}: {decision.message}")
@@ -307,8 +314,8 @@ class GuardedExecutor:
         finally:
             watch.abandon(start)
 
-    def _record_start(self, session: Session, url: str, decision: Decision) -> None:
-        self._ledger.append(
+    async def _record_start(self, session: Session, url: str, decision: Decision) -> None:
+        await self._ledger.append(
             NavigationBody.KIND,
             session_id=session.session_id,
             principal=session.agent,
@@ -347,13 +354,15 @@ class GuardedExecutor:
         self._watches.pop(session.session_id, None)
         await self._leases.release(session, self.sessions.all())
         await session.backend.close()
-        self._ledger.append(
-            "session_close",
-            session_id=session.session_id,
-            principal=session.agent,
-            body=SessionCloseBody(reason),
-        )
-        session.tell(None)  # ends the session's Attach streams
+        try:
+            await self._ledger.append(
+                "session_close",
+                session_id=session.session_id,
+                principal=session.agent,
+                body=SessionCloseBody(reason),
+            )
+        finally:
+            session.tell(None)  # ends the session's Attach streams, recorded or not
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -368,4 +377,4 @@ class GuardedExecutor:
 
     async def reconcile(self, session: Session, action_id: str, verdict: Verdict, evidence: str) -> ActionResult:
         """Record what the real state shows of an UNKNOWN action on the session's target."""
-        return self._outcomes.reconcile(session, action_id, verdict, evidence)
+        return await self._outcomes.reconcile(session, action_id, verdict, evidence)

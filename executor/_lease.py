@@ -33,7 +33,7 @@ from handrail.authz import (
 )
 from handrail.executor._models import Observation
 from handrail.executor._session import Session, Sessions
-from handrail.recorder import Ledger, LedgerError
+from handrail.recorder import AsyncLedger, LedgerError
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ class LeaseKeeper:
         ttl_ms: the lease TTL asked for on behalf of each session's agent.
     """
 
-    def __init__(self, authz: AsyncAuthzClient, ledger: Ledger, sessions: Sessions, *, ttl_ms: int) -> None:
+    def __init__(self, authz: AsyncAuthzClient, ledger: AsyncLedger, sessions: Sessions, *, ttl_ms: int) -> None:
         self._authz = authz
         self._ledger = ledger
         self._sessions = sessions
@@ -133,10 +133,13 @@ class LeaseKeeper:
             return
         kind = {"human": "human", "agent": "agent"}.get(lease.holder_kind, "system")
         # Once per target, under no session: each session's timeline of the target reads it.
-        # A ledger that cannot take it (its database gone) costs that record, not the watch:
-        # before, the error ended the watch task, and no lease change was told or recorded again.
+        # Queued, not awaited: the watch goes on while the ledger writes it (it lands in the
+        # chain where it was queued), and a ledger that cannot take it (its database gone,
+        # stalled) costs that record, logged, not the watch: before, the error ended the
+        # watch task, and no lease change was told or recorded again.
         try:
-            self._ledger.lease_change(
+            self._ledger.post(
+                self._ledger.ledger.lease_change,
                 event.target,
                 event.change,
                 lease.holder or "-",

@@ -8,10 +8,35 @@ conflict, with other parameters), and an action left ``UNKNOWN`` — by a dispat
 have begun, or by a crash between intent and result — blocks every further write on its
 target until a reconcile says what the real state shows. Nothing ``UNKNOWN`` is ever
 dispatched again.
+
+The ledger is awaited (``AsyncLedger``: every call on one ledger thread, in the order the
+loop queued them), so other coroutines run while a record is being written. What stays
+atomic, and how:
+
+- **An idempotency key's check and its intent.** Every act of a session holds the
+  session's ``write_lock`` (``_act``) from the replay lookup through the intent to the
+  result, so a second write with the same key waits and then replays the first's outcome
+  (or conflicts). The lookup itself (intent, reconcile, result of the key) is one call on
+  the ledger thread: no entry lands between its three reads.
+- **UNKNOWN blocking.** The in-memory block is set *before* the result is awaited when the
+  outcome is UNKNOWN, and at once when writing the result fails or times out: from the
+  moment the outcome may be unrecorded, no check on the target passes. The act path checks
+  the block again once its intent is durable, so an UNKNOWN that came up while it waited
+  (another session's, a late request's amend) stops it before dispatch.
+- **A reconcile** holds its target's reconcile lock from the check of the blocking action
+  through the ``reconcile`` entry to lifting the block: two reconciles of one action never
+  both write, and the block lifts only once the entry is durable.
+- **An intent the ledger was too slow to confirm** (``LEDGER_TIMEOUT``) is not dispatched;
+  it may still become durable, so a FAILED, not-started result is queued right behind it,
+  written only if the intent was.
+- **Records written from callbacks that cannot wait** (a late request's amend) are queued
+  in order and block the target first; their failure is logged, the block stays.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +47,16 @@ from handrail.executor._errors import InvalidArgumentError, NotFoundError
 from handrail.executor._models import ActionResult, ActionSpec, ActResponse
 from handrail.executor._session import Session
 from handrail.executor._snapshot import RefInfo
-from handrail.recorder import IntentBody, Ledger, ReconcileBody, RefusalBody, ResultBody
+from handrail.recorder import (
+    AsyncLedger,
+    Entry,
+    IntentBody,
+    Ledger,
+    LedgerError,
+    ReconcileBody,
+    RefusalBody,
+    ResultBody,
+)
 
 log = logging.getLogger(__name__)
 
@@ -41,21 +75,22 @@ class Outcomes:
     """The ledger's side of the loop: records of actions, replays, and UNKNOWN blocking.
 
     Args:
-        ledger: the action ledger (intent before dispatch, result after).
+        ledger: the action ledger (intent before dispatch, result after), awaited.
     """
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: AsyncLedger) -> None:
         self._ledger = ledger
         # target -> action id -> the UNKNOWN action blocking it
         self._unknown: dict[str, dict[str, UnknownAction]] = {}
-        #: The ``seq`` of the latest result entry :meth:`finish` wrote.
-        self.last_result_seq = 0
+        # action id -> the seq of the result entry :meth:`finish` wrote (taken by the act path)
+        self._result_seqs: dict[str, int] = {}
+        self._reconciling: dict[str, asyncio.Lock] = {}  # target -> its reconcile lock
 
-    def recover(self) -> None:
+    async def recover(self) -> None:
         """On start: intents without results become UNKNOWN, never retried, and block."""
-        for rec in self._ledger.recover():
+        for rec in await self._ledger.recover():
             log.warning("action %s of %s had no result: now UNKNOWN", rec.action_id, rec.session_id)
-        for open_ in self._ledger.unresolved():
+        for open_ in await self._ledger.unresolved():
             self._block(
                 open_.target,
                 UnknownAction(open_.action_id, open_.session_id, open_.principal, open_.idempotency_key),
@@ -82,23 +117,25 @@ class Outcomes:
         ids = ", ".join(sorted(blocking))
         return f"the outcome of {ids} on {target} is unknown; observe the real state and reconcile it first"
 
-    def reconcile(self, session: Session, action_id: str, verdict: Verdict, evidence: str) -> ActionResult:
+    async def reconcile(self, session: Session, action_id: str, verdict: Verdict, evidence: str) -> ActionResult:
         """Record what the real state shows of an UNKNOWN action on the session's target."""
-        blocking = self._unknown.get(session.target, {})
-        unknown = blocking.get(action_id)
-        if unknown is None:
-            if self._ledger.entries(action_id=action_id):
-                raise InvalidArgumentError(
-                    "action_id",
-                    f"action {action_id} is not awaiting reconciliation on {session.target}",
-                )
-            raise NotFoundError("action_id", f"no action {action_id!r}")
-        if unknown.agent != session.agent:
-            raise InvalidArgumentError("action_id", f"action {action_id} belongs to {unknown.agent}")
-        self._ledger.reconcile(unknown.session_id, action_id, session.agent, verdict.value, evidence)
-        del blocking[action_id]
-        if not blocking:
-            self._unknown.pop(session.target, None)
+        lock = self._reconciling.setdefault(session.target, asyncio.Lock())
+        async with lock:  # the check, the entry and lifting the block: one step per target
+            unknown = self._unknown.get(session.target, {}).get(action_id)
+            if unknown is None:
+                if await self._ledger.entries(action_id=action_id):
+                    raise InvalidArgumentError(
+                        "action_id",
+                        f"action {action_id} is not awaiting reconciliation on {session.target}",
+                    )
+                raise NotFoundError("action_id", f"no action {action_id!r}")
+            if unknown.agent != session.agent:
+                raise InvalidArgumentError("action_id", f"action {action_id} belongs to {unknown.agent}")
+            await self._ledger.reconcile(unknown.session_id, action_id, session.agent, verdict.value, evidence)
+            blocking = self._unknown.get(session.target, {})  # re-read: blocks may have come and gone
+            blocking.pop(action_id, None)
+            if not blocking:
+                self._unknown.pop(session.target, None)
         return ActionResult(
             action_id=action_id,
             outcome=Outcome.RECONCILED,
@@ -111,14 +148,14 @@ class Outcomes:
 
     # -- idempotency --------------------------------------------------------------------------
 
-    def replay(self, session: Session, spec: ActionSpec, fingerprint: str) -> ActionResult | None:
+    async def replay(self, session: Session, spec: ActionSpec, fingerprint: str) -> ActionResult | None:
         """The recorded outcome of an earlier action with this idempotency key, if any.
 
         The same key with the same parameters (``fingerprint``) gets that outcome and
         nothing is dispatched; with other parameters it is an IDEMPOTENCY_CONFLICT.
         """
         key = spec.idempotency_key
-        intent = self._ledger.find_intent_by_key(session.session_id, key)
+        intent, reconciled, result = await self._ledger.call(_recorded, self._ledger.ledger, session.session_id, key)
         if intent is None:
             return None
         if intent.body_as(IntentBody).params.fingerprint != fingerprint:
@@ -131,7 +168,6 @@ class Outcomes:
                 evidence=Evidence.NONE,
                 idempotency_key=key,
             )
-        reconciled = self._ledger.entries(action_id=intent.action_id, kind="reconcile")
         if reconciled:
             verdict = reconciled[-1].body_as(ReconcileBody)
             return ActionResult(
@@ -143,7 +179,6 @@ class Outcomes:
                 evidence=Evidence.RECONCILED,
                 idempotency_key=key,
             )
-        result = self._ledger.find_result_by_key(session.session_id, key)
         if result is None:  # an intent that never got a result: in flight or crashed
             return ActionResult(
                 action_id=intent.action_id,
@@ -177,17 +212,19 @@ class Outcomes:
         amends: int,
         message: str,
         decision_id: str = "",
-    ) -> int:
+    ) -> asyncio.Future[Entry]:
         """Make a finished action UNKNOWN after its result: a later result entry that
         supersedes the first (``extra.amends``), never an edit; the target is blocked.
 
-        Answers the new result entry's ``seq``.
+        For a callback that cannot wait: the target is blocked at once and the entry queued
+        (after every record queued before it); answers the future of the written entry.
         """
         self._block(session.target, UnknownAction(action_id, session.session_id, session.agent, idempotency_key))
         extra: dict[str, object] = {"amends": amends, "recorded_by": "network"}
         if decision_id:
             extra["decision_id"] = decision_id
-        written = self._ledger.result(
+        return self._ledger.post(
+            self._ledger.ledger.result,
             session.session_id,
             action_id,
             idempotency_key,
@@ -200,9 +237,8 @@ class Outcomes:
             message,
             extra,
         )
-        return written.seq
 
-    def refuse(
+    async def refuse(
         self,
         session: Session,
         spec: ActionSpec,
@@ -215,7 +251,7 @@ class Outcomes:
         """A refusal before the intent: logged, but it does not use up the key."""
         role, name = (info.role, info.name) if info else ("", "")
         policies = list(decision.policies) if decision else []
-        self._ledger.append(
+        await self._ledger.append(
             "refusal",
             session_id=session.session_id,
             action_id=action_id,
@@ -249,11 +285,35 @@ class Outcomes:
             )
         )
 
-    def intent(self, session: Session, spec: ActionSpec, action_id: str, epoch: int, params: dict[str, Any]) -> None:
-        """The intent, durable when this returns: from here on the key is used."""
-        self._ledger.intent(session.session_id, action_id, spec.idempotency_key, session.agent, epoch, params)
+    async def intent(
+        self, session: Session, spec: ActionSpec, action_id: str, epoch: int, params: dict[str, Any]
+    ) -> None:
+        """The intent, durable when this returns: from here on the key is used.
 
-    def finish(
+        Raises:
+            LedgerError: the intent is not durable. With ``LEDGER_TIMEOUT`` it may become so
+                later: a FAILED result (not started) is queued right behind it then.
+        """
+        key = spec.idempotency_key
+        written = self._ledger.submit(
+            self._ledger.ledger.intent, session.session_id, action_id, key, session.agent, epoch, params
+        )
+        try:
+            await self._ledger.wait(written)
+        except LedgerError as exc:
+            if exc.reason == "LEDGER_TIMEOUT":
+                why = f"not dispatched: the ledger took longer than {self._ledger.deadline_s:g} s to commit the intent"
+                extra = {"decision_id": str(params.get("decision_id", ""))}
+                args = (session.session_id, action_id, key, session.agent, epoch, why, extra)
+                self._ledger.post(_not_dispatched, self._ledger.ledger, written, *args)
+            raise
+
+    def result_seq(self, action_id: str) -> int:
+        """The seq of the result entry :meth:`finish` wrote for ``action_id`` (0: none);
+        asked once, by the act path."""
+        return self._result_seqs.pop(action_id, 0)
+
+    async def finish(
         self,
         session: Session,
         spec: ActionSpec,
@@ -284,7 +344,7 @@ class Outcomes:
         if via:
             extra["via"] = via
         try:
-            written = self._ledger.result(
+            written = await self._ledger.result(
                 session.session_id,
                 action_id,
                 spec.idempotency_key,
@@ -300,7 +360,9 @@ class Outcomes:
         except BaseException:
             self._block(session.target, unknown)
             raise
-        self.last_result_seq = written.seq
+        self._result_seqs[action_id] = written.seq
+        while len(self._result_seqs) > 1000:  # none left behind by an act that never asked
+            del self._result_seqs[next(iter(self._result_seqs))]
         return ActResponse(
             ActionResult(
                 action_id=action_id,
@@ -314,3 +376,35 @@ class Outcomes:
                 typed_chars=typed_chars,
             )
         )
+
+
+def _recorded(ledger: Ledger, session_id: str, key: str) -> tuple[Entry | None, list[Entry], Entry | None]:
+    """On the ledger thread: an idempotency key's intent, the reconciles of its action and
+    its result, read as one step (no entry lands between the reads)."""
+    intent = ledger.find_intent_by_key(session_id, key)
+    if intent is None:
+        return None, [], None
+    reconciled = ledger.entries(action_id=intent.action_id, kind="reconcile")
+    return intent, reconciled, ledger.find_result_by_key(session_id, key)
+
+
+def _not_dispatched(
+    ledger: Ledger,
+    intent: concurrent.futures.Future[Entry],
+    session_id: str,
+    action_id: str,
+    key: str,
+    agent: str,
+    epoch: int,
+    message: str,
+    extra: dict[str, str],
+) -> None:
+    """On the ledger thread, right after an intent the act stopped waiting for: if it was
+    written after all, its result says nothing was dispatched (a result with no intent is
+    never written)."""
+    if intent.exception() is not None:
+        return
+    ledger.result(
+        session_id, action_id, key, agent, epoch, Outcome.FAILED.value, Reason.ALLOW, Evidence.NONE.value,
+        False, message, extra,
+    )  # fmt: skip

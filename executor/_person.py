@@ -21,7 +21,7 @@ from handrail.executor._errors import InvalidArgumentError, NotFoundError
 from handrail.executor._lease import LeaseKeeper
 from handrail.executor._live import PersonRequest, PersonStatus
 from handrail.executor._session import Session, Sessions
-from handrail.recorder import Ledger
+from handrail.recorder import AsyncLedger
 
 __all__ = ["MAX_REASON", "MAX_WAIT_MS", "PersonDesk"]
 
@@ -44,7 +44,7 @@ class PersonDesk:
         leases: pushes lease changes to :meth:`saw_lease`.
     """
 
-    def __init__(self, authz: AsyncAuthzClient, ledger: Ledger, sessions: Sessions, leases: LeaseKeeper) -> None:
+    def __init__(self, authz: AsyncAuthzClient, ledger: AsyncLedger, sessions: Sessions, leases: LeaseKeeper) -> None:
         self._authz = authz
         self._ledger = ledger
         self._sessions = sessions
@@ -77,7 +77,7 @@ class PersonDesk:
             if request is None or request.session_id != session.session_id:
                 raise NotFoundError("request_id", f"no request {request_id!r} of this session")
         else:
-            request = self._open(session, reason)
+            request = await self._open(session, reason)
         await self._refresh(request)
         deadline = time.monotonic() + wait_ms / 1000
         while request.status is not PersonStatus.HANDED_BACK:
@@ -93,7 +93,7 @@ class PersonDesk:
         request.lease_epoch = session.fence.highest_epoch
         return request
 
-    def _open(self, session: Session, reason: str) -> PersonRequest:
+    async def _open(self, session: Session, reason: str) -> PersonRequest:
         reason = reason.strip()
         if not reason:
             raise InvalidArgumentError("reason", "say what the person must do")
@@ -108,7 +108,7 @@ class PersonDesk:
             asked_at_ms=_now_ms(),
             lease_epoch=session.fence.highest_epoch,
         )
-        self._ledger.append(
+        await self._ledger.append(
             "person_request",
             session_id=session.session_id,
             principal=session.agent,

@@ -266,7 +266,7 @@ class ExecutorServer:
 
     async def stop(self, grace: float = 1.0) -> None:
         await self.server.stop(grace)
-        await self.core.close()
+        await self.core.close()  # drains the ledger thread: every queued record written
         await self.host.close()
         await self.authz.close()
         self.ledger.close()
@@ -376,8 +376,8 @@ async def start_server(
             return await host.open_page()  # the loop judges and loads the start page
 
         core = GuardedExecutor(authz, opened, open_backend, lease_ttl_ms=lease_ttl_ms, fault=fault)
+        resources.append(core.close)  # (also ends its ledger thread when the start fails)
         await core.start()
-        resources.append(core.close)
         # No SO_REUSEPORT: a second executor on the same port must fail, not share it.
         server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
         add_service(server, ExecutorServicer(core), pb.DESCRIPTOR.services_by_name["Executor"], pb, EXECUTOR_DOMAIN)

@@ -42,7 +42,7 @@ class ConsoleRpcs:
         async def call() -> pb.ListSessionsResponse:
             await self._core.console.operator(self._token(context))
             wanted = wire.session_id_of(request.session_id) if request.session_id else ""
-            summaries = self._core.console.summaries(wanted)
+            summaries = await self._core.console.summaries(wanted)
             if wanted and not summaries:
                 raise NotFoundError("session_id", f"no open session {wanted!r}")
             return pb.ListSessionsResponse(sessions=[wire.summary_pb(s) for s in summaries])

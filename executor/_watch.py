@@ -56,7 +56,7 @@ from handrail.authz import AsyncAuthzClient, AuthzError, InvalidArgumentError, p
 from handrail.executor._backend import DocumentLoad, LoadVerdict, SideRequest
 from handrail.executor._outcomes import Outcomes
 from handrail.executor._session import Session
-from handrail.recorder import Ledger, NavigationBody, RequestBody
+from handrail.recorder import AsyncLedger, Entry, NavigationBody, RequestBody
 
 __all__ = ["PERSON_LOAD_S", "ActionNetwork", "PersonInput", "SessionWatch", "page_origin"]
 
@@ -222,10 +222,11 @@ class SessionWatch:
         session: the session.
         authz: the sidecar client, authenticated as the executor.
         outcomes: the records of actions (amending a result, blocking the target).
-        ledger: where document loads and late requests are written.
+        ledger: where document loads (awaited: a load is let out once its record is
+            durable) and late requests (queued: a browser event cannot wait) are written.
     """
 
-    def __init__(self, session: Session, authz: AsyncAuthzClient, outcomes: Outcomes, ledger: Ledger) -> None:
+    def __init__(self, session: Session, authz: AsyncAuthzClient, outcomes: Outcomes, ledger: AsyncLedger) -> None:
         self._session = session
         self._authz = authz
         self._outcomes = outcomes
@@ -317,11 +318,11 @@ class SessionWatch:
         net = self.current
         origin = page_origin(load.url)
         if origin is None:
-            return self._record(load, "", False, Reason.OUT_OF_SCOPE, "a URL the sidecar cannot parse", net)
+            return await self._record(load, "", False, Reason.OUT_OF_SCOPE, "a URL the sidecar cannot parse", net)
         safe = load.method.upper() in _SAFE
         waiting = self._outcomes.blocked(self._session.target)
         if waiting is not None and not safe:
-            return self._record(load, Verb.SUBMIT, False, Reason.RECONCILE_REQUIRED, waiting, net)
+            return await self._record(load, Verb.SUBMIT, False, Reason.RECONCILE_REQUIRED, waiting, net)
         if net is not None and (safe or net.writes) and _unfragmented(load.url) in net.urls:
             # A URL the running action was allowed on: its link, its form's post, its page
             # again. Elsewhere on its origin a grant's paths or a policy may say otherwise.
@@ -335,13 +336,15 @@ class SessionWatch:
                     p.token, p.person, session.target, p.epoch, verb, url=load.url
                 )
             except AuthzError as exc:
-                return self._record(load, verb, False, Reason.AUTHZ_UNAVAILABLE, f"authz: {exc}", net, by=p.person)
+                return await self._record(
+                    load, verb, False, Reason.AUTHZ_UNAVAILABLE, f"authz: {exc}", net, by=p.person
+                )
             if decision.allow:
                 allowed = (decision.reason, decision.message, net, decision.decision_id)
-                return self._record(load, verb, True, *allowed, by=p.person)
+                return await self._record(load, verb, True, *allowed, by=p.person)
             if p.owns(origin):  # the input's own load, late: the wheel was handed back since
                 why = f"a load of {p.person}'s input {p.action_id}, which the wheel's hand-back overtook"
-                return self._record(load, verb, True, Reason.ALLOW, why, net, p.decision_id, by=p.person)
+                return await self._record(load, verb, True, Reason.ALLOW, why, net, p.decision_id, by=p.person)
             self.person = None  # the person no longer holds the wheel: the load is judged as the agent's
         try:
             decision = await self._authz.check(
@@ -354,13 +357,13 @@ class SessionWatch:
                 document_load=True,
             )
         except AuthzError as exc:
-            return self._record(load, verb, False, Reason.AUTHZ_UNAVAILABLE, f"authz: {exc}", net)
+            return await self._record(load, verb, False, Reason.AUTHZ_UNAVAILABLE, f"authz: {exc}", net)
         read = waiting is not None
-        return self._record(
+        return await self._record(
             load, verb, decision.allow, decision.reason, decision.message, net, decision.decision_id, read
         )
 
-    def _record(
+    async def _record(
         self,
         load: DocumentLoad,
         verb: str,
@@ -378,7 +381,7 @@ class SessionWatch:
             if net is not None:
                 net.blocked.append(what)
             log.info("session %s: %s", self._session.session_id, what)
-        self._ledger.append(
+        await self._ledger.append(
             NavigationBody.KIND,
             session_id=self._session.session_id,
             action_id=net.action_id if net is not None else "",
@@ -548,7 +551,8 @@ class SessionWatch:
         record it (``body``, whose message is made here from ``what``), amend if lost."""
         lost = not body.status
         message = f"after the action's result: {what}" + ("; the action may have had its effect" if lost else "")
-        self._ledger.append(
+        self._ledger.post(
+            self._ledger.ledger.append,
             RequestBody.KIND,
             session_id=self._session.session_id,
             action_id=net.action_id,
@@ -559,7 +563,7 @@ class SessionWatch:
         )
         if lost and not net.read_only and net.outcome in (Outcome.DONE, Outcome.FAILED):
             net.outcome = Outcome.UNKNOWN
-            net.result_seq = self._outcomes.amend_unknown(
+            amended = self._outcomes.amend_unknown(
                 self._session,
                 net.action_id,
                 net.idempotency_key,
@@ -568,3 +572,10 @@ class SessionWatch:
                 f"{what} after the result was written: the outcome is unknown; observe and reconcile",
                 net.decision_id,
             )
+            amended.add_done_callback(lambda done: _amended(net, done))
+
+
+def _amended(net: ActionNetwork, done: asyncio.Future[Entry]) -> None:
+    """The amend of ``net``'s result is written: it is the action's latest result now."""
+    if not done.cancelled() and done.exception() is None:
+        net.result_seq = done.result().seq
