@@ -23,8 +23,14 @@ the snapshot's refs live:
   (``handrail-snap=TOKEN``): run in the very task of the snapshot, it tells the page's world
   the moment (the clock and the mutation count the checks compare with), and, once the
   snapshot has given every node its ref, measures every ref's box (the structured
-  element list's boxes) for READ_PAGE to collect — again only when something may have
-  moved them since its last measure.
+  element list's boxes) — again only when something may have moved them since its last
+  measure. It then pushes what it read (the moment, the title, the boxes) to the executor
+  through FACTS_BINDING, a CDP binding that exists in Playwright's world alone (``_world``);
+  where that binding is not (yet) installed, READ_PAGE collects the same facts.
+
+The page's world answers the engine with the moment on a detached node the engine made for
+that one snapshot, handed over as the hand-over event's ``relatedTarget``: no page script
+holds that node, so none can read or forge the answer.
 
 The page never sees these hand-overs: the init script's listeners are the first on the
 window and stop them there; their tokens are random per call.
@@ -38,6 +44,10 @@ PICK_EVENT = "__handrail_pick"
 SNAP_EVENT = "__handrail_snap"
 BOXES_ASK = "__handrail_boxes"
 BOXES_ANSWER = "__handrail_boxes_answer"
+SNAP_FACTS = "__handrail_snap_facts"
+# The CDP binding SNAP_ENGINE pushes a snapshot's facts through (installed by ``_world`` in
+# Playwright's isolated world only: the page's own scripts cannot call it).
+FACTS_BINDING = "__handrail_facts"
 
 PICK_SELECTOR = "handrail-pick"
 PICK_ENGINE = """{
@@ -110,16 +120,32 @@ SNAP_ENGINE = (
       const top = doc.body || doc.documentElement;
       if (!top) return [];
       // The snapshot runs right after this, in the same task: tell the page's world now.
-      top.dispatchEvent(new CustomEvent("SNAP_EVENT", { detail: token, bubbles: true, composed: true }));
-      // After the snapshot (same task, no page script in between): measure its refs.
+      // It answers [clock, mutations] on ``pipe``, a node no page script can reach.
+      const pipe = doc.createElement("span");
+      let moment = null;
+      pipe.addEventListener("SNAP_FACTS", (e) => {
+        if (typeof e.detail === "string") moment = e.detail;
+      });
+      pipe.id = token;
+      top.dispatchEvent(new FocusEvent("SNAP_EVENT", { relatedTarget: pipe, bubbles: true, composed: true }));
+      // After the snapshot (same task, no page script in between): measure its refs, and
+      // push the facts to the executor where its binding is in place (else READ_PAGE).
       measured.clear();
-      Promise.resolve().then(() => { measured.set(token, fresh()); });
+      Promise.resolve().then(() => {
+        const boxes = fresh();
+        measured.set(token, boxes);
+        const push = globalThis["FACTS_BINDING"];
+        if (moment !== null && typeof push === "function")
+          push(JSON.stringify([token, moment, doc.title, boxes]));
+      });
       return [top];
     }
   };
 })()""".replace("BOXES_ASK", BOXES_ASK)
     .replace("BOXES_ANSWER", BOXES_ANSWER)
+    .replace("SNAP_FACTS", SNAP_FACTS)
     .replace("SNAP_EVENT", SNAP_EVENT)
+    .replace("FACTS_BINDING", FACTS_BINDING)
 )
 
 # Before any script of a page or frame: no SharedWorker (pages feature-test it and fall
@@ -252,9 +278,14 @@ INIT_SCRIPT = (
     stop(e);
   }, true);
   window.addEventListener("SNAP_EVENT", (e) => {
-    st.snaps.set(e.detail, { at: now(), mutations: st.mutations });
-    if (st.snaps.size > 8) st.snaps.delete(st.snaps.keys().next().value);
     stop(e);
+    // The engine's node for this snapshot carries its token, and takes the answer.
+    const pipe = e.relatedTarget;
+    if (!pipe || typeof pipe.id !== "string") return;
+    const snap = { at: now(), mutations: st.mutations };
+    st.snaps.set(pipe.id, snap);
+    if (st.snaps.size > 8) st.snaps.delete(st.snaps.keys().next().value);
+    pipe.dispatchEvent(new CustomEvent("SNAP_FACTS", { detail: JSON.stringify([snap.at, snap.mutations]) }));
   }, true);
 """
         + GUARD
@@ -304,6 +335,7 @@ INIT_SCRIPT = (
 """
     )
     .replace("PICK_EVENT", PICK_EVENT)
+    .replace("SNAP_FACTS", SNAP_FACTS)
     .replace("SNAP_EVENT", SNAP_EVENT)
     .replace("BOXES_ASK", BOXES_ASK)
     .replace("BOXES_ANSWER", BOXES_ANSWER)

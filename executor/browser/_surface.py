@@ -233,7 +233,9 @@ class BrowserSurface(LiveView):
                 snapshot, mutations, clock, title = "", 0, self._seen_clock, ""
             else:
                 viewport = (VIEWPORT["width"], VIEWPORT["height"]) if options.viewport_only else None
-                reading = await self._reader.read(page, tab.tab_id, depth=options.depth, viewport=viewport)
+                reading = await self._reader.read(
+                    page, tab.tab_id, depth=options.depth, viewport=viewport, document=tab.navigations
+                )
                 snapshot, elements = reading.snapshot, reading.elements
                 mutations, clock, title = reading.mutations, reading.clock, reading.title
             png = b""

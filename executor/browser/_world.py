@@ -13,6 +13,12 @@ One CDP session per tab, opened when the tab's gate goes in place (or on its fir
 and closed with the tab. The gate listens on it for the requests the page makes (see
 ``_gate``): the renderer sends those events before the answer to a script that runs after
 them, so an input's report arrives after every request its handlers made was announced.
+
+The same session hears what the observation's snapshot engine pushes (``pushed``): a CDP
+binding installed in Playwright's isolated world of the tab's documents only, which the
+page's own scripts cannot reach. Without ``Runtime.enable`` a binding reaches only the
+worlds that exist when it is added, so it is added again for each new document
+(``install_push``, when a reading found it missing).
 """
 
 from __future__ import annotations
@@ -25,7 +31,13 @@ from typing import Any
 from playwright.async_api import CDPSession, Page
 from playwright.async_api import Error as PlaywrightError
 
+from handrail.executor.browser._pagescript import FACTS_BINDING
+
 _sessions: weakref.WeakKeyDictionary[Page, asyncio.Future[CDPSession]] = weakref.WeakKeyDictionary()
+_pushes: weakref.WeakKeyDictionary[CDPSession, Pushed] = weakref.WeakKeyDictionary()
+# What Playwright (1.65) names its isolated world in a Chromium page; tests/executor pin it.
+_UTILITY_WORLD = "__playwright_utility_world_{guid}"
+_MAX_PUSH = 64 * 1024 * 1024
 
 
 async def session_of(page: Page) -> CDPSession:
@@ -57,3 +69,60 @@ async def run(page: Page, script: str, arg: Any = None) -> Any:
         exception = details.get("exception") or {}
         raise PlaywrightError(str(exception.get("description") or details.get("text") or "the page script threw"))
     return answer.get("result", {}).get("value")
+
+
+class Pushed:
+    """What a tab's snapshot engine pushed through FACTS_BINDING, by the snapshot's token.
+
+    Only an awaited token's push is kept; any other is dropped unread.
+    """
+
+    def __init__(self) -> None:
+        self._waiting: dict[str, asyncio.Future[list[Any]]] = {}
+
+    def expect(self, token: str) -> asyncio.Future[list[Any]]:
+        """The push of the snapshot of ``token``, once it comes (``forget`` it after)."""
+        future: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+        self._waiting[token] = future
+        return future
+
+    def forget(self, token: str) -> None:
+        self._waiting.pop(token, None)
+
+    def on_called(self, event: dict[str, Any]) -> None:
+        payload = event.get("payload")
+        if event.get("name") != FACTS_BINDING or not isinstance(payload, str) or len(payload) > _MAX_PUSH:
+            return
+        try:
+            pushed = json.loads(payload)
+        except ValueError:
+            return
+        if not isinstance(pushed, list) or not pushed or not isinstance(pushed[0], str):
+            return
+        future = self._waiting.pop(pushed[0], None)
+        if future is not None and not future.done():
+            future.set_result(pushed[1:])
+
+
+async def pushed(page: Page) -> Pushed:
+    """The pushes of the tab's snapshot engine (listened to on its session from now on)."""
+    session = await session_of(page)
+    channel = _pushes.get(session)
+    if channel is None:
+        channel = _pushes[session] = Pushed()
+        session.on("Runtime.bindingCalled", channel.on_called)
+    return channel
+
+
+async def install_push(page: Page) -> None:
+    """Add FACTS_BINDING to the tab's current isolated world (Playwright's, not the page's).
+
+    Raises:
+        PlaywrightError: the page went away meanwhile.
+    """
+    session = await session_of(page)
+    guid = getattr(getattr(page, "_impl_obj", None), "_guid", "")
+    if not guid:  # another Playwright: no push, every reading asks (READ_PAGE)
+        return
+    world = _UTILITY_WORLD.format(guid=guid)
+    await session.send("Runtime.addBinding", {"name": FACTS_BINDING, "executionContextName": world})
