@@ -45,6 +45,7 @@ The modules, bottom up (each imports only modules above it in this list)::
     _identity          who a caller is; whether a named principal is a live agent
     _person_checks     the console's part: a person's input at the wheel, every lease
     _watch_part        the authorizer's side of Watch: subscribing, publishing changes
+    _replay            a check sent again after its answer was lost: the allow it already had
     _authorizer        the sidecar's behaviour over an AuthzStore (no gRPC)
     _wire              protobuf messages to records and back, and the wire enums
     _wire_responses    the servicer's responses

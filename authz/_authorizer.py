@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import heapq
 import logging
 import threading
@@ -16,7 +17,7 @@ import time
 from pathlib import Path
 
 from handrail._vocabulary import Reason
-from handrail.authz import _core, _identity, _person_checks
+from handrail.authz import _core, _identity, _person_checks, _replay
 from handrail.authz import _lease_changes as changes
 from handrail.authz._decide import APPROVAL_CREATE, APPROVAL_USE, Verdict, decide, url_path
 from handrail.authz._errors import (
@@ -217,18 +218,17 @@ class Authorizer(_person_checks.PersonChecks, WatchPart):
                 if remembered:
                     continue
                 return self._deny(caller, request, Reason.UNAUTHENTICATED, problem)
-            verdict = decide(
-                request,
-                origin,
-                lease,
-                grants,
-                evaluate,
-                now,
-                approval=approval,
+            judge = functools.partial(
+                decide, request, origin, lease, evaluate=evaluate, now_ms=now, decision_id=decision_id, path=path,
                 default_approval_timeout_ms=self.approval_timeout_ms,
-                decision_id=decision_id,
-                path=path,
-            )
+            )  # fmt: skip
+            verdict = judge(grants, approval=approval)
+            if _replay.may_be_spent(request, verdict):  # an allow of this very request may have spent it
+                if remembered:
+                    continue  # a replay is judged on a fresh read
+                replayed = _replay.replay(store, caller.name, request, snapshot, judge, approval)
+                if replayed is not None:
+                    return replayed
             decision = verdict.decision
             if decision.decision_id != decision_id:  # denials are built without it
                 decision = dataclasses.replace(decision, decision_id=decision_id)
@@ -259,6 +259,7 @@ class Authorizer(_person_checks.PersonChecks, WatchPart):
                     consume=grant_id if verdict.consume else "",
                     use_approval=used,
                     new_approval=new_approval,
+                    spent=_replay.spent(caller.name, request, verdict, decision, now),
                 ):
                     continue  # another check won the race: decide again on fresh state
                 self._after_commit(verdict, decision, new_approval)

@@ -213,6 +213,9 @@ class Decision:
         grant_consumed: the allow used up a single-use grant.
         idempotency_header: the grant of the allow asks the executor to add an
             ``Idempotency-Key`` header to the side-effecting requests the action starts.
+        replayed: the allow already given to this very request (same caller, same
+            ``action_id``, every field the same), whose answer was lost: ``decision_id``
+            is that allow's, and nothing was consumed or used again (see :mod:`._replay`).
     """
 
     allow: bool
@@ -226,6 +229,27 @@ class Decision:
     shadow_policies: tuple[str, ...] = ()
     grant_consumed: bool = False
     idempotency_header: bool = False
+    replayed: bool = False
+
+
+@quick_init
+@dataclass(frozen=True)
+class Spent:
+    """What an allow of one exact request spent, kept for a resend of it (:mod:`._replay`).
+
+    Attributes:
+        key: the digest of the caller and the request (:func:`._replay.replay_key`).
+        decision_id: the allow's id.
+        grant_id: the single-use grant it consumed (``""``: none).
+        approval_id: the approval it used (``""``: none).
+        at_ms: when it was committed (the store's clock).
+    """
+
+    key: str
+    decision_id: str
+    grant_id: str
+    approval_id: str
+    at_ms: int
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,7 @@ from typing import Any
 import psycopg
 
 from handrail.authz import _deadline as deadline
-from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, PrincipalInfo
+from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, PrincipalInfo, Spent
 from handrail.authz._pg_approvals import PgApprovals, PgDecisions, conditional_insert
 from handrail.authz._pg_db import PgDatabase, describe
 from handrail.authz._pg_grants import STILL_CURRENT, PgGrants, Reading
@@ -295,6 +295,7 @@ class PgStore(StoreParts):
         consume: str = "",
         use_approval: str = "",
         new_approval: ApprovalInfo | None = None,
+        spent: Spent | None = None,
     ) -> bool:
         """See :meth:`AuthzStore.commit_check`: one transaction, row locks, the database's
         clock. A grant consumed writes its agent's row (migration 3), so this replica
@@ -311,6 +312,8 @@ class PgStore(StoreParts):
                         raise _LostRace
                     if use_approval and not PgApprovals.use(conn, use_approval, record.decision_id, now):
                         raise _LostRace
+                    if spent is not None and not PgDecisions.keep_spent(conn, spent):
+                        raise _LostRace  # an allow of the same request committed first
                     if new_approval is not None:
                         PgApprovals.insert(conn, new_approval)
                     PgDecisions.insert(conn, record)
@@ -331,6 +334,10 @@ class PgStore(StoreParts):
             if consume:
                 agent = record.request.principal
                 self._forget(lambda key: key[0] == agent)
+
+    def spent_by(self, key: str, since_ms: int) -> Spent | None:
+        """See :meth:`AuthzStore.spent_by`: one statement."""
+        return self._decisions.spent_by(key, since_ms)
 
 
 #: The decision insert of a check on a remembered snapshot.

@@ -25,7 +25,7 @@ import psycopg
 from handrail.authz import _deadline as deadline
 from handrail.authz._core import check_text
 from handrail.authz._errors import InvalidArgumentError, LeaseConflictError, NotFoundError
-from handrail.authz._models import ApprovalInfo, ApprovalStatus, DecisionRecord
+from handrail.authz._models import ApprovalInfo, ApprovalStatus, DecisionRecord, Spent
 from handrail.authz._pg_db import NOW, PgDatabase, Statement
 from handrail.authz._pg_schema import APPROVAL_COLS, DECISION_COLS
 from handrail.authz._sqlite_schema import APPROVAL_ACTION_FIELDS, approval_row, decision_record, decision_row
@@ -52,6 +52,10 @@ def conditional_insert(name: str, condition: str) -> Statement:
 
 #: The decisions a prune's batch deletes: in ``(after, upto]`` and logged before a time.
 _PRUNED = "WHERE seq > %s AND seq <= %s AND at_ms < %s"
+
+_SPENT_COLS = "replay_key, decision_id, grant_id, approval_id, at_ms"
+_KEEP_SPENT = f"INSERT INTO replays ({_SPENT_COLS}) VALUES (%s, %s, %s, %s, %s) ON CONFLICT (replay_key) DO NOTHING"
+_SPENT_BY = f"SELECT {_SPENT_COLS} FROM replays WHERE replay_key = %s AND at_ms >= %s"
 
 
 def _decision_values(record: DecisionRecord) -> dict[str, Any]:
@@ -235,6 +239,24 @@ class PgDecisions:
     def insert(conn: psycopg.Connection[Any], record: DecisionRecord) -> None:
         """Insert one decision inside the caller's transaction."""
         conn.execute(_INSERT_DECISION, _decision_values(record))
+
+    @staticmethod
+    def keep_spent(conn: psycopg.Connection[Any], spent: Spent) -> bool:
+        """Keep an allow for a resend of its request, inside the caller's transaction;
+        False when one of the same request is kept already (a lost race)."""
+        values = (spent.key, spent.decision_id, spent.grant_id, spent.approval_id, spent.at_ms)
+        return conn.execute(_KEEP_SPENT, values).rowcount == 1
+
+    def spent_by(self, key: str, since_ms: int) -> Spent | None:
+        """The allow kept under ``key`` at or after ``since_ms`` (committed with its
+        consumption: a snapshot that saw the one sees the other)."""
+        row = self._db.run(lambda c: c.execute(_SPENT_BY, (key, since_ms)).fetchone(), idempotent=True)
+        return None if row is None else Spent(str(row[0]), str(row[1]), str(row[2]), str(row[3]), int(row[4]))
+
+    def drop_spent(self, before_ms: int) -> int:
+        """Delete the allows kept before ``before_ms``; how many."""
+        sql = "DELETE FROM replays WHERE at_ms < %s"
+        return self._db.run(lambda c: c.execute(sql, (before_ms,)).rowcount, idempotent=True)
 
     def get(self, decision_id: str) -> DecisionRecord:
         """One logged decision (NotFoundError)."""

@@ -212,4 +212,20 @@ MIGRATIONS: tuple[Migration, ...] = (
             FOR EACH STATEMENT EXECUTE FUNCTION handrail_grants_changed();
         """,
     ),
+    Migration(
+        4,
+        "allows kept for a resend of their check",
+        # An allow that consumed a grant or used an approval, inserted in its transaction;
+        # the same request sent again, through any replica, gets it (authz/_replay.py).
+        """
+        CREATE TABLE replays (
+            replay_key TEXT PRIMARY KEY,      -- sha256 of the caller and the whole request
+            decision_id TEXT NOT NULL,
+            grant_id TEXT NOT NULL,
+            approval_id TEXT NOT NULL,
+            at_ms BIGINT NOT NULL
+        );
+        CREATE INDEX replays_at ON replays (at_ms);
+        """,
+    ),
 )

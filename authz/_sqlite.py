@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from handrail.authz._errors import AuthzError
-from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, PrincipalInfo
+from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, PrincipalInfo, Spent
 from handrail.authz._sqlite_approvals import SqliteApprovals
 from handrail.authz._sqlite_db import SqliteDatabase, wall_clock_ms
 from handrail.authz._sqlite_decisions import Checkpointer, DecisionLog
@@ -193,6 +193,7 @@ class SqliteStore(StoreParts):
         consume: str = "",
         use_approval: str = "",
         new_approval: ApprovalInfo | None = None,
+        spent: Spent | None = None,
     ) -> bool:
         """See :meth:`AuthzStore.commit_check`: one ``synchronous=FULL`` transaction."""
         try:
@@ -201,6 +202,8 @@ class SqliteStore(StoreParts):
                 if consume and not self._grants.consume(conn, consume, now):
                     raise _LostRace
                 if use_approval and not self._approvals.use(conn, use_approval, record.decision_id, now):
+                    raise _LostRace
+                if spent is not None and not self._decisions.keep_spent(conn, spent):
                     raise _LostRace
                 if new_approval is not None:
                     self._approvals.insert(conn, new_approval)
@@ -214,6 +217,10 @@ class SqliteStore(StoreParts):
                 raise
             return False  # another check created the pending approval first
         return True
+
+    def spent_by(self, key: str, since_ms: int) -> Spent | None:
+        """See :meth:`AuthzStore.spent_by`."""
+        return self._decisions.spent_by(key, since_ms)
 
     def flush_decisions(self) -> int:
         """Move journaled decisions into SQLite now; return how many."""

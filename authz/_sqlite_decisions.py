@@ -39,7 +39,7 @@ from handrail.authz._journal import (
     read_frames,
     read_lines,
 )
-from handrail.authz._models import DecisionRecord
+from handrail.authz._models import DecisionRecord, Spent
 from handrail.authz._sqlite_db import SqliteDatabase
 from handrail.authz._sqlite_schema import (
     DECISION_COLS,
@@ -184,6 +184,34 @@ class DecisionLog:
     def insert(conn: sqlite3.Connection, record: DecisionRecord) -> None:
         """Insert one decision inside the caller's transaction on ``conn``."""
         conn.execute(INSERT_DECISION, decision_row(record))
+
+    @staticmethod
+    def keep_spent(conn: sqlite3.Connection, spent: Spent) -> bool:
+        """Keep an allow for a resend of its request, inside the caller's transaction;
+        False when one of the same request is kept already (a lost race)."""
+        cur = conn.execute(
+            "INSERT INTO replays (replay_key, decision_id, grant_id, approval_id, at_ms)"
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (replay_key) DO NOTHING",
+            (spent.key, spent.decision_id, spent.grant_id, spent.approval_id, spent.at_ms),
+        )
+        return cur.rowcount == 1
+
+    def spent_by(self, key: str, since_ms: int) -> Spent | None:
+        """The allow kept under ``key`` at or after ``since_ms``. Read under the write
+        lock: the grant index a snapshot reads changes inside a commit's transaction, so a
+        consumption it shows has committed its row once the lock is free."""
+        with self._db.writing(self._db.writer, "reading an earlier allow") as conn:
+            row = conn.execute(
+                "SELECT replay_key, decision_id, grant_id, approval_id, at_ms FROM replays"
+                " WHERE replay_key = ? AND at_ms >= ?",
+                (key, since_ms),
+            ).fetchone()
+        return None if row is None else Spent(str(row[0]), str(row[1]), str(row[2]), str(row[3]), int(row[4]))
+
+    def drop_spent(self, before_ms: int) -> int:
+        """Delete the allows kept before ``before_ms``; how many."""
+        with self._db.atomic(self._conn) as conn:
+            return conn.execute("DELETE FROM replays WHERE at_ms < ?", (before_ms,)).rowcount
 
     def flush(self, *, yielding: bool = False) -> int:
         """Move journaled decisions into SQLite now; return how many.

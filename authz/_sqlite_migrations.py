@@ -159,6 +159,22 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE TABLE journal_flushed (journal TEXT PRIMARY KEY, flushed_to INTEGER NOT NULL);
         """,
     ),
+    Migration(
+        5,
+        "allows kept for a resend of their check",
+        """
+        -- an allow that consumed a grant or used an approval, written in its transaction;
+        -- the same request sent again gets it (authz/_replay.py)
+        CREATE TABLE replays (
+            replay_key TEXT PRIMARY KEY,  -- sha256 of the caller and the whole request
+            decision_id TEXT NOT NULL,
+            grant_id TEXT NOT NULL,
+            approval_id TEXT NOT NULL,
+            at_ms INTEGER NOT NULL
+        );
+        CREATE INDEX replays_at ON replays (at_ms);
+        """,
+    ),
 )
 
 

@@ -43,7 +43,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
-from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, Principal, PrincipalInfo
+from handrail.authz._models import (
+    ApprovalInfo,
+    DecisionRecord,
+    GrantInfo,
+    LeaseInfo,
+    Principal,
+    PrincipalInfo,
+    Spent,
+)
 from handrail.authz._watch import EventHub
 
 #: What a prune hands each batch's rows to before deleting them (an archive's writer).
@@ -194,13 +202,21 @@ class AuthzStore(Protocol):
         consume: str = "",
         use_approval: str = "",
         new_approval: ApprovalInfo | None = None,
+        spent: Spent | None = None,
     ) -> bool:
-        """Log a decision together with the state change it rests on, in one transaction.
+        """Log a decision together with the state change it rests on, in one transaction;
+        ``spent``: keep it for a resend of the same request (:mod:`._replay`).
 
         Returns False (and changes nothing) when the change lost a race: the grant was
-        consumed or ended, the approval is no longer APPROVED, or a pending approval for the
-        same action already exists. The caller decides again.
+        consumed or ended, the approval is no longer APPROVED, a pending approval for the
+        same action already exists, or an allow of the same request (``spent.key``) was
+        committed first. The caller decides again.
         """
+
+    def spent_by(self, key: str, since_ms: int) -> Spent | None:
+        """The allow committed with ``spent.key == key`` at or after ``since_ms``, or None.
+        It sees every commit that changed what a snapshot read before the call sees (the
+        consumption and its :class:`Spent` are one transaction)."""
 
     def get_decision(self, decision_id: str) -> DecisionRecord:
         """One logged decision (NotFoundError)."""
@@ -222,7 +238,8 @@ class AuthzStore(Protocol):
         self, before_ms: int, *, dry_run: bool = False, batch: int = 0, keep: KeepRows | None = None
     ) -> int:
         """Delete the decisions logged before ``before_ms`` (a retention window; never the
-        newest decision, so the log's sequence keeps counting up), ``batch`` rows per
+        newest decision, so the log's sequence keeps counting up), and the kept allows
+        (:meth:`spent_by`) of that time, ``batch`` rows per
         transaction (0: the store's own size); how many. ``dry_run``: count them, delete
         nothing. ``keep``: called with each batch's rows (``seq`` and
         :data:`DECISION_COLS <handrail.authz._sqlite_schema.DECISION_COLS>`) before they

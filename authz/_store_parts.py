@@ -71,6 +71,7 @@ class _DecisionsPart(Protocol):
     def rows(self, after: int, upto: int, before_ms: int) -> list[tuple[Any, ...]]: ...
     def delete(self, after: int, upto: int, before_ms: int) -> int: ...
     def delete_seqs(self, seqs: list[int], before_ms: int) -> int: ...
+    def drop_spent(self, before_ms: int) -> int: ...
 
 
 class StoreParts:
@@ -218,6 +219,8 @@ class StoreParts:
         parts = self._decisions
         batch = batch or parts.prune_batch
         top, after, pruned = parts.top(), 0, 0
+        if not dry_run:
+            parts.drop_spent(before_ms)  # the allows kept for a resend (_replay), of that time
         while True:
             rows = parts.window(after, top, batch)
             old = sum(1 for _, at_ms in rows if at_ms < before_ms)

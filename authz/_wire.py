@@ -274,6 +274,8 @@ def decision_to_pb(decision: Decision) -> pb.CheckResponse:
         msg.grant_consumed = True
     if decision.idempotency_header:
         msg.idempotency_header = True
+    if decision.replayed:
+        msg.replayed = True
     if decision.policies:
         msg.policies.extend(decision.policies)
     if decision.shadow_policies:
@@ -295,6 +297,7 @@ def decision_from_pb(msg: pb.CheckResponse) -> Decision:
         shadow_policies=tuple(msg.shadow_policies),
         grant_consumed=msg.grant_consumed,
         idempotency_header=msg.idempotency_header,
+        replayed=msg.replayed,
     )
 
 

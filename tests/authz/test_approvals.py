@@ -21,7 +21,7 @@ def _setup(s: Sidecar, **grant: object) -> int:
     return epoch
 
 
-def _check(s: Sidecar, epoch: int, fingerprint: str = "fp-1", verb: str = "purchase"):  # type: ignore[no-untyped-def]
+def _check(s: Sidecar, epoch: int, fingerprint: str = "fp-1", verb: str = "purchase", action_id: str = "act-1"):  # type: ignore[no-untyped-def]
     return s.client("exe").check(
         "agent-a",
         TARGET,
@@ -32,7 +32,7 @@ def _check(s: Sidecar, epoch: int, fingerprint: str = "fp-1", verb: str = "purch
         element_name="Buy now",
         fingerprint=fingerprint,
         observation_id="obs-1",
-        action_id="act-1",
+        action_id=action_id,
     )
 
 
@@ -60,8 +60,9 @@ def test_grant_requires_approval_then_one_use(sidecar: Sidecar) -> None:
     assert allowed.allow and allowed.approval_id == first.approval_id
     used = sidecar.client("op").get_approval(first.approval_id)
     assert used.status == "USED" and used.used_by_decision_id == allowed.decision_id
-    # one use: the same action again asks anew
-    later = _check(sidecar, epoch)
+    # one use: another action like it asks anew (the same check sent again, its answer
+    # lost, gets that allow again: tests/authz/test_replay.py)
+    later = _check(sidecar, epoch, action_id="act-2")
     assert later.reason == "APPROVAL_REQUIRED" and later.approval_id not in (
         first.approval_id,
         "",

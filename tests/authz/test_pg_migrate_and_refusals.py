@@ -76,8 +76,8 @@ def test_replicas_starting_together_on_an_empty_schema_migrate_once(pg_dsn: Call
             t.start()
         for t in threads:
             t.join(60)
-        assert sorted(applied) == [[], [], [1, 2, 3]]
-        assert databases[0].applied() == [1, 2, 3]
+        assert sorted(applied) == [[], [], [1, 2, 3, 4]]
+        assert databases[0].applied() == [1, 2, 3, 4]
         assert databases[0].migrate(MIGRATIONS) == []
     finally:
         for db in databases:
@@ -89,7 +89,7 @@ def test_a_schema_newer_than_this_version_is_refused_at_start(pg_dsn: Callable[[
     dsn = pg_dsn()
     PgStore(dsn, pool_size=2).close()
     with psycopg.connect(dsn, autocommit=True) as admin:
-        admin.execute("INSERT INTO migrations VALUES (4, 'from the future', 0)")
+        admin.execute("INSERT INTO migrations VALUES (5, 'from the future', 0)")
     serve_it = ["authz", "serve", "--store", dsn, "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path / "d")]
     result = subprocess.run(
         [sys.executable, "-m", "handrail", *serve_it],
@@ -100,7 +100,7 @@ def test_a_schema_newer_than_this_version_is_refused_at_start(pg_dsn: Callable[[
     assert result.returncode == 1
     assert result.stderr.startswith("handrail-authz: cannot start: the store's schema at postgresql://")
     assert result.stderr.endswith(
-        " is at migration 4, this version knows 1-3: upgrade handrail before starting this replica\n"
+        " is at migration 5, this version knows 1-4: upgrade handrail before starting this replica\n"
     )
     assert result.stderr.count("\n") == 1, result.stderr
 

@@ -7,7 +7,8 @@ Hypothesis draws each worker's sequence of operations and the faults. Whatever h
 
 * never two holders at one epoch of a target;
 * no allow at an epoch some acknowledged lease change had superseded before the check began;
-* every single-use grant allowed at most once (by the clients' answers and by the log);
+* every single-use grant allowed at most once (by the clients' answers and by the log; a
+  check whose answer was lost is sent again, as an executor does, and may get that allow);
 * no decision lost: every decision a client received is in the decision log;
 * the executors' ledgers (one chain each, in the same database) verify, and recovery marks
   an intent left without a result UNKNOWN.
@@ -35,7 +36,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from handrail.authz import AuthzClient, AuthzError, Decision, GrantInfo, LeaseInfo, PgStore
+from handrail.authz import AuthzClient, AuthzError, AuthzUnavailableError, Decision, GrantInfo, LeaseInfo, PgStore
 from handrail.recorder import Ledger, LedgerError, PgLedgerStore
 from handrail.scenarios import ServerProcess, start_server
 
@@ -136,6 +137,7 @@ class Record:
     single_use: set[str] = dataclasses.field(default_factory=set)
     grants: list[str] = dataclasses.field(default_factory=list)
     errors: defaultdict[str, int] = dataclasses.field(default_factory=lambda: defaultdict(int))
+    run: str = dataclasses.field(default_factory=lambda: os.urandom(4).hex())
 
     def lease(self, lease: LeaseInfo) -> None:
         with self.lock:
@@ -158,12 +160,17 @@ def _agent(cluster: Cluster, record: Record, name: str, ops: list[str], ledger: 
                 elif op == "release":
                     record.lease(exe.release(target, epoch, holder=name))
                 else:
+                    action = f"{name}-{n}-{record.run}"  # one id per action, in every example
                     began = time.monotonic()
-                    d = exe.check(name, target, epoch, "submit", action_id=f"{name}-{n}")
+                    try:
+                        d = exe.check(name, target, epoch, "submit", action_id=action)
+                    except AuthzUnavailableError:  # its answer may be lost: the same check again
+                        began = time.monotonic()  # (an allow replayed must hold at this moment)
+                        d = exe.check(name, target, epoch, "submit", action_id=action)
                     with record.lock:
                         record.checks.append((began, target, epoch, d))
                     if d.allow:
-                        _act(ledger, name, f"{name}-{n}", epoch)
+                        _act(ledger, name, action, epoch)
             except AuthzError as exc:
                 record.errors[exc.reason] += 1
             time.sleep(0.08)
@@ -251,7 +258,8 @@ def _check_invariants(cluster: Cluster, record: Record, ledgers: dict[str, Ledge
             ]
             assert not newer, f"allowed at epoch {epoch} of {target} after epoch {newer[0].epoch} was acknowledged"
 
-    # every single-use grant allowed at most once, by the answers and by the log
+    # every single-use grant allowed at most once, by the answers and by the log (a check
+    # sent again after its answer was lost may get that allow: the same decision)
     consumed = [d.grant_id for _, _, _, d in record.checks if d.allow and d.grant_consumed]
     assert len(consumed) == len(set(consumed))
     assert set(consumed) <= single_use  # (a grant whose answer was lost is known to the database only)

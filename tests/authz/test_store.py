@@ -15,7 +15,7 @@ def test_file_settings_and_migrations(tmp_path: Path) -> None:
         conn = store.db.reader()
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
-        assert [r[0] for r in conn.execute("SELECT version FROM migrations")] == [1, 2, 3, 4]
+        assert [r[0] for r in conn.execute("SELECT version FROM migrations")] == [1, 2, 3, 4, 5]
     with Store.in_dir(tmp_path) as again:
         assert again.migrate() == []
 

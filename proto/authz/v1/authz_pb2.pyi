@@ -227,7 +227,7 @@ class CheckRequest(_message.Message):
     def __init__(self, principal: _Optional[str] = ..., target: _Optional[str] = ..., lease_epoch: _Optional[int] = ..., verb: _Optional[_Union[Verb, str]] = ..., resource: _Optional[_Union[Resource, _Mapping]] = ..., action_id: _Optional[str] = ..., fingerprint: _Optional[str] = ..., observation_id: _Optional[str] = ..., approval_asked: _Optional[str] = ...) -> None: ...
 
 class CheckResponse(_message.Message):
-    __slots__ = ("allow", "reason", "message", "decision_id", "policies", "grant_id", "lease_epoch", "approval_id", "shadow_policies", "grant_consumed", "idempotency_header")
+    __slots__ = ("allow", "reason", "message", "decision_id", "policies", "grant_id", "lease_epoch", "approval_id", "shadow_policies", "grant_consumed", "idempotency_header", "replayed")
     ALLOW_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
@@ -239,6 +239,7 @@ class CheckResponse(_message.Message):
     SHADOW_POLICIES_FIELD_NUMBER: _ClassVar[int]
     GRANT_CONSUMED_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_HEADER_FIELD_NUMBER: _ClassVar[int]
+    REPLAYED_FIELD_NUMBER: _ClassVar[int]
     allow: bool
     reason: Reason
     message: str
@@ -250,7 +251,8 @@ class CheckResponse(_message.Message):
     shadow_policies: _containers.RepeatedScalarFieldContainer[str]
     grant_consumed: bool
     idempotency_header: bool
-    def __init__(self, allow: _Optional[bool] = ..., reason: _Optional[_Union[Reason, str]] = ..., message: _Optional[str] = ..., decision_id: _Optional[str] = ..., policies: _Optional[_Iterable[str]] = ..., grant_id: _Optional[str] = ..., lease_epoch: _Optional[int] = ..., approval_id: _Optional[str] = ..., shadow_policies: _Optional[_Iterable[str]] = ..., grant_consumed: _Optional[bool] = ..., idempotency_header: _Optional[bool] = ...) -> None: ...
+    replayed: bool
+    def __init__(self, allow: _Optional[bool] = ..., reason: _Optional[_Union[Reason, str]] = ..., message: _Optional[str] = ..., decision_id: _Optional[str] = ..., policies: _Optional[_Iterable[str]] = ..., grant_id: _Optional[str] = ..., lease_epoch: _Optional[int] = ..., approval_id: _Optional[str] = ..., shadow_policies: _Optional[_Iterable[str]] = ..., grant_consumed: _Optional[bool] = ..., idempotency_header: _Optional[bool] = ..., replayed: _Optional[bool] = ...) -> None: ...
 
 class Grant(_message.Message):
     __slots__ = ("grant_id", "principal", "target", "verbs", "origins", "expires_at_ms", "granted_by", "note", "created_at_ms", "revoked", "path_globs", "role_patterns", "name_patterns", "window_class_patterns", "window_title_patterns", "allow_password_input", "single_use", "task_id", "require_approval_verbs", "approval_timeout_ms", "revoked_at_ms", "used_at_ms", "closed_at_ms", "state", "grant_state", "idempotency_header")
