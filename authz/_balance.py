@@ -31,10 +31,11 @@ fails). List the replicas to balance across them and to fail over within a call.
 go to the next one, whatever it is. A request that may have reached one (the connection
 dropped during the call) goes to another replica only if doing it twice is the same as
 once (:data:`RESENDABLE`): a check (a single-use grant is still consumed at most once,
-and the first answer was never received), reads, an acquire or renewal by the same agent,
-a takeover by the same person, a revocation ... but not ``Grant`` (a second grant),
-``Release`` or ``HandBack`` (the second would find the epoch moved): those fail with
-:class:`AuthzUnavailableError`, saying they may have been applied.
+and the same check sent again gets the allow the first committed: :mod:`._replay`),
+reads, an acquire or renewal by the same agent, a takeover by the same person, a
+revocation ... but not ``Grant`` (a second grant), ``Release`` or ``HandBack`` (the
+second would find the epoch moved): those fail with :class:`AuthzUnavailableError`,
+saying they may have been applied.
 """
 
 from __future__ import annotations

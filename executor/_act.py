@@ -28,7 +28,7 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from handrail._vocabulary import ActionKind, Evidence, Outcome, Reason, Verb
-from handrail.authz import ApprovalStatus, AsyncAuthzClient, AuthzError, Decision
+from handrail.authz import ApprovalStatus, AsyncAuthzClient, AuthzError, AuthzUnavailableError, Decision
 from handrail.executor._backend import AuthzResource, DispatchResult, DispatchStatus
 from handrail.executor._errors import NotFoundError, SessionClosedError, TargetGoneError
 from handrail.executor._faults import FaultPoint
@@ -45,7 +45,7 @@ from handrail.executor._observe import Observer
 from handrail.executor._outcomes import Outcomes
 from handrail.executor._points import bind_point
 from handrail.executor._session import Session
-from handrail.executor._sidechecks import check_effects, check_end, element_context
+from handrail.executor._sidechecks import LostChecks, check_effects, check_end, element_context
 from handrail.executor._snapshot import RefInfo
 from handrail.executor._watch import ActionNetwork, SessionWatch
 
@@ -95,6 +95,7 @@ class ActPath:
         self._outcomes = outcomes
         self._observer = observer
         self._fault = fault
+        self._lost = LostChecks()  # checks whose answer may be lost: an agent's retry resends them
         # Acts that run on after their caller went away, until they have written their result.
         self._running: set[asyncio.Future[object]] = set()
 
@@ -477,8 +478,10 @@ class ActPath:
             action_id,
             {**spec.ledger_params(*((target.role, target.name) if target else ("", ""))), "url": resource.url},
         )
+        lost = (session.session_id, spec.idempotency_key, fingerprint)
+        checked_as = self._lost.take(*lost, action_id)  # a retry of an action whose answer was lost
         try:
-            decision = await self._check(session, spec, action_id, resource, fingerprint)
+            decision = await self._check(session, spec, checked_as, resource, fingerprint)
             if decision.reason == Reason.APPROVAL_REQUIRED and decision.approval_id and spec.approval_wait_ms:
                 approval = await self._await_approval(decision.approval_id, spec.approval_wait_ms)
                 if approval == ApprovalStatus.APPROVED:
@@ -486,12 +489,14 @@ class ActPath:
                     if refusal is not None:
                         return await refuse(session, spec, action_id, target, *refusal)
                 if approval != ApprovalStatus.PENDING:  # the sidecar's answer now: allow, denied or expired
-                    decision = await self._check(session, spec, action_id, resource, fingerprint)
+                    decision = await self._check(session, spec, checked_as, resource, fingerprint)
             if decision.allow:
-                decision = await check_effects(self._authz, session, spec, action_id, resource, decision)
+                decision = await check_effects(self._authz, session, spec, checked_as, resource, decision)
             if decision.allow and end is not None:
-                decision = await check_end(self._authz, session, spec, action_id, resource, end, decision)
+                decision = await check_end(self._authz, session, spec, checked_as, resource, end, decision)
         except AuthzError as exc:
+            if isinstance(exc, AuthzUnavailableError):  # an allow may have been committed, unheard
+                self._lost.lost(*lost, checked_as)
             return await refuse(session, spec, action_id, target, Reason.AUTHZ_UNAVAILABLE, str(exc))
         self._leases.saw_decision(session, decision)
         if not decision.allow:

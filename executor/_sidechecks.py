@@ -9,10 +9,14 @@ is the action's:
 - a **drag by ref**'s drop target: the element it is dropped on is judged by its role, name
   and context as the start element is, so a grant or policy that names elements applies
   to both ends.
+
+:class:`LostChecks` remembers the checks whose answer may have been lost, so that the
+agent's retry of that action sends the very same check (see the class).
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import replace
 from urllib.parse import urlsplit
 
@@ -24,7 +28,7 @@ from handrail.executor._models import ActionSpec
 from handrail.executor._session import Session
 from handrail.executor._snapshot import RefInfo
 
-__all__ = ["check_effects", "check_end", "element_context"]
+__all__ = ["LostChecks", "check_effects", "check_end", "element_context"]
 
 
 def _origin(url: str) -> str:
@@ -145,3 +149,36 @@ async def check_end(
         why = f"its drop target ({end.role} {end.name!r}, {end.ref}) is refused"
         return replace(decision, message=f"{why}: {decision.message}")
     return allowed
+
+
+class LostChecks:
+    """The checks of actions refused ``AUTHZ_UNAVAILABLE``, whose answer may have been lost.
+
+    The sidecar may have committed an allow (consumed a single-use grant, used an approval)
+    whose answer never came back: the replica died right after its commit, the connection
+    dropped, the deadline passed. It answers the very same check sent again with that
+    allow (``replayed``) instead of ``GRANT_EXHAUSTED``; the same check is the same
+    ``action_id`` with every other field equal. A refusal does not use up the idempotency
+    key, so the agent may send the action again with the same key: when it does with the
+    same parameters (and so, unless it observed again, the same observation and epoch),
+    its checks carry the lost one's ``action_id``. Nothing was dispatched under the lost
+    allow (no intent was written without an allow), so the action still runs at most once.
+    Kept per session, key and parameters; the oldest go first past :attr:`MAX`.
+    """
+
+    MAX = 1024
+
+    def __init__(self) -> None:
+        self._lost: OrderedDict[tuple[str, str, str], str] = OrderedDict()
+
+    def take(self, session_id: str, key: str, fingerprint: str, action_id: str) -> str:
+        """The ``action_id`` to check this action under: that of its lost check, if any
+        (forgotten here: a new loss remembers it again), else ``action_id``."""
+        return self._lost.pop((session_id, key, fingerprint), action_id)
+
+    def lost(self, session_id: str, key: str, fingerprint: str, action_id: str) -> None:
+        """The checks of this action under ``action_id`` went unanswered."""
+        if key:
+            self._lost[(session_id, key, fingerprint)] = action_id
+            while len(self._lost) > self.MAX:
+                self._lost.popitem(last=False)
