@@ -28,9 +28,9 @@ the snapshot's refs live:
   through FACTS_BINDING, a CDP binding that exists in Playwright's world alone (``_world``);
   where that binding is not (yet) installed, READ_PAGE collects the same facts.
 
-The page's world answers the engine with the moment on a detached node the engine made for
-that one snapshot, handed over as the hand-over event's ``relatedTarget``: no page script
-holds that node, so none can read or forge the answer.
+The page's world answers the engine with the moment on an event target the engine made for
+that one snapshot, handed over as the hand-over event's ``relatedTarget`` (and is told the
+token there): no page script holds that target, so none can read or forge the answer.
 
 The page never sees these hand-overs: the init script's listeners are the first on the
 window and stop them there; their tokens are random per call.
@@ -45,6 +45,7 @@ SNAP_EVENT = "__handrail_snap"
 BOXES_ASK = "__handrail_boxes"
 BOXES_ANSWER = "__handrail_boxes_answer"
 SNAP_FACTS = "__handrail_snap_facts"
+SNAP_TOKEN = "__handrail_snap_token"
 # The CDP binding SNAP_ENGINE pushes a snapshot's facts through (installed by ``_world`` in
 # Playwright's isolated world only: the page's own scripts cannot call it).
 FACTS_BINDING = "__handrail_facts"
@@ -120,13 +121,16 @@ SNAP_ENGINE = (
       const top = doc.body || doc.documentElement;
       if (!top) return [];
       // The snapshot runs right after this, in the same task: tell the page's world now.
-      // It answers [clock, mutations] on ``pipe``, a node no page script can reach.
-      const pipe = doc.createElement("span");
+      // It answers [clock, mutations] on ``pipe``, which no page script can reach, and is
+      // told the token there. (Not a node: an element made in the document, even one never
+      // inserted, makes the snapshot of a large page half as slow again.)
+      const pipe = new EventTarget();
       let moment = null;
       pipe.addEventListener("SNAP_FACTS", (e) => {
-        if (typeof e.detail === "string") moment = e.detail;
+        if (typeof e.detail !== "string") return;
+        moment = e.detail;
+        pipe.dispatchEvent(new CustomEvent("SNAP_TOKEN", { detail: token }));
       });
-      pipe.id = token;
       top.dispatchEvent(new FocusEvent("SNAP_EVENT", { relatedTarget: pipe, bubbles: true, composed: true }));
       // After the snapshot (same task, no page script in between): measure its refs, and
       // push the facts to the executor where its binding is in place (else READ_PAGE).
@@ -144,6 +148,7 @@ SNAP_ENGINE = (
 })()""".replace("BOXES_ASK", BOXES_ASK)
     .replace("BOXES_ANSWER", BOXES_ANSWER)
     .replace("SNAP_FACTS", SNAP_FACTS)
+    .replace("SNAP_TOKEN", SNAP_TOKEN)
     .replace("SNAP_EVENT", SNAP_EVENT)
     .replace("FACTS_BINDING", FACTS_BINDING)
 )
@@ -279,13 +284,18 @@ INIT_SCRIPT = (
   }, true);
   window.addEventListener("SNAP_EVENT", (e) => {
     stop(e);
-    // The engine's node for this snapshot carries its token, and takes the answer.
+    // The engine's own target for this snapshot: it takes the moment and tells the token.
     const pipe = e.relatedTarget;
-    if (!pipe || typeof pipe.id !== "string") return;
+    if (!pipe) return;
     const snap = { at: now(), mutations: st.mutations };
-    st.snaps.set(pipe.id, snap);
+    let token = null;
+    const told = (t) => { if (typeof t.detail === "string") token = t.detail; };
+    pipe.addEventListener("SNAP_TOKEN", told);
+    try { pipe.dispatchEvent(new CustomEvent("SNAP_FACTS", { detail: JSON.stringify([snap.at, snap.mutations]) })); }
+    finally { pipe.removeEventListener("SNAP_TOKEN", told); }
+    if (token === null) return;
+    st.snaps.set(token, snap);
     if (st.snaps.size > 8) st.snaps.delete(st.snaps.keys().next().value);
-    pipe.dispatchEvent(new CustomEvent("SNAP_FACTS", { detail: JSON.stringify([snap.at, snap.mutations]) }));
   }, true);
 """
         + GUARD
@@ -336,6 +346,7 @@ INIT_SCRIPT = (
     )
     .replace("PICK_EVENT", PICK_EVENT)
     .replace("SNAP_FACTS", SNAP_FACTS)
+    .replace("SNAP_TOKEN", SNAP_TOKEN)
     .replace("SNAP_EVENT", SNAP_EVENT)
     .replace("BOXES_ASK", BOXES_ASK)
     .replace("BOXES_ANSWER", BOXES_ANSWER)

@@ -74,25 +74,30 @@ class TabReader:
         """
         # Boxes come with the snapshot itself when only the viewport is asked for.
         token = ("nb" if viewport else "") + secrets.token_hex(8)
-        locator = page.locator(f"{SNAP_SELECTOR}={token}")
-        options: dict[str, Any] = {"depth": depth or None, "boxes": True if viewport else None}
-        facts: dict[str, Any] | None
+        snap = page.locator(f"{SNAP_SELECTOR}={token}").aria_snapshot
+        depth_or_all, boxes = depth or None, True if viewport else None
+        facts: dict[str, Any]
         if self._pushing.get(tab_id) == document:
             channel = await pushed(page)
             push = channel.expect(token)
             try:
-                snapshot = await locator.aria_snapshot(mode="ai", timeout=_SNAPSHOT_TIMEOUT_MS, **options)
+                snapshot = await snap(mode="ai", depth=depth_or_all, boxes=boxes, timeout=_SNAPSHOT_TIMEOUT_MS)
             finally:
                 channel.forget(token)
-            facts = _facts(push.result()) if push.done() else None
-            if facts is None:  # a document the push does not reach (yet)
+            given = _facts(push.result()) if push.done() else None
+            if given is not None:
+                facts = given
+            else:  # a document the push does not reach (yet)
                 del self._pushing[tab_id]
-                facts = await self._ask(page, token)
+                facts = await run(page, READ_PAGE, token)
                 self._install(page, tab_id, document)
         else:
             snapshot, facts = await asyncio.gather(
-                locator.aria_snapshot(mode="ai", timeout=_SNAPSHOT_TIMEOUT_MS, **options), self._ask(page, token)
+                snap(mode="ai", depth=depth_or_all, boxes=boxes, timeout=_SNAPSHOT_TIMEOUT_MS),
+                run(page, READ_PAGE, token),
             )
+            if facts.get("early"):  # asked again now that the snapshot has been taken
+                facts = await run(page, READ_PAGE, token)
             self._install(page, tab_id, document)
         if "at" not in facts:
             # No Handrail script in this document (an error page): its own clock, now.
@@ -125,14 +130,6 @@ class TabReader:
 
     def _installed(self, task: asyncio.Future[None]) -> None:
         self._installing.discard(task)
-
-    @staticmethod
-    async def _ask(page: Page, token: str) -> dict[str, Any]:
-        """READ_PAGE's facts of the snapshot of ``token`` (asked again if it came first)."""
-        facts = await run(page, READ_PAGE, token)
-        if facts.get("early"):
-            facts = await run(page, READ_PAGE, token)
-        return dict(facts)
 
 
 def _facts(pushed: list[Any]) -> dict[str, Any] | None:
