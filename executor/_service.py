@@ -22,6 +22,7 @@ from grpc_health.v1 import _async as health_aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from handrail._args import is_loopback
 from handrail._errors import HandrailError
 from handrail._rpc import EXECUTOR_DOMAIN, abort_aio, add_service, cannot_listen, error_status, port_taken
 from handrail._rpc import bearer_token as _bearer
@@ -317,6 +318,7 @@ async def start_server(
     data_dir: Path,
     authz_root_certificates: bytes | None = None,
     authz_server_name: str | None = None,
+    tls: tuple[bytes, bytes] | None = None,
     ledger: str | None = None,
     executor_id: str = "executor",
     chromium: str | None = None,
@@ -333,6 +335,8 @@ async def start_server(
     ``authz_address`` may list several sidecar replicas (``a:7700,b:7700``);
     ``authz_root_certificates`` (PEM) make the executor speak TLS to them and trust those
     CAs, ``authz_server_name`` the name their certificates carry if not the address's host.
+    ``tls`` (the PEM certificate chain and its key) makes the executor serve TLS (see
+    :func:`serve_rpc`).
 
     Raises:
         ExecutorError: in one line: the token is wrong or not an executor's, the sidecar is
@@ -378,31 +382,7 @@ async def start_server(
         core = GuardedExecutor(authz, opened, open_backend, lease_ttl_ms=lease_ttl_ms, fault=fault)
         resources.append(core.close)  # (also ends its ledger thread when the start fails)
         await core.start()
-        # No SO_REUSEPORT: a second executor on the same port must fail, not share it.
-        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-        add_service(server, ExecutorServicer(core), pb.DESCRIPTOR.services_by_name["Executor"], pb, EXECUTOR_DOMAIN)
-        health_servicer = health_aio.HealthServicer()
-        health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-        reflection.enable_server_reflection(
-            (
-                SERVICE_NAME,
-                health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-                reflection.SERVICE_NAME,
-            ),
-            server,
-        )
-        taken = port_taken(listen)
-        if taken:
-            raise ExecutorError(taken)
-        try:
-            port = server.add_insecure_port(listen)
-        except RuntimeError:
-            port = 0
-        if port == 0:
-            raise ExecutorError(cannot_listen(listen))
-        await server.start()
-        for name in ("", SERVICE_NAME):
-            await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+        server, port = await serve_rpc(core, listen, tls=tls)
     except BaseException:
         for close in reversed(resources):
             with contextlib.suppress(Exception):
@@ -410,6 +390,59 @@ async def start_server(
         os.close(lock_fd)
         raise
     return ExecutorServer(server, port, core, host, authz, opened, lock_fd)
+
+
+async def serve_rpc(
+    core: GuardedExecutor, listen: str, *, tls: tuple[bytes, bytes] | None = None
+) -> tuple[grpc.aio.Server, int]:
+    """Serve ``core`` over gRPC on ``listen``, with health checking and reflection; return the
+    started server and the port it bound.
+
+    ``tls`` (the PEM certificate chain and its private key) makes it serve TLS only: a
+    plaintext client's handshake fails, so no call (and no bearer token) is read from it.
+    Plaintext on an address other hosts may reach is logged as a warning: the agents'
+    tokens would cross the network in clear.
+
+    Raises:
+        ExecutorError: the port is taken, or ``listen`` cannot be bound (or the
+            certificate and key were refused).
+    """
+    # No SO_REUSEPORT: a second executor on the same port must fail, not share it.
+    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+    add_service(server, ExecutorServicer(core), pb.DESCRIPTOR.services_by_name["Executor"], pb, EXECUTOR_DOMAIN)
+    health_servicer = health_aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        (
+            SERVICE_NAME,
+            health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+            reflection.SERVICE_NAME,
+        ),
+        server,
+    )
+    taken = port_taken(listen)
+    if taken:
+        raise ExecutorError(taken)
+    try:
+        if tls is None:
+            port = server.add_insecure_port(listen)
+        else:
+            cert, key = tls
+            port = server.add_secure_port(listen, grpc.ssl_server_credentials([(key, cert)]))
+    except RuntimeError:
+        port = 0
+    if port == 0:
+        raise ExecutorError(cannot_listen(listen))
+    if tls is None and not is_loopback(listen):
+        log.warning(
+            "the executor serves plaintext on %s, which other hosts may reach: bearer tokens cross the network "
+            "in clear (serve TLS with --tls-cert and --tls-key)",
+            listen,
+        )
+    await server.start()
+    for name in ("", SERVICE_NAME):
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    return server, port
 
 
 def _as_async(close: Callable[[], None]) -> Callable[[], Awaitable[None]]:
