@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 import grpc
 
+from handrail.authz._channel import channel_args
 from handrail.executor import _wire, _wire_console
 from handrail.executor._elements import Element
 from handrail.executor._elements import find as find_element
@@ -57,6 +58,29 @@ _T = TypeVar("_T")
 # An observation of a page of thousands of controls carries thousands of elements: more
 # than gRPC's default 4 MB a client takes.
 CHANNEL_OPTIONS = (("grpc.max_receive_message_length", 64 * 1024 * 1024),)
+
+
+def open_channel(address: str, root_certificates: bytes | None = None, server_name: str | None = None) -> grpc.Channel:
+    """A channel to the executor at ``address``: TLS trusting ``root_certificates`` (PEM)
+    and checking ``server_name`` in its certificate (None: the host of ``address``) when
+    given, else plaintext. A name without certificates is a ValueError (nothing would
+    check it)."""
+    credentials, options = channel_args(root_certificates, server_name)
+    if credentials is None:
+        return grpc.insecure_channel(address, options=[*CHANNEL_OPTIONS, *options])
+    return grpc.secure_channel(address, credentials, options=[*CHANNEL_OPTIONS, *options])
+
+
+def open_aio_channel(
+    address: str, root_certificates: bytes | None = None, server_name: str | None = None
+) -> grpc.aio.Channel:
+    """:func:`open_channel` for asyncio."""
+    credentials, options = channel_args(root_certificates, server_name)
+    if credentials is None:
+        return grpc.aio.insecure_channel(address, options=[*CHANNEL_OPTIONS, *options])
+    return grpc.aio.secure_channel(address, credentials, options=[*CHANNEL_OPTIONS, *options])
+
+
 _EXPECT_KEYS = {
     "expect_text": "text_visible",
     "expect_url": "url_matches",
@@ -204,10 +228,23 @@ class ExecutorClient:
         token: the agent's bearer token (the sidecar knows it).
         timeout_s: the deadline of each call.
         strict: raise a typed error for every action that is not DONE.
+        root_certificates: PEM CA certificates: speak TLS to an executor that serves it
+            (``executor serve --tls-cert``) and trust these (None: plaintext).
+        server_name: the name to expect in the executor's certificate, when it is not the
+            host of ``address`` (needs ``root_certificates``).
     """
 
-    def __init__(self, address: str, token: str, *, timeout_s: float = 60.0, strict: bool = False) -> None:
-        self._channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+    def __init__(
+        self,
+        address: str,
+        token: str,
+        *,
+        timeout_s: float = 60.0,
+        strict: bool = False,
+        root_certificates: bytes | None = None,
+        server_name: str | None = None,
+    ) -> None:
+        self._channel = open_channel(address, root_certificates, server_name)
         self._stub = pb_grpc.ExecutorStub(self._channel)  # type: ignore[no-untyped-call]
         self._metadata = (("authorization", f"Bearer {token}"),)
         self._timeout = timeout_s
@@ -423,10 +460,19 @@ BrowserSession = Session
 
 
 class AsyncExecutorClient:
-    """The asyncio twin of ``ExecutorClient`` (``grpc.aio``)."""
+    """The asyncio twin of ``ExecutorClient`` (``grpc.aio``), with the same arguments."""
 
-    def __init__(self, address: str, token: str, *, timeout_s: float = 60.0, strict: bool = False) -> None:
-        self._channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+    def __init__(
+        self,
+        address: str,
+        token: str,
+        *,
+        timeout_s: float = 60.0,
+        strict: bool = False,
+        root_certificates: bytes | None = None,
+        server_name: str | None = None,
+    ) -> None:
+        self._channel = open_aio_channel(address, root_certificates, server_name)
         self._stub = pb_grpc.ExecutorStub(self._channel)  # type: ignore[no-untyped-call]
         self._metadata = (("authorization", f"Bearer {token}"),)
         self._timeout = timeout_s

@@ -13,6 +13,7 @@ from typing import Any
 import grpc
 
 from handrail.executor import _wire, _wire_console
+from handrail.executor._client import open_aio_channel
 from handrail.executor._live import HumanInput, ScreenBox, ScreenFrame, SessionSummary, TimelineItem
 from handrail.executor._models import ActionResult
 from handrail.proto.executor.v1 import executor_pb2 as pb
@@ -31,11 +32,21 @@ class ConsoleClient:
     Args:
         address: ``HOST:PORT`` of the executor.
         timeout_s: the deadline of each unary call (streams have none).
+        root_certificates: PEM CA certificates: speak TLS to the executor and trust these
+            (None: plaintext).
+        server_name: the name in the executor's certificate, when not the host of ``address``.
     """
 
-    def __init__(self, address: str, *, timeout_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        address: str,
+        *,
+        timeout_s: float = 10.0,
+        root_certificates: bytes | None = None,
+        server_name: str | None = None,
+    ) -> None:
         self.address = address
-        self._channel = grpc.aio.insecure_channel(address)
+        self._channel = open_aio_channel(address, root_certificates, server_name)
         self._stub = pb_grpc.ExecutorStub(self._channel)  # type: ignore[no-untyped-call]
         self._timeout = timeout_s
 

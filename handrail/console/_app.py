@@ -62,7 +62,12 @@ class _Console:
         self.config = config
         self.signins = SignIns(config.idle_s, config.max_age_s)
         self.backends = Backends(
-            config.authz, list(config.executors), config.authz_root_certificates, config.authz_server_name
+            config.authz,
+            list(config.executors),
+            config.authz_root_certificates,
+            config.authz_server_name,
+            executor_root_certificates=config.executor_root_certificates,
+            executor_server_name=config.executor_server_name,
         )
         self.templates = Environment(
             loader=PackageLoader("handrail.console", "templates"), autoescape=select_autoescape(["html"])

@@ -61,6 +61,8 @@ class Backends:
         executors: the executors' ``HOST:PORT``, each with a name for the pages.
         authz_root_certificates: PEM CA certificates when the sidecar speaks TLS.
         authz_server_name: the name its certificate carries, when not the host dialled.
+        executor_root_certificates: PEM CA certificates when the executors speak TLS.
+        executor_server_name: the name their certificates carry, when not the host dialled.
     """
 
     def __init__(
@@ -69,10 +71,14 @@ class Backends:
         executors: list[str],
         authz_root_certificates: bytes | None = None,
         authz_server_name: str = "",
+        *,
+        executor_root_certificates: bytes | None = None,
+        executor_server_name: str = "",
     ) -> None:
         self.authz_address = authz_address
         self._roots = authz_root_certificates
         self._server_name = authz_server_name or None
+        self._executor_tls = (executor_root_certificates, executor_server_name or None)
         self.addresses = list(executors)
         self._executors: dict[str, ConsoleClient] = {}  # made in the server's event loop
         self._sidecars: dict[str, AsyncAuthzClient] = {}
@@ -86,7 +92,9 @@ class Backends:
         """The client of the executor at ``address`` (made on first use, in the running loop)."""
         client = self._executors.get(address)
         if client is None:
-            client = self._executors[address] = ConsoleClient(address)
+            roots, server_name = self._executor_tls
+            client = ConsoleClient(address, root_certificates=roots, server_name=server_name)
+            self._executors[address] = client
         return client
 
     def sidecar(self, token: str) -> AsyncAuthzClient:
@@ -106,7 +114,9 @@ class Backends:
 
     async def who(self, token: str) -> tuple[str, str]:
         """``(principal, role)`` of a token, as the sidecar says (AuthzError if unknown)."""
-        client = AsyncAuthzClient(self.authz_address, token, timeout_s=5.0, root_certificates=self._roots)
+        client = AsyncAuthzClient(
+            self.authz_address, token, timeout_s=5.0, root_certificates=self._roots, server_name=self._server_name
+        )
         try:
             return await client.who_am_i()
         finally:

@@ -13,7 +13,7 @@ from typing import Any
 import grpc
 
 from handrail import HandrailError
-from handrail._args import seconds, sidecar_roots, sidecar_tls
+from handrail._args import executor_roots, executor_tls, seconds, sidecar_roots, sidecar_tls
 from handrail.authz import parse_addresses
 from handrail.console._config import DEFAULT_LISTEN, ConsoleConfig
 from handrail.console._serve import serve_forever
@@ -41,6 +41,7 @@ def register(sub: Any) -> None:
     p.add_argument("--tls-cert", default="", help="PEM certificate chain: serve HTTPS")
     p.add_argument("--tls-key", default="", help="PEM private key of --tls-cert")
     sidecar_tls(p, "--authz-ca", "--authz-server-name")
+    executor_tls(p)
     p.add_argument(
         "--idle-timeout",
         type=seconds("--idle-timeout"),
@@ -72,7 +73,8 @@ def unreachable(config: ConsoleConfig, timeout_s: float) -> str:
     replicas = parse_addresses(config.authz)
     sidecar = (config.authz_root_certificates, config.authz_server_name)
     backends = [("the authz sidecar", replicas, sidecar)]
-    backends += [("the executor", (address,), (None, "")) for address in config.executors]
+    executor = (config.executor_root_certificates, config.executor_server_name)
+    backends += [("the executor", (address,), executor) for address in config.executors]
     for what, addresses, (roots, server_name) in backends:
         if not _any_ready(addresses, roots, server_name, deadline):
             where = f"at {addresses[0]}" if len(addresses) == 1 else f"at any of {', '.join(addresses)}"
@@ -110,6 +112,7 @@ def _main(args: argparse.Namespace) -> int:
         return 2
     try:
         roots, _ = sidecar_roots(args.authz_ca, args.authz_server_name, "--authz-ca", "--authz-server-name")
+        executor_ca, _ = executor_roots(args.executor_ca, args.executor_server_name)
     except ValueError as exc:
         print(f"handrail console: {exc}", file=sys.stderr)
         return 2
@@ -124,6 +127,8 @@ def _main(args: argparse.Namespace) -> int:
             allowed_hosts=tuple(args.allowed_host),
             authz_root_certificates=roots,
             authz_server_name=args.authz_server_name,
+            executor_root_certificates=executor_ca,
+            executor_server_name=args.executor_server_name,
         )
         problem = unreachable(config, args.start_timeout)
         if problem:

@@ -25,6 +25,9 @@ class ConsoleConfig:
             rebinding); empty: the listen host, ``127.0.0.1`` and ``localhost``.
         authz_root_certificates: PEM CA certificates when the sidecar speaks TLS.
         authz_server_name: the name its certificate carries, when not the host dialled.
+        executor_root_certificates: PEM CA certificates when the executors speak TLS
+            (every one of them).
+        executor_server_name: the name their certificates carry, when not the host dialled.
     """
 
     authz: str
@@ -37,6 +40,8 @@ class ConsoleConfig:
     allowed_hosts: tuple[str, ...] = field(default=())
     authz_root_certificates: bytes | None = None
     authz_server_name: str = ""
+    executor_root_certificates: bytes | None = None
+    executor_server_name: str = ""
 
     def __post_init__(self) -> None:
         if not self.allowed_hosts:

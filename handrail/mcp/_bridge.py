@@ -66,6 +66,9 @@ class McpSettings:
         state_key: the secret (32 bytes or more) the ``request_state`` of an approval
             awaited across rounds is sealed under, shared by replicas ("" = a key of this
             process's own).
+        root_certificates: PEM CA certificates: speak TLS to the executor and trust these
+            (None: plaintext).
+        server_name: the name in the executor's certificate, when not the host of ``executor``.
     """
 
     executor: str
@@ -77,6 +80,8 @@ class McpSettings:
     check_descriptions: bool = True
     timeout_s: float = 60.0
     state_key: str = ""
+    root_certificates: bytes | None = None
+    server_name: str | None = None
 
 
 @dataclass
@@ -124,7 +129,11 @@ class Bridge:
             await self._sweep()
             if self._client is None:
                 self._client = AsyncExecutorClient(
-                    self.settings.executor, self.settings.token, timeout_s=self.settings.timeout_s
+                    self.settings.executor,
+                    self.settings.token,
+                    timeout_s=self.settings.timeout_s,
+                    root_certificates=self.settings.root_certificates,
+                    server_name=self.settings.server_name,
                 )
             try:
                 session = await self._client.open_session(

@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import grpc
 
-from handrail._args import seconds
+from handrail._args import executor_roots, executor_tls, seconds
 
 from ._bridge import McpSettings
 from ._tools import build_server
@@ -30,6 +30,7 @@ def register(sub: Any) -> None:
     cmd.add_argument(
         "--executor", default=env("HANDRAIL_EXECUTOR", "127.0.0.1:7701"), help="HOST:PORT (env HANDRAIL_EXECUTOR)"
     )
+    executor_tls(cmd)
     cmd.add_argument(
         "--token", default=env("HANDRAIL_AGENT_TOKEN", ""), help="the agent's token (env HANDRAIL_AGENT_TOKEN)"
     )
@@ -78,13 +79,22 @@ def register(sub: Any) -> None:
     cmd.set_defaults(func=run)
 
 
-def unreachable(executor: str, timeout_s: float) -> str:
+def unreachable(
+    executor: str, timeout_s: float, root_certificates: bytes | None = None, server_name: str | None = None
+) -> str:
     """Why the executor at ``executor`` does not answer within ``timeout_s``; "" when it does.
+    With ``root_certificates`` it must answer TLS with a certificate they sign (for
+    ``server_name``, if given): one that does not is as unreachable.
 
     Checked at start, so that a client is not left with a server that fails only at its
     first tool call.
     """
-    channel = grpc.insecure_channel(executor)
+    if root_certificates is None:
+        channel = grpc.insecure_channel(executor)
+    else:
+        credentials = grpc.ssl_channel_credentials(root_certificates=root_certificates)
+        options = [("grpc.ssl_target_name_override", server_name)] if server_name else []
+        channel = grpc.secure_channel(executor, credentials, options)
     try:
         grpc.channel_ready_future(channel).result(timeout=max(0.1, timeout_s))
     except grpc.FutureTimeoutError:
@@ -109,7 +119,12 @@ def run(args: argparse.Namespace) -> int:
     if args.state_key and len(args.state_key.encode()) < 32:
         print("handrail mcp: --state-key must be 32 characters or more", file=sys.stderr)
         return 2
-    problem = unreachable(args.executor, args.start_timeout)
+    try:
+        roots, server_name = executor_roots(args.executor_ca, args.executor_server_name)
+    except ValueError as exc:
+        print(f"handrail mcp: {exc}", file=sys.stderr)
+        return 2
+    problem = unreachable(args.executor, args.start_timeout, roots, server_name)
     if problem:
         print(f"handrail mcp: {problem}", file=sys.stderr)
         return 1
@@ -122,6 +137,8 @@ def run(args: argparse.Namespace) -> int:
         approval_wait_s=args.approval_wait,
         check_descriptions=not args.no_description_check,
         state_key=args.state_key,
+        root_certificates=roots,
+        server_name=server_name,
     )
     server, bridge = build_server(settings)
 
