@@ -295,3 +295,12 @@ def test_each_tls_mistake_is_one_line_exit_2(
     assert err.count("\n") == 1 and err.startswith("handrail executor serve: "), (case, err)
     assert said.format(**fill) in err, (case, err)
     assert not (tmp_path / "d").exists()  # refused before anything started
+
+
+def test_a_server_name_without_certificates_is_refused_by_the_sdk() -> None:
+    """A plaintext channel checks no name: taking one silently would let the caller believe
+    the executor's certificate is checked."""
+    with pytest.raises(ValueError, match="without root certificates"):
+        ExecutorClient("127.0.0.1:7701", "t", server_name=SERVER_NAME)
+    with pytest.raises(ValueError, match="without root certificates"):
+        ConsoleClient("127.0.0.1:7701", server_name=SERVER_NAME)
