@@ -9,11 +9,13 @@ executor (``_world.pushed``), which hears them before the snapshot's own answer.
 
 A document whose isolated world does not have the push yet (the first reading after each
 navigation) pushes nothing: READ_PAGE, in the page's world (``_world.run``: one
-``Runtime.evaluate``), collects the same facts, and the push is installed for the next
-reading. Should READ_PAGE overtake the snapshot (Playwright sets a new document's isolated
-world up first), it says so and is asked again. Either way a second round trip costs about
-as much CPU (Python, Playwright's driver, the browser, the page) as the snapshot of a small
-page, which on a busy two-core machine is time.
+``Runtime.evaluate``), collects the same facts beside the snapshot, and the push is
+installed for the next reading; a document it still does not reach then (one without
+Handrail's script) is read with READ_PAGE beside every snapshot, as before the push. Should
+READ_PAGE overtake the snapshot (Playwright sets a new document's isolated world up first),
+it says so and is asked again. The push saves that round trip, which costs about as much
+CPU (Python, Playwright's driver, the browser, the page) as the snapshot of a small page:
+on a busy two-core machine, time.
 
 The element list is parsed from the snapshot (``_ariatree``), with the boxes; a snapshot and
 boxes identical to the previous reading's give the previous list back, without parsing.
@@ -59,6 +61,9 @@ class TabReader:
         self._last: tuple[str, Any, str, tuple[Element, ...]] = ("", None, "", ())
         # tab id: the document (its tab's navigation count) whose isolated world has the push
         self._pushing: dict[str, int] = {}
+        # tab id: the document the push did not reach once installed (a page without
+        # Handrail's script, an error page): READ_PAGE goes with each snapshot there
+        self._unreached: dict[str, int] = {}
         self._installing: set[asyncio.Future[None]] = set()
 
     async def read(
@@ -87,10 +92,10 @@ class TabReader:
             given = _facts(push.result()) if push.done() else None
             if given is not None:
                 facts = given
-            else:  # a document the push does not reach (yet)
+            else:  # a document the push does not reach (a navigation not yet told, ...)
                 del self._pushing[tab_id]
+                self._unreached[tab_id] = document
                 facts = await run(page, READ_PAGE, token)
-                self._install(page, tab_id, document)
         else:
             snapshot, facts = await asyncio.gather(
                 snap(mode="ai", depth=depth_or_all, boxes=boxes, timeout=_SNAPSHOT_TIMEOUT_MS),
@@ -98,7 +103,8 @@ class TabReader:
             )
             if facts.get("early"):  # asked again now that the snapshot has been taken
                 facts = await run(page, READ_PAGE, token)
-            self._install(page, tab_id, document)
+            if "at" in facts and self._unreached.get(tab_id) != document:
+                self._install(page, tab_id, document)
         if "at" not in facts:
             # No Handrail script in this document (an error page): its own clock, now.
             mutations, clock, title = await run(page, READ_CLOCK)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from handrail.executor.browser import BrowserHost, _reading
+from handrail.executor.browser import BrowserHost, _reading, _world
 from handrail.executor.browser._pagescript import FACTS_BINDING, READ_PAGE, SNAP_EVENT, SNAP_FACTS
 from handrail.executor.browser._reading import Reading, TabReader
 from handrail.executor.browser._world import run
@@ -164,3 +164,44 @@ def test_a_page_that_fires_the_hand_over_events_itself_changes_no_reading(
     assert 0 < counted.asked <= 2  # the first reading only
     assert all(r.clock < 1e14 for r in readings)
     assert readings[0].clock < readings[1].clock < readings[2].clock
+
+
+def test_a_document_the_push_does_not_reach_is_read_with_read_page_beside_each_snapshot(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the installed push never comes (here: installed in a world of another name),
+    one reading waits for it in vain and the rest ask READ_PAGE beside the snapshot, with
+    no further install."""
+    counted = _Counted()
+    monkeypatch.setattr(_reading, "run", counted)
+    monkeypatch.setattr(_world, "_UTILITY_WORLD", "no-such-world-{guid}")
+    installs: list[object] = []
+
+    async def install(page: object) -> None:
+        installs.append(page)
+        await _world.install_push(page)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_reading, "install_push", install)
+
+    async def go() -> list[Reading]:
+        host = BrowserHost()
+        await host.start()
+        try:
+            surface = await host.open_page(site.url + "/first")
+            tab = surface.active
+            reader = TabReader()
+            readings = []
+            for _ in range(4):
+                readings.append(
+                    await reader.read(tab.page, tab.tab_id, depth=0, viewport=None, document=tab.navigations)
+                )
+                await _settled(reader)
+            return readings
+        finally:
+            await host.close()
+
+    readings = asyncio.run(go())
+    assert all(r.title == "First" and r.elements[0].box is not None for r in readings)
+    assert readings[0].clock < readings[1].clock < readings[2].clock < readings[3].clock
+    assert 4 <= counted.asked <= 5  # one each (and one more when the first came early)
+    assert len(installs) == 1  # waited for in vain once, not at every other reading
