@@ -17,7 +17,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from handrail._args import seconds, sidecar_tls
+from handrail._args import seconds, server_tls, sidecar_tls
 from handrail.authz._cli_commands import (
     cmd_approvals,
     cmd_approve,
@@ -128,8 +128,9 @@ def register(subparsers: _Subparsers) -> None:
         metavar="SECONDS",
         help="deadline of an approval unless a grant or policy sets one (default %(default)s)",
     )
-    serve.add_argument("--tls-cert", default=None, help="PEM certificate chain: serve TLS")
-    serve.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
+    server_tls(
+        serve, cert_env="HANDRAIL_AUTHZ_TLS_CERT", key_env="HANDRAIL_AUTHZ_TLS_KEY", tokens="operators' and executors'"
+    )
     serve.add_argument(
         "--console-origin",
         action="append",

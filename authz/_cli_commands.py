@@ -25,7 +25,7 @@ from typing import Any
 
 import psycopg
 
-from handrail._args import sidecar_roots
+from handrail._args import is_loopback, served_pem, sidecar_roots
 from handrail._cpus import parse_cpus, pin_process, span
 from handrail._dsn import is_pg_dsn, redact
 from handrail._rpc import bound_address
@@ -51,6 +51,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    try:  # before anything starts: a mistake is one line naming the option
+        tls = served_pem(args.tls_cert, args.tls_key, args.plaintext, args.listen)
+    except ValueError as exc:
+        print(f"handrail-authz: {exc}", file=sys.stderr)
+        return 2
+    if tls is None and not is_loopback(args.listen):
+        logging.getLogger("handrail.authz").warning(
+            "the sidecar serves plaintext on %s, which other hosts may reach: bearer tokens cross the network "
+            "in clear (serve TLS with --tls-cert and --tls-key)",
+            args.listen,
+        )
     if args.cpus is not None:
         try:  # before the server starts its threads: they inherit it
             cpus = parse_cpus(args.cpus)
@@ -67,8 +78,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             durable_decisions=args.durable_decisions,
             shadow_policies_dir=args.shadow_policies,
             approval_timeout_ms=int(args.approval_timeout * 1000),
-            tls_cert=args.tls_cert,
-            tls_key=args.tls_key,
+            tls_cert=tls[0] if tls else None,
+            tls_key=tls[1] if tls else None,
             console_origins=args.console_origin,
             store=args.store or None,
         )

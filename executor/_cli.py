@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from handrail._args import is_loopback, server_pem, server_tls, sidecar_roots, sidecar_tls
+from handrail._args import served_pem, server_tls, sidecar_roots, sidecar_tls
 from handrail._errors import HandrailError
 from handrail._rpc import bound_address
 
@@ -29,13 +29,7 @@ def register(sub: Any) -> None:
         default=DEFAULT_LISTEN,
         help=f"HOST:PORT (default {DEFAULT_LISTEN}; port 0 picks one)",
     )
-    server_tls(serve, cert_env="HANDRAIL_EXECUTOR_TLS_CERT", key_env="HANDRAIL_EXECUTOR_TLS_KEY")
-    serve.add_argument(
-        "--plaintext",
-        action="store_true",
-        help="serve without TLS on an address other hosts may reach (a network you trust); without it "
-        "a --listen other than loopback needs --tls-cert and --tls-key: agents' tokens would cross it in clear",
-    )
+    server_tls(serve, cert_env="HANDRAIL_EXECUTOR_TLS_CERT", key_env="HANDRAIL_EXECUTOR_TLS_KEY", tokens="agents'")
     serve.add_argument(
         "--authz",
         default=os.environ.get("HANDRAIL_AUTHZ", "127.0.0.1:7700"),
@@ -102,18 +96,9 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     try:
         args.authz_roots, args.authz_server_name = sidecar_roots(args.tls_ca, args.tls_server_name)
-        args.tls = server_pem(args.tls_cert, args.tls_key)
-        if args.tls is not None and args.plaintext:
-            raise ValueError("--plaintext and --tls-cert contradict each other: choose one")
+        args.tls = served_pem(args.tls_cert, args.tls_key, args.plaintext, args.listen)
     except ValueError as exc:
         print(f"handrail executor serve: {exc}", file=sys.stderr)
-        return 2
-    if args.tls is None and not args.plaintext and not is_loopback(args.listen):
-        print(
-            f"handrail executor serve: --listen {args.listen} reaches other hosts: serve TLS there "
-            "(--tls-cert and --tls-key), or say --plaintext for a network you trust",
-            file=sys.stderr,
-        )
         return 2
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:

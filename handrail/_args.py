@@ -110,9 +110,17 @@ def executor_roots(
     return tls_roots(ca, server_name, ca_option, name_option, "the executor")
 
 
-def server_tls(parser: Any, *, cert_env: str, key_env: str) -> None:
+def server_tls(parser: Any, *, cert_env: str, key_env: str, tokens: str) -> None:
     """Add ``--tls-cert`` and ``--tls-key`` (PEM files, env ``cert_env`` / ``key_env``): the
-    server serves TLS with them. Read them with :func:`server_pem`."""
+    server serves TLS with them; and ``--plaintext``, without which a ``--listen`` other
+    than loopback needs them (``tokens``: whose bearer tokens would cross the network).
+    Read them with :func:`served_pem`."""
+    parser.add_argument(
+        "--plaintext",
+        action="store_true",
+        help="serve without TLS on an address other hosts may reach (a network you trust); without it "
+        f"a --listen other than loopback needs --tls-cert and --tls-key: {tokens} tokens would cross it in clear",
+    )
     parser.add_argument(
         "--tls-cert",
         default=os.environ.get(cert_env, ""),
@@ -162,6 +170,21 @@ def server_pem(
             raise ValueError(f"{key_option} {key} is not the key of the certificate in {cert_option} {cert}") from None
         raise ValueError(f"{cert_option} {cert} and {key_option} {key} do not load: {exc.reason or exc}") from None
     return cert_pem, key_pem
+
+
+def served_pem(tls_cert: str, tls_key: str, plaintext: bool, listen: str) -> tuple[bytes, bytes] | None:
+    """What the options of :func:`server_tls` say for ``listen``: :func:`server_pem`'s PEMs
+    (None: plaintext). A ValueError also for ``--plaintext`` beside the TLS files, and for
+    plaintext on an address other hosts may reach (:func:`is_loopback`) without it."""
+    tls = server_pem(tls_cert, tls_key)
+    if tls is not None and plaintext:
+        raise ValueError("--plaintext and --tls-cert contradict each other: choose one")
+    if tls is None and not plaintext and not is_loopback(listen):
+        raise ValueError(
+            f"--listen {listen} reaches other hosts: serve TLS there "
+            "(--tls-cert and --tls-key), or say --plaintext for a network you trust"
+        )
+    return tls
 
 
 def is_loopback(listen: str) -> bool:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +12,7 @@ import pytest
 from handrail.authz import AuthzClient, AuthzRpcError, AuthzUnavailableError, _cli
 from handrail.scenarios._postgres import make_certificates
 from tests.authz.conftest import MakeSidecar, Sidecar
+from tests.conftest import reap
 
 TARGET = "desktop:1"
 
@@ -110,3 +114,49 @@ def test_sidecar_tls_mistakes_are_one_line_naming_the_option(
 def test_a_channel_refuses_a_server_name_without_tls() -> None:
     with pytest.raises(ValueError, match="without root certificates"):
         AuthzClient("127.0.0.1:1", "t", server_name="sidecar.handrail.test")
+
+
+def _serve(tmp_path: Path, env: dict[str, str], *argv: str) -> tuple[subprocess.Popen[str], int]:
+    """A real ``handrail authz serve`` and its port, from its ready line."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("HANDRAIL_")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "handrail", "authz", "serve", "--data-dir", str(tmp_path / "d"), *argv],
+        env={**base, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    ready = proc.stdout.readline()
+    assert ready.startswith("handrail-authz listening on "), ready
+    return proc, int(ready.rsplit(":", 1)[1])
+
+
+def test_the_sidecar_takes_its_tls_files_from_the_env(tmp_path: Path) -> None:
+    pytest.importorskip("cryptography")
+    certs = make_certificates(tmp_path / "certs")
+    files = {"HANDRAIL_AUTHZ_TLS_CERT": str(certs.server_cert), "HANDRAIL_AUTHZ_TLS_KEY": str(certs.server_key)}
+    proc, port = _serve(tmp_path, files, "--listen", "0.0.0.0:0")  # other hosts may reach it: TLS
+    try:
+        with (
+            AuthzClient(f"127.0.0.1:{port}", "no-such-token", root_certificates=certs.ca.read_bytes()) as tls,
+            pytest.raises(AuthzRpcError) as err,
+        ):
+            tls.who_am_i()
+        assert err.value.code_name == "UNAUTHENTICATED"  # the TLS connection was made; the token is wrong
+        with AuthzClient(f"127.0.0.1:{port}", "t", timeout_s=1) as plain, pytest.raises(AuthzUnavailableError):
+            plain.who_am_i()
+    finally:
+        reap(proc)
+
+
+def test_plaintext_where_other_hosts_reach_it_is_said_aloud(tmp_path: Path) -> None:
+    proc, port = _serve(tmp_path, {}, "--listen", "0.0.0.0:0", "--plaintext", "--log-level", "WARNING")
+    try:
+        with AuthzClient(f"127.0.0.1:{port}", "no-such-token") as plain, pytest.raises(AuthzRpcError) as err:
+            plain.who_am_i()
+        assert err.value.code_name == "UNAUTHENTICATED"
+    finally:
+        proc.terminate()
+        said = proc.communicate(timeout=30)[1]
+    assert "serves plaintext on 0.0.0.0:0, which other hosts may reach" in said

@@ -263,7 +263,22 @@ def encrypted_key(certs: Certificates) -> Path:
         ),
     ],
 )
+@pytest.mark.parametrize(
+    ("command", "env_prefix", "says"),
+    [
+        (
+            ["executor", "serve", "--token", "t", "--authz", "127.0.0.1:1"],
+            "HANDRAIL_EXECUTOR_TLS_",
+            "handrail executor serve: ",
+        ),
+        (["authz", "serve"], "HANDRAIL_AUTHZ_TLS_", "handrail-authz: "),
+    ],
+    ids=["executor", "authz"],
+)
 def test_each_tls_mistake_is_one_line_exit_2(
+    command: list[str],
+    env_prefix: str,
+    says: str,
     certs: Certificates,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -287,12 +302,11 @@ def test_each_tls_mistake_is_one_line_exit_2(
     }
     fill = {k: str(v) for k, v in files.items()}
     for name, value in env.items():
-        monkeypatch.setenv(f"HANDRAIL_EXECUTOR_TLS_{name}", value.format(**fill))
-    command = ["executor", "serve", "--token", "t", "--authz", "127.0.0.1:1", "--data-dir", str(tmp_path / "d")]
-    code = main([*command, *(a.format(**fill) for a in argv)])
+        monkeypatch.setenv(f"{env_prefix}{name}", value.format(**fill))
+    code = main([*command, "--data-dir", str(tmp_path / "d"), *(a.format(**fill) for a in argv)])
     err = capsys.readouterr().err
     assert code == 2, (case, err)
-    assert err.count("\n") == 1 and err.startswith("handrail executor serve: "), (case, err)
+    assert err.count("\n") == 1 and err.startswith(says), (case, err)
     assert said.format(**fill) in err, (case, err)
     assert not (tmp_path / "d").exists()  # refused before anything started
 
