@@ -61,7 +61,7 @@ def test_grant_requires_approval_then_one_use(sidecar: Sidecar) -> None:
     used = sidecar.client("op").get_approval(first.approval_id)
     assert used.status == "USED" and used.used_by_decision_id == allowed.decision_id
     # one use: another action like it asks anew (the same check sent again, its answer
-    # lost, gets that allow again: tests/authz/test_replay.py)
+    # lost, gets that allow again: tests/authz/test_check_replay.py)
     later = _check(sidecar, epoch, action_id="act-2")
     assert later.reason == "APPROVAL_REQUIRED" and later.approval_id not in (
         first.approval_id,

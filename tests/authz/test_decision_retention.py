@@ -452,7 +452,7 @@ class _MemoryLog:
         return self._drop([r for r in self.log if r[0] in seqs and r[1] < before_ms])
 
     def drop_spent(self, before_ms: int) -> int:
-        return 0  # no allows kept for a resend here (authz/_replay.py; tests/authz/test_replay.py)
+        return 0  # no allows kept for a resend here (authz/_replay.py; tests/authz/test_check_replay.py)
 
     def _drop(self, gone: list[tuple[int, int]]) -> int:
         self.log = [r for r in self.log if r not in gone]
