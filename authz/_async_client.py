@@ -13,9 +13,10 @@ from typing import Any, Self, TypeVar
 import grpc
 import grpc.aio
 
+from handrail._rpc import channel_args
 from handrail.authz import _wire_calls as calls
 from handrail.authz._balance import KEEPALIVE_OPTIONS, Attempts, Replicas, call_timeout
-from handrail.authz._channel import channel_args, is_cancelled, map_grpc_errors, metadata
+from handrail.authz._channel import is_cancelled, map_grpc_errors, metadata
 from handrail.authz._errors import AuthzError, AuthzUnavailableError
 from handrail.authz._models import (
     ApprovalInfo,

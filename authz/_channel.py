@@ -10,7 +10,6 @@ any other status becomes an :class:`AuthzRpcError` that is also the error of its
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Any
 
 import grpc
 
@@ -65,15 +64,3 @@ def is_cancelled(exc: AuthzError) -> bool:
 def metadata(token: str) -> tuple[tuple[str, str], ...]:
     """The call metadata that carries ``token``."""
     return ((AUTH_METADATA_KEY, f"{AUTH_SCHEME} {token}"),)
-
-
-def channel_args(root_certificates: bytes | None, server_name: str | None) -> tuple[Any, list[tuple[str, str]]]:
-    """``(credentials, options)`` of a channel: credentials None means plaintext. A
-    ``server_name`` without ``root_certificates`` is a ValueError: a plaintext channel
-    checks no name, and ignoring it would leave its caller believing one is checked."""
-    if server_name and root_certificates is None:
-        raise ValueError(f"server name {server_name!r} given without root certificates (TLS)")
-    options = [("grpc.ssl_target_name_override", server_name)] if server_name else []
-    if root_certificates is None:
-        return None, options
-    return grpc.ssl_channel_credentials(root_certificates=root_certificates), options

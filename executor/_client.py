@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 import grpc
 
-from handrail.authz._channel import channel_args
+from handrail._rpc import channel_args
 from handrail.executor import _wire, _wire_console
 from handrail.executor._elements import Element
 from handrail.executor._elements import find as find_element

@@ -1,4 +1,4 @@
-"""The one rule both services answer errors by, and the bearer token both read.
+"""The one rule both services answer errors by, the bearer token both read, and the TLS of a client's channel.
 
 Every error status a Handrail server sends carries, besides its code and message, a
 ``google.rpc.Status`` in the ``grpc-status-details-bin`` trailer with one
@@ -362,3 +362,15 @@ def nul_field(message: Any, prefix: str = "") -> str:
                 if found:
                     return found
     return ""
+
+
+def channel_args(root_certificates: bytes | None, server_name: str | None) -> tuple[Any, list[tuple[str, str]]]:
+    """``(credentials, options)`` of a channel: credentials None means plaintext. A
+    ``server_name`` without ``root_certificates`` is a ValueError: a plaintext channel
+    checks no name, and ignoring it would leave its caller believing one is checked."""
+    if server_name and root_certificates is None:
+        raise ValueError(f"server name {server_name!r} given without root certificates (TLS)")
+    options = [("grpc.ssl_target_name_override", server_name)] if server_name else []
+    if root_certificates is None:
+        return None, options
+    return grpc.ssl_channel_credentials(root_certificates=root_certificates), options
