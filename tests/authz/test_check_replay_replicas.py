@@ -8,7 +8,6 @@ Before authz/_replay.py each resend here was refused GRANT_EXHAUSTED.
 
 from __future__ import annotations
 
-import socket
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +19,7 @@ from handrail.authz import AuthzClient, Decision
 from tests.authz import test_replica_faults, test_replicas
 from tests.authz.test_replica_faults import Cluster
 from tests.authz.test_replicas import Replicas
+from tests.tcp_proxy import TcpProxy
 
 pytestmark = pytest.mark.slow
 
@@ -63,75 +63,14 @@ def test_identical_checks_racing_on_three_replicas_consume_once(replicas: Callab
     assert [x.decision_id for x in consumed] == [decisions[0].decision_id]
 
 
-class _AnswerKiller:
-    """A TCP proxy in front of one replica that forwards everything until the replica's
-    first answer to a call (an HTTP/2 HEADERS frame on a stream), then calls ``on_answer``
-    (which kills the replica) and drops the connection: the call was served and committed,
-    and its answer never reaches the client."""
-
-    def __init__(self, upstream: int, on_answer: Callable[[], None]) -> None:
-        self._upstream = upstream
-        self._on_answer = on_answer
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port = int(self._listener.getsockname()[1])
-        self.answers_dropped = 0
-        self._lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            server = socket.create_connection(("127.0.0.1", self._upstream))
-            threading.Thread(target=self._pipe, args=(client, server), daemon=True).start()
-            threading.Thread(target=self._answers, args=(server, client), daemon=True).start()
-
-    @staticmethod
-    def _pipe(src: socket.socket, dst: socket.socket) -> None:
-        try:
-            while data := src.recv(65536):
-                dst.sendall(data)
-        except OSError:
-            pass
-
-    def _answers(self, server: socket.socket, client: socket.socket) -> None:
-        buffered = b""
-        try:
-            while data := server.recv(65536):
-                buffered += data
-                while len(buffered) >= 9:
-                    length = int.from_bytes(buffered[:3], "big")
-                    if len(buffered) < 9 + length:
-                        break
-                    kind, stream = buffered[3], int.from_bytes(buffered[5:9], "big") & 0x7FFFFFFF
-                    if kind == 0x1 and stream:  # HEADERS of an answer: the call was served
-                        with self._lock:
-                            self.answers_dropped += 1
-                        self._on_answer()
-                        raise OSError("answer dropped")
-                    client.sendall(buffered[: 9 + length])
-                    buffered = buffered[9 + length :]
-        except OSError:
-            pass
-        for s in (client, server):
-            s.close()
-
-    def close(self) -> None:
-        self._listener.close()
-
-
 @pytest.fixture
-def killer(cluster: Cluster) -> Iterator[_AnswerKiller]:
-    proxy = _AnswerKiller(cluster.ports[0], lambda: cluster.kill(0))
+def killer(cluster: Cluster) -> Iterator[TcpProxy]:
+    proxy = TcpProxy(("127.0.0.1", cluster.ports[0]), on_answer=lambda: cluster.kill(0))
     yield proxy
     proxy.close()
 
 
-def test_a_replica_killed_right_after_its_commit_costs_the_action_nothing(
-    cluster: Cluster, killer: _AnswerKiller
-) -> None:
+def test_a_replica_killed_right_after_its_commit_costs_the_action_nothing(cluster: Cluster, killer: TcpProxy) -> None:
     """Replica 0 commits the consumption and dies (-9) before its answer leaves; the
     client's failover sends the very same check to replica 1, which answers that allow."""
     exe = AuthzClient(cluster.addresses, cluster.tokens["exe"], timeout_s=5.0)

@@ -8,8 +8,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -26,6 +24,7 @@ from handrail.scenarios import ServerProcess, SubscriptionApp, start_executor
 from handrail.scenarios._base import Reply
 from handrail.scenarios._postgres import fresh_schema, pg_url
 from tests.authz.test_replica_faults import Cluster, _free_port
+from tests.tcp_proxy import TcpProxy
 
 EXE = "exe-at-the-click"
 SLOW = "slow"
@@ -49,74 +48,12 @@ class CountingApp(SubscriptionApp):
         return int(self.state()["requests"].get("POST /pause", 0))
 
 
-class Proxy:
-    """A TCP proxy in front of PostgreSQL for the executor's ledger: ``cut()`` ends every
-    connection through it and refuses new ones until ``restore()``."""
-
-    def __init__(self, upstream: tuple[str, int]) -> None:
-        self.upstream = upstream
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port = int(self._listener.getsockname()[1])
-        self._open = True
-        self._lock = threading.Lock()
-        self._conns: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            with self._lock:
-                if not self._open:
-                    client.close()
-                    continue
-                try:
-                    server = socket.create_connection(self.upstream, timeout=5)
-                except OSError:
-                    client.close()
-                    continue
-                server.settimeout(None)
-                self._conns += [client, server]
-            for a, b in ((client, server), (server, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
-        try:
-            while data := src.recv(65536):
-                dst.sendall(data)
-        except OSError:
-            pass
-        for s in (src, dst):
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
-
-    def cut(self) -> None:
-        with self._lock:
-            self._open = False
-            conns, self._conns = self._conns, []
-        for s in conns:
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
-            s.close()
-
-    def restore(self) -> None:
-        with self._lock:
-            self._open = True
-
-    def close(self) -> None:
-        self.cut()
-        self._listener.close()
-
-
 @dataclass
 class Rig:
     dsn: str
     cluster: Cluster
     executor: ServerProcess
-    proxy: Proxy
+    proxy: TcpProxy
     data: Path
     tokens: dict[str, str]
 
@@ -181,7 +118,7 @@ def start_rig(server_dsn: str, data: Path) -> Iterator[Rig]:
         tokens["exe"] = store.add_principal("exe", "executor")
     cluster = Cluster(dsn, [_free_port() for _ in range(3)], [None, None, None], tokens)
     upstream = urlsplit(pg_url(dsn))
-    proxy = Proxy((upstream.hostname or "127.0.0.1", upstream.port or 5432))
+    proxy = TcpProxy((upstream.hostname or "127.0.0.1", upstream.port or 5432))
     executor = None
     try:
         # Only replica 0 is up when the executor starts: its Watch stream is on replica 0

@@ -28,7 +28,7 @@ from handrail.executor import ExecutorClient, Outcome
 from handrail.scenarios import ServerProcess, start_authz, start_executor
 from handrail.scenarios._postgres import PrivatePostgres, fresh_schema
 from tests.executor.replica_rig import CountingApp, in_background
-from tests.executor.stall_proxy import StallProxy, through, upstream_of
+from tests.tcp_proxy import TcpProxy, through, upstream_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -40,7 +40,7 @@ class Served:
     dsn: str
     authz: ServerProcess
     executor: ServerProcess
-    proxy: StallProxy
+    proxy: TcpProxy
     tokens: dict[str, str]
 
     def ops(self) -> AuthzClient:
@@ -66,7 +66,7 @@ def served(postgres: PrivatePostgres, tmp_path: Path) -> Iterator[Served]:
         tokens = {name: store.add_principal(name, "agent") for name in ("agent-a", "agent-b")}
         tokens["op"] = store.add_principal("op", "operator")
         tokens["exe"] = store.add_principal("exe", "executor")
-    proxy = StallProxy(upstream_of(dsn))
+    proxy = TcpProxy(upstream_of(dsn))
     authz = start_authz(data)
     executor = None
     try:

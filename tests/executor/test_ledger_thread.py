@@ -36,7 +36,7 @@ from handrail.executor.testing import Dispatch, FakeBackend, FaultHooks
 from handrail.recorder import AsyncLedger, Ledger, LedgerError, ResultBody, open_ledger
 from handrail.scenarios._postgres import PrivatePostgres, fresh_schema
 from tests.executor.inproc import ORIGIN, Sidecar
-from tests.executor.stall_proxy import StallProxy, through, upstream_of
+from tests.tcp_proxy import TcpProxy, through, upstream_of
 
 
 class SlowLedger(Ledger):
@@ -204,9 +204,9 @@ def test_an_unknown_that_comes_up_while_an_intent_is_written_stops_its_dispatch(
 
 @pytest.fixture
 def stalling(postgres: PrivatePostgres, tmp_path: Path) -> Any:
-    """A PostgreSQL ledger (a fresh schema) reached through a ``StallProxy``."""
+    """A PostgreSQL ledger (a fresh schema) reached through a ``TcpProxy``."""
     _, dsn = fresh_schema(postgres.dsn)
-    proxy = StallProxy(upstream_of(dsn))
+    proxy = TcpProxy(upstream_of(dsn))
     ledger = open_ledger(through(dsn, proxy), executor_id="exe-stall", head_dir=tmp_path)
     try:
         yield proxy, ledger
@@ -216,7 +216,7 @@ def stalling(postgres: PrivatePostgres, tmp_path: Path) -> Any:
         proxy.close()
 
 
-def _resume_after(proxy: StallProxy, seconds: float) -> threading.Timer:
+def _resume_after(proxy: TcpProxy, seconds: float) -> threading.Timer:
     """Resume the proxy from a thread: a loop frozen by the ledger could not do it."""
     timer = threading.Timer(seconds, proxy.resume)
     timer.start()
