@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,6 +85,11 @@ class McpSettings:
     server_name: str | None = None
 
 
+#: What makes two tool calls the same action: the tool, the action kind, the cited
+#: observation and every argument (``repr``: lists are not hashable).
+Signature = tuple[str, str, str, tuple[tuple[str, str], ...]]
+
+
 @dataclass
 class SessionState:
     """A Handrail session and what its MCP client was last shown."""
@@ -91,7 +97,22 @@ class SessionState:
     session: AsyncSession
     shown_digest: str = ""  # the digest of the last observation whose refs the agent saw
     last_refusal: str = ""  # reason of the last refusal, for handrail_lease_status
+    unanswered: tuple[Signature, str] | None = None  # the last action refused AUTHZ_UNAVAILABLE, and its key
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def key_for(self, signature: Signature) -> str:
+        """The idempotency key to send an action under: that of the last action, when it
+        was refused ``AUTHZ_UNAVAILABLE`` and this one is the same call again, else a new one.
+
+        The sidecar may have committed that refused action's allow (a single-use grant
+        consumed) with its answer lost; the executor answers the same key with the same
+        parameters with that allow instead of ``GRANT_EXHAUSTED``. Forgotten here: only the
+        very next action may reuse it, and only an ``AUTHZ_UNAVAILABLE`` remembers it again.
+        """
+        unanswered, self.unanswered = self.unanswered, None
+        if unanswered is not None and unanswered[0] == signature:
+            return unanswered[1]
+        return uuid.uuid4().hex
 
     @property
     def latest(self) -> Observation:
@@ -219,9 +240,13 @@ class Bridge:
                 "was not opened. Next: ask an operator to approve it, then call the tool again with the same "
                 "arguments."
             )
+        signature = _signature(tool, kind, cited, kw)
+        key = state.key_for(signature)  # one key for every send of this action (approval: twice)
         try:
             wait_ms = int(self.settings.approval_wait_s * 1000 / ROUNDS) if awaited else 0
-            response = await state.session.act(kind, observation=cited, approval_wait_ms=wait_ms, **kw)
+            response = await state.session.act(
+                kind, observation=cited, approval_wait_ms=wait_ms, idempotency_key=key, **kw
+            )
             result = response.result
             needs_approval = result.outcome is Outcome.REFUSED and result.reason == Reason.APPROVAL_REQUIRED
             if needs_approval and result.approval_id and rounds:
@@ -231,7 +256,9 @@ class Bridge:
                     raise awaiting(ctx, self.settings.console_url, tool, result.approval_id, why, step, round_)
             elif needs_approval and result.approval_id and await self._elicit_approval(ctx, tool, result):
                 wait_ms = int(self.settings.approval_wait_s * 1000)
-                response = await state.session.act(kind, observation=cited, approval_wait_ms=wait_ms, **kw)
+                response = await state.session.act(
+                    kind, observation=cited, approval_wait_ms=wait_ms, idempotency_key=key, **kw
+                )
         except InvalidArgumentError as exc:
             raise ToolError(f"the executor refused the arguments: {exc}") from None
         except ExecutorError as exc:
@@ -239,6 +266,10 @@ class Bridge:
                 f"{exc}. Next: take a new snapshot (browser_snapshot); if it fails too, ask an operator."
             ) from None
         result = response.result
+        if result.outcome is Outcome.REFUSED and result.reason == Reason.AUTHZ_UNAVAILABLE:
+            # Only then: after any other outcome an intent may exist, and the same key
+            # would replay it instead of acting.
+            state.unanswered = (signature, key)
         if result.outcome not in (Outcome.DONE, Outcome.RECONCILED):
             state.last_refusal = result.reason or result.outcome.value
             text = refusal_text(result)
@@ -274,6 +305,10 @@ class Bridge:
             return text
         state.shown()
         return text + "\n" + page_state(state.latest, state.session.snapshot)
+
+
+def _signature(tool: str, kind: ActionKind, cited: Observation, kw: dict[str, Any]) -> Signature:
+    return (tool, kind.value, cited.observation_id, tuple(sorted((k, repr(v)) for k, v in kw.items())))
 
 
 def _described_by(arg: str) -> str:

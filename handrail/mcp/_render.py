@@ -41,7 +41,10 @@ NEXT_STEP: dict[str, str] = {
     ),
     Reason.APPROVAL_DENIED: f"do not retry: an operator denied it; {_OPERATOR} why",
     Reason.APPROVAL_EXPIRED: _OBSERVE + ", then ask again: no operator decided in time",
-    Reason.AUTHZ_UNAVAILABLE: "call again in a few seconds: the authorization service did not answer",
+    Reason.AUTHZ_UNAVAILABLE: (
+        "call this tool again in a few seconds with the same arguments, without a new snapshot in between: "
+        "the authorization service did not answer, and the same call is sent as the same action"
+    ),
     Reason.UNAUTHENTICATED: f"{_OPERATOR} for a valid agent token",
 }
 
