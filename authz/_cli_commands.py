@@ -25,10 +25,10 @@ from typing import Any
 
 import psycopg
 
-from handrail._args import is_loopback, served_pem, sidecar_roots
+from handrail._args import served_pem, sidecar_roots
 from handrail._cpus import parse_cpus, pin_process, span
 from handrail._dsn import is_pg_dsn, redact
-from handrail._rpc import bound_address
+from handrail._rpc import bound_address, warn_if_plaintext
 from handrail._vocabulary import VERBS
 from handrail.authz._client import AuthzClient
 from handrail.authz._decision_archive import DecisionArchive
@@ -56,12 +56,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"handrail-authz: {exc}", file=sys.stderr)
         return 2
-    if tls is None and not is_loopback(args.listen):
-        logging.getLogger("handrail.authz").warning(
-            "the sidecar serves plaintext on %s, which other hosts may reach: bearer tokens cross the network "
-            "in clear (serve TLS with --tls-cert and --tls-key)",
-            args.listen,
-        )
+    if tls is None:
+        warn_if_plaintext(logging.getLogger("handrail.authz"), "the sidecar", args.listen)
     if args.cpus is not None:
         try:  # before the server starts its threads: they inherit it
             cpus = parse_cpus(args.cpus)

@@ -22,9 +22,16 @@ from grpc_health.v1 import _async as health_aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from handrail._args import is_loopback
 from handrail._errors import HandrailError
-from handrail._rpc import EXECUTOR_DOMAIN, abort_aio, add_service, cannot_listen, error_status, port_taken
+from handrail._rpc import (
+    EXECUTOR_DOMAIN,
+    abort_aio,
+    add_service,
+    cannot_listen,
+    error_status,
+    port_taken,
+    warn_if_plaintext,
+)
 from handrail._rpc import bearer_token as _bearer
 from handrail.authz import (
     AsyncAuthzClient,
@@ -433,12 +440,8 @@ async def serve_rpc(
         port = 0
     if port == 0:
         raise ExecutorError(cannot_listen(listen))
-    if tls is None and not is_loopback(listen):
-        log.warning(
-            "the executor serves plaintext on %s, which other hosts may reach: bearer tokens cross the network "
-            "in clear (serve TLS with --tls-cert and --tls-key)",
-            listen,
-        )
+    if tls is None:
+        warn_if_plaintext(log, "the executor", listen)
     await server.start()
     for name in ("", SERVICE_NAME):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)

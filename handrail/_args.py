@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
 import re
 import ssl
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from handrail._rpc import is_loopback
 
 
 def seconds(option: str) -> Callable[[str], float]:
@@ -185,18 +186,3 @@ def served_pem(tls_cert: str, tls_key: str, plaintext: bool, listen: str) -> tup
             "(--tls-cert and --tls-key), or say --plaintext for a network you trust"
         )
     return tls
-
-
-def is_loopback(listen: str) -> bool:
-    """Whether ``HOST:PORT`` (as ``--listen`` takes it) binds loopback only: ``localhost``,
-    an address of 127.0.0.0/8 or ``[::1]``, or a Unix socket. A wildcard (``0.0.0.0``,
-    ``[::]``, no host) and any other name are not: they may reach other hosts."""
-    if listen.startswith(("unix:", "unix-abstract:")):
-        return True
-    host = listen.rsplit(":", 1)[0].strip("[]") if ":" in listen else listen
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import errno
 import inspect
+import ipaddress
 import os
 import re
 import socket
@@ -374,3 +375,30 @@ def channel_args(root_certificates: bytes | None, server_name: str | None) -> tu
     if root_certificates is None:
         return None, options
     return grpc.ssl_channel_credentials(root_certificates=root_certificates), options
+
+
+def warn_if_plaintext(log: Any, who: str, listen: str) -> None:
+    """Log (WARNING) that ``who`` serves plaintext on ``listen`` when other hosts may reach
+    it (:func:`is_loopback`): bearer tokens then cross the network in clear."""
+    if not is_loopback(listen):
+        log.warning(
+            "%s serves plaintext on %s, which other hosts may reach: bearer tokens cross the network "
+            "in clear (serve TLS with --tls-cert and --tls-key)",
+            who,
+            listen,
+        )
+
+
+def is_loopback(listen: str) -> bool:
+    """Whether ``HOST:PORT`` (as ``--listen`` takes it) binds loopback only: ``localhost``,
+    an address of 127.0.0.0/8 or ``[::1]``, or a Unix socket. A wildcard (``0.0.0.0``,
+    ``[::]``, no host) and any other name are not: they may reach other hosts."""
+    if listen.startswith(("unix:", "unix-abstract:")):
+        return True
+    host = listen.rsplit(":", 1)[0].strip("[]") if ":" in listen else listen
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
