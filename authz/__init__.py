@@ -33,6 +33,8 @@ The modules, bottom up (each imports only modules above it in this list)::
     _sqlite_decisions  SQLite: the decision log, its journal and checkpointer thread
     _sqlite            SqliteStore: the parts above put together behind AuthzStore
     _pg_session        PostgreSQL: each session's settings; a state change ended at its deadline
+    _pg_pool           PostgreSQL: the connection pool (the connection put back last first)
+    _pg_wait           PostgreSQL: a check's answer, polled for a moment when that is faster
     _pg_db             PostgreSQL: the connection pool, the database's clock, psycopg's
                        errors, recorded migrations
     _pg_schema         PostgreSQL: the versioned schema

@@ -42,7 +42,6 @@ import re
 import threading
 import time
 import weakref
-from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, NamedTuple, TypeVar, cast
@@ -57,6 +56,8 @@ from handrail._dsn import first_line, no_prompt, redact, why_no_connection
 from handrail.authz import _deadline as deadline
 from handrail.authz import _pg_session as session
 from handrail.authz._errors import DeadlineExceededError, StoreBusyError, StoreUnavailableError
+from handrail.authz._pg_pool import LastInFirstOut
+from handrail.authz._pg_wait import Waiter, spin_us_from_env
 
 log = logging.getLogger("handrail.authz.pg")
 
@@ -77,66 +78,6 @@ def describe(dsn: str) -> str:
     port = parts.get("port", "5432")
     user = f"{parts['user']}@" if parts.get("user") else ""
     return redact(f"postgresql://{user}{host}:{port}/{parts.get('dbname', '')}", dsn)  # a password cut into the host
-
-
-class _LastInFirstOut(psycopg_pool.ConnectionPool[psycopg.Connection[Any]]):
-    """A pool that hands out the connection put back last (psycopg_pool's own takes the one
-    idle longest). Under light or sequential load calls then keep to one connection, whose
-    server process is awake and in cache; spread over every idle connection in turn, each
-    statement woke another process, and a check's round trip took ~1.5x as long here.
-    The pool's shrinking still closes the connection idle longest (its other end)."""
-
-    # psycopg_pool's internals (3.2, 3.3): its idle deque ``_pool`` and ``_nconns_min``. A
-    # release that changes them gets its own order back, never an error.
-
-    def _get_ready_connection(self, timeout: float | None) -> psycopg.Connection[Any] | None:
-        idle = getattr(self, "_pool", None)
-        least = getattr(self, "_nconns_min", None)
-        if isinstance(idle, deque) and isinstance(least, int) and idle and (timeout is None or timeout > 0.0):
-            conn: psycopg.Connection[Any] = idle.pop()
-            self._nconns_min = min(least, len(idle))
-            return conn
-        return super()._get_ready_connection(timeout)
-
-    # Every statement of a check takes a connection and gives it back: psycopg_pool's
-    # getconn and putconn were ~40 Python calls and ~10 us of CPU around each. The common
-    # case (the pool open, an idle connection there, nobody waiting; one given back idle,
-    # unexpired, with nobody waiting) is done here under the pool's lock in a few lines,
-    # as psycopg_pool does it when it has no check or reset function (this pool has
-    # neither); anything else takes psycopg_pool's own path. The internals used (3.2,
-    # 3.3): the pool's ``_lock``, ``_pool``, ``_nconns_min``, ``_waiting``, ``_closed``,
-    # ``_check``, ``_reset``, ``_drained_at``, and a connection's ``_pool``,
-    # ``_created_at``, ``_expire_at``; a release without them takes psycopg_pool's path.
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        names = ("_lock", "_pool", "_nconns_min", "_waiting", "_closed", "_check", "_reset", "_drained_at")
-        self._lean = all(hasattr(self, name) for name in names) and not self._check and not self._reset
-
-    def getconn(self, timeout: float | None = None) -> psycopg.Connection[Any]:
-        if self._lean:
-            with self._lock:
-                if self._pool and not self._closed and not self._waiting:
-                    conn: psycopg.Connection[Any] = self._pool.pop()
-                    self._nconns_min = min(self._nconns_min, len(self._pool))
-                    conn._pool = self
-                    return conn
-        return super().getconn(timeout)
-
-    def putconn(self, conn: psycopg.Connection[Any]) -> None:
-        if (
-            self._lean
-            and getattr(conn, "_pool", None) is self
-            and conn.pgconn.transaction_status == pq.TransactionStatus.IDLE
-            and getattr(conn, "_created_at", 0.0) > self._drained_at
-            and getattr(conn, "_expire_at", 0.0) > time.monotonic()
-        ):
-            with self._lock:
-                if not self._closed and not self._waiting:
-                    conn._pool = None
-                    self._pool.append(conn)
-                    return
-        super().putconn(conn)
 
 
 class Statement:
@@ -203,6 +144,10 @@ def _outcome(conn: psycopg.Connection[Any], result: pq.abc.PGresult) -> pq.abc.P
     raise psycopg.errors.error_from_result(result, encoding=conn.info.encoding)
 
 
+#: How long a reading of the server's clock stands for it in :meth:`PgDatabase.clock_bound_ms`, in s.
+CLOCK_REUSE_S = 1.0
+
+
 class Migration(NamedTuple):
     """One step of the PostgreSQL schema: a version, a name, and its SQL (one script)."""
 
@@ -237,18 +182,21 @@ class PgDatabase:
         connect_timeout_s: float = 5.0,
         synchronous_commit: str = "on",
         name: str = "handrail-authz",
+        spin_us: int | None = None,
     ) -> None:
         self.dsn = dsn
+        self._waiter = Waiter(spin_us_from_env() if spin_us is None else spin_us)
         self._clock = clock
         self._closed = False
         self._check_lock = threading.Lock()
+        self._clock_read: tuple[int, float] | None = None  # (now_ms, time.monotonic() when asked)
         # The statements prepared on each pooled connection (it is used by one thread at a time).
         self._prepared: weakref.WeakKeyDictionary[psycopg.Connection[Any], set[bytes]] = weakref.WeakKeyDictionary()
 
         def configure(conn: psycopg.Connection[Any]) -> None:
             session.configure(conn, synchronous_commit)
 
-        self.pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = _LastInFirstOut(
+        self.pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = LastInFirstOut(
             dsn,
             kwargs={
                 "autocommit": True,
@@ -287,9 +235,24 @@ class PgDatabase:
         """The store's clock, in unix ms (a round trip, unless a test clock is set)."""
         if self._clock is not None:
             return self._clock()
+        sent = time.monotonic()
         row = self.run(lambda c: c.execute(f"SELECT {NOW}", {"now": None}).fetchone(), idempotent=True)
         assert row is not None
+        self._clock_read = (int(row[0]), sent)
         return int(row[0])
+
+    def clock_bound_ms(self) -> int | None:
+        """A time the server's clock has not reached yet: the last :meth:`now_ms` read
+        moved on by this host's monotonic clock since that read was sent (an upper bound,
+        however long its round trip took). None with a test clock, or when that read is
+        older than :data:`CLOCK_REUSE_S` (the server's clock may have been stepped since)."""
+        read = self._clock_read
+        if self._clock is not None or read is None:
+            return None
+        elapsed = time.monotonic() - read[1]
+        if elapsed > CLOCK_REUSE_S:
+            return None
+        return read[0] + int(elapsed * 1000) + 1
 
     def run(
         self,
@@ -436,7 +399,7 @@ class PgDatabase:
                 _outcome(conn, pgconn.prepare(statement.name, statement.sql))
                 prepared.add(statement.name)
             try:
-                return _outcome(conn, pgconn.exec_prepared(statement.name, values))
+                return _outcome(conn, self._waiter.exec_prepared(pgconn, statement.name, values))
             except psycopg.errors.InvalidSqlStatementName:  # deallocated behind our back
                 if retry:  # (DEALLOCATE, a pooler in between): prepared anew, once
                     raise
