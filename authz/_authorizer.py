@@ -566,7 +566,12 @@ class Authorizer(_person_checks.PersonChecks, WatchPart):
                 log.exception("authz: noticing expiries failed")
 
     def tick(self) -> None:
-        """Publish what has expired by the store's clock since the last tick."""
+        """Publish what has expired by the store's clock since the last tick (not read while
+        nothing waits or comes due before :meth:`AuthzStore.clock_bound_ms`)."""
+        with self._due_lock:
+            first = self._due[0][0] if self._due else None
+        if first is None or ((bound := self.store.clock_bound_ms()) is not None and bound < first):
+            return
         now = self.store.now_ms()
         due: list[tuple[int, str, str]] = []
         with self._due_lock:

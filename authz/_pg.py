@@ -26,12 +26,13 @@ because one process writes its file. Here several replicas write, so none of it 
   consumption, a closed task, a takeover or an expiry committed through any replica acts
   on the very next check through any other;
 * what a replica does remember: the last snapshot it read for each (agent, target,
-  caller), with the version (``xmin``) of its caller's, agent's and lease's rows; a write
-  to the grants table writes the row of each principal whose grants it touched (a
-  trigger), so the agent's row version covers its grants. The next check for the same keys
-  is decided on it, and its decision is inserted by one statement whose ``WHERE`` reads
-  those rows again (:data:`~._pg_grants.STILL_CURRENT`): the same row versions, and the database's
-  clock on the same side of every time-stamp among them as the clock the decision was
+  caller), with the place (``ctid``) and version (``xmin``) of its caller's, agent's and
+  lease's rows; a write to the grants table writes the row of each principal whose grants
+  it touched (a trigger), so the agent's row version covers its grants. The next check
+  for the same keys is decided on it, and its decision is inserted by one statement whose
+  ``WHERE`` reads those rows again (:func:`~._pg_grants.still_current`): the same row
+  versions at the same places (one page each, no index), a row that was missing still
+  missing, and the database's clock on the same side of every time-stamp among them as the clock the decision was
   judged at (within 50 ms of it). If anything changed, nothing is inserted and the check
   is decided again on a fresh read, as a lost race is; a decision that changes state
   (a single-use grant, an approval) and a refusal of the caller or the agent are always
@@ -51,6 +52,7 @@ last sequence number), which the change log makes good after any reconnect.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 import threading
 import time
@@ -63,7 +65,7 @@ from handrail.authz import _deadline as deadline
 from handrail.authz._models import ApprovalInfo, DecisionRecord, GrantInfo, LeaseInfo, PrincipalInfo, Spent
 from handrail.authz._pg_approvals import PgApprovals, PgDecisions, conditional_insert
 from handrail.authz._pg_db import PgDatabase, describe
-from handrail.authz._pg_grants import STILL_CURRENT, PgGrants, Reading
+from handrail.authz._pg_grants import PgGrants, Reading, still_current
 from handrail.authz._pg_leases import PgLeases
 from handrail.authz._pg_principals import PgPrincipals
 from handrail.authz._pg_schema import MIGRATIONS
@@ -153,6 +155,10 @@ class PgStore(StoreParts):
     def now_ms(self) -> int:
         """See :meth:`AuthzStore.now_ms`: the database server's clock."""
         return self.db.now_ms()
+
+    def clock_bound_ms(self) -> int | None:
+        """See :meth:`AuthzStore.clock_bound_ms` and :meth:`PgDatabase.clock_bound_ms`."""
+        return self.db.clock_bound_ms()
 
     def event_hub(self) -> EventHub:
         """See :meth:`AuthzStore.event_hub`: a hub fed by the change log of every replica."""
@@ -280,13 +286,13 @@ class PgStore(StoreParts):
 
     def record_checked(self, record: DecisionRecord, snapshot: CheckSnapshot) -> bool:
         """See :meth:`AuthzStore.record_checked`: for a remembered snapshot, one statement
-        that inserts the decision only where :data:`~._pg_grants.STILL_CURRENT` holds."""
+        that inserts the decision only where :func:`~._pg_grants.still_current` holds."""
         reading = snapshot.stamp
         if reading is None:
             self._decisions.record(record)
             return True
         assert isinstance(reading, Reading)
-        return self._decisions.record_if(record, _RECORD_IF_CURRENT, reading.params(snapshot.now))
+        return self._decisions.record_if(record, _RECORD_IF_CURRENT[reading.shape], reading.params(snapshot.now))
 
     def commit_check(
         self,
@@ -341,7 +347,12 @@ class PgStore(StoreParts):
 
 
 #: The decision insert of a check on a remembered snapshot.
-_RECORD_IF_CURRENT = conditional_insert("handrail_record_decision_if_current", STILL_CURRENT)
+_RECORD_IF_CURRENT = {
+    (t, p, lease): conditional_insert(
+        f"handrail_record_decision_if_current_{t:d}{p:d}{lease:d}", still_current((t, p, lease))
+    )
+    for t, p, lease in itertools.product((True, False), repeat=3)
+}
 
 #: How many snapshots a replica remembers (one per principal, target and token checked).
 _RECENT_MAX = 4096

@@ -52,7 +52,7 @@ _L = ", ".join(f"l.{c.strip()}" for c in LEASE_COLS.split(","))
 # (by its digest; "" matches nobody), the principal acted for, the lease row, and the
 # candidate grants (one row each; none: one row of NULLs), oldest first; then the row
 # versions (``xmin``, the transaction that wrote each row) of the caller's principal, the
-# agent and the lease, which :data:`STILL_CURRENT` compares.
+# agent and the lease, with their places (``ctid``), which :func:`still_current` compares.
 _FROM = (
     " FROM (SELECT {NOW} AS now) AS c"
     " LEFT JOIN principals AS t ON t.token_sha256 = %(digest)s"
@@ -63,7 +63,7 @@ _CANDIDATES = (
     "g.principal = %(principal)s AND (g.target = %(target)s OR g.is_pattern)"
     f" AND ({_ENDED} = 0 OR {_ENDED} > c.now - {ENDED_GRANT_RETENTION_MS})"
 )
-_HEADS = "coalesce(t.xmin::text, '') || '|' || coalesce(p.xmin::text, '') || '|' || coalesce(l.xmin::text, '')"
+_HEADS = "t.ctid::text, t.xmin::text, p.ctid::text, p.xmin::text, l.ctid::text, l.xmin::text"
 SNAPSHOT = (
     f"SELECT c.now, {PRINCIPAL_COLS_T}, t.token_sha256, {PRINCIPAL_COLS_P}, {_L}, {_G}, {_HEADS}"
     + _FROM.replace("{NOW}", NOW)
@@ -73,27 +73,49 @@ SNAPSHOT = (
 _SNAPSHOT = Statement("handrail_check_snapshot", SNAPSHOT)
 _N_COLS = 18 + len(GRANT_COLS.split(","))  # the columns before the row versions
 
-# The condition under which a snapshot read earlier is still what the database holds, for
-# a statement whose ``FROM`` has the clock as ``c``: its three head rows (caller, agent,
-# lease) are the same row versions, and the clock lies in ``[lo, hi)``, where no time-stamp
-# of those rows or of the grants read falls (so every expiry is judged as it was, and no
-# grant has aged out of the candidates). The grants need no reading: every statement that
-# writes grants writes the row of each principal whose grants it touched, in the same
-# transaction (the trigger of migration 3), so a new, changed, used up or deleted grant of
-# the agent is a new version of the agent's row.
-STILL_CURRENT = (
-    f"c.now >= %(lo)s AND c.now < %(hi)s AND (SELECT {_HEADS}"
-    + _FROM.replace("{NOW}", "1").replace("AS now) AS c", "AS one) AS o")
-    + ") = %(versions)s"
-)
+_HEAD_ROWS = (("t", "principals", "token_sha256 = %(digest)s"), ("p", "principals", "name = %(principal)s"),
+              ("l", "leases", "target = %(target)s"))  # fmt: skip
+
+
+def still_current(present: tuple[bool, bool, bool]) -> str:
+    """The condition under which a snapshot read earlier is still what the database holds,
+    for a statement whose ``FROM`` has the clock as ``c``; ``present``: whether its caller's,
+    agent's and lease's rows were found.
+
+    Each row found is still the same version at the same place: the row at its ``ctid``
+    (one page read, no index walk) is visible, was written by the same transaction
+    (``xmin``) and has the same key. An update writes a new version elsewhere, with
+    another ``xmin``; a row moved by ``VACUUM FULL`` is not at its old place, and another
+    row there has another key or ``xmin``: either way the check is decided again on a
+    fresh read. Each row not found is still missing (looked for by key, through its index).
+    The clock lies in ``[lo, hi)``, where no time-stamp of those rows or of the grants
+    read falls (so every expiry is judged as it was, and no grant has aged out of the
+    candidates). The grants need no reading: every statement that writes grants writes the
+    row of each principal whose grants it touched, in the same transaction (the trigger of
+    migration 3), so a new, changed, used up or deleted grant of the agent is a new
+    version of the agent's row.
+
+    One statement per shape, with no ``CASE`` between them: the planner keeps a generic
+    plan of each (over a ``CASE`` of the parameters it planned every run anew, 0.5 ms)."""
+    parts = ["c.now >= %(lo)s AND c.now < %(hi)s"]
+    for found, (row, table, key) in zip(present, _HEAD_ROWS, strict=True):
+        if found:
+            parts.append(
+                f"EXISTS (SELECT FROM {table} AS {row} WHERE {row}.ctid = %({row}_tid)s::tid"
+                f" AND {row}.xmin = %({row}_xmin)s::xid AND {row}.{key})"
+            )
+        else:
+            parts.append(f"NOT EXISTS (SELECT FROM {table} WHERE {key})")
+    return " AND ".join(parts)
 
 
 class Reading(NamedTuple):
-    """What :meth:`PgGrants.snapshot` read, as :data:`STILL_CURRENT` reads it again.
+    """What :meth:`PgGrants.snapshot` read, as :func:`still_current` reads it again.
 
     Attributes:
         digest, principal, target: the snapshot's keys.
-        versions: the row versions of the caller's principal, the agent and the lease.
+        versions: the place (``ctid``) and version (``xmin``) of the caller's principal,
+            the agent and the lease, in turn (None, None for a row not found).
         stamps: every time-stamp of those rows and of the grants read (creations,
             expiries, ends, and when an ended grant stops being a candidate).
         at: ``time.monotonic()`` when the read came back.
@@ -102,12 +124,18 @@ class Reading(NamedTuple):
     digest: str
     principal: str
     target: str
-    versions: str
+    versions: tuple[str | None, ...]
     stamps: tuple[int, ...]
     at: float
 
+    @property
+    def shape(self) -> tuple[bool, bool, bool]:
+        """Which of the caller's, the agent's and the lease's rows were found."""
+        v = self.versions
+        return (v[0] is not None, v[2] is not None, v[4] is not None)
+
     def params(self, now: int) -> dict[str, Any]:
-        """:data:`STILL_CURRENT`'s parameters for a decision judged at ``now``: the clock
+        """:func:`still_current`'s parameters for a decision judged at ``now``: the clock
         must lie between the nearest stamps below and above it, and within
         :data:`CLOCK_SLACK_MS` of it (so the decision's time is the database's, give or take)."""
         lo = max([s for s in self.stamps if s <= now], default=0)
@@ -116,7 +144,12 @@ class Reading(NamedTuple):
             "digest": self.digest,
             "principal": self.principal,
             "target": self.target,
-            "versions": self.versions,
+            "t_tid": self.versions[0],
+            "t_xmin": self.versions[1],
+            "p_tid": self.versions[2],
+            "p_xmin": self.versions[3],
+            "l_tid": self.versions[4],
+            "l_xmin": self.versions[5],
             "lo": max(lo, now - CLOCK_SLACK_MS),
             "hi": min(hi, now + CLOCK_SLACK_MS + 1),
         }
@@ -172,7 +205,7 @@ class PgGrants:
             stamps += (g.created_at_ms, g.expires_at_ms, g.revoked_at_ms, g.used_at_ms, g.closed_at_ms)
             if ended:  # the statement's _CANDIDATES leaves it out from then on
                 stamps.append(ended + ENDED_GRANT_RETENTION_MS)
-        reading = Reading(digest, principal, target, str(first[_N_COLS]), tuple(stamps), at)
+        reading = Reading(digest, principal, target, tuple(first[_N_COLS:]), tuple(stamps), at)
         return CheckSnapshot(caller, agent, lease, grants, int(first[0]), reading)
 
     def add(self, grants: Iterable[GrantInfo], granted_by: str) -> list[GrantInfo]:

@@ -155,7 +155,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         # name order, so two such statements never deadlock on them; a TRUNCATE writes
         # every principal's): a remembered check snapshot then tells whether any of the
         # agent's grants changed by the agent's row version alone
-        # (_pg_grants.STILL_CURRENT), whatever wrote the grants. A grant may name a
+        # (_pg_grants.still_current), whatever wrote the grants. A grant may name a
         # principal not created yet (an import): creating a principal and writing its
         # grants take the same advisory lock, so the creation waits for a grant write in
         # progress and the write's trigger, after its lock, sees a principal created

@@ -111,6 +111,10 @@ class SqliteStore(StoreParts):
         """The store's clock, in unix milliseconds; the only clock that judges expiry."""
         return self._clock()
 
+    def clock_bound_ms(self) -> int | None:
+        """See :meth:`AuthzStore.clock_bound_ms`: None (this clock costs nothing to read)."""
+        return None
+
     def event_hub(self) -> EventHub:
         """See :meth:`AuthzStore.event_hub`: in-process, numbered from the clock in µs."""
         if self._hub is None:

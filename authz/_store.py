@@ -93,6 +93,11 @@ class AuthzStore(Protocol):
     def now_ms(self) -> int:
         """The store's clock (unix ms); the only clock that judges expiry."""
 
+    def clock_bound_ms(self) -> int | None:
+        """A time :meth:`now_ms` has certainly not passed yet, known without asking the
+        database (None: ask :meth:`now_ms`). Lets the sidecar's expiry tick leave the
+        database alone while nothing it waits for can have come due."""
+
     def close(self) -> None:
         """Release every resource."""
 
