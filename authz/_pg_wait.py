@@ -16,10 +16,11 @@ have work: those wait as before.
 
 Polling is not always the faster: with the database's backend on the same core (a small
 host that keeps both on one CPU) the poller holds the core the answer needs, and the same
-insert took 49 us polled against 26 us blocked. So the waiter measures both: it keeps a
-moving average of how long lone statements took each way, waits the way that has been
-faster, and every :data:`EXPLORE_EVERY`-th lone statement the other way, so that a change
-of placement is noticed.
+insert took 49 us polled against 26 us blocked. So the waiter measures both: it keeps the
+last round trips of lone statements each way, polls only while their median has been at
+least a tenth faster than blocking's (a database across a network answers after the
+budget, and polling would only spend a core), and every :data:`EXPLORE_EVERY`-th lone
+statement waits the other way, so that a change of placement is noticed.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import os
 import select
 import threading
 import time
+from collections import deque
 from typing import Any
 
 import psycopg
@@ -42,8 +44,13 @@ SPIN_ENV = "HANDRAIL_AUTHZ_PG_SPIN_US"
 #: One lone statement in this many is waited for the way that has been slower.
 EXPLORE_EVERY = 16
 
+#: How many round trips of each way the choice looks at.
+WINDOW = 15
+
+#: Polling is the way only while it takes at most this share of blocking's time.
+GAIN = 0.9
+
 _MAX_SPIN_US = 10_000
-_WEIGHT = 0.1  # of a new sample in the moving averages
 
 # The statements in flight in this process, through every pool (a store has two).
 _lock = threading.Lock()
@@ -74,14 +81,17 @@ class Waiter:
             ``PQexecPrepared`` does).
 
     Attributes:
-        took: the moving averages of a lone statement's round trip, in seconds, blocked
-            and polled (0.0: not measured yet).
+        took: the last :data:`WINDOW` round trips of lone statements, in seconds, blocked
+            and polled.
+        poll: whether lone statements are polled for (but every
+            :data:`EXPLORE_EVERY`-th).
         polled: how many lone statements were polled for.
     """
 
     def __init__(self, spin_us: int = DEFAULT_SPIN_US) -> None:
         self.spin_s = spin_us / 1e6
-        self.took = [0.0, 0.0]
+        self.took: tuple[deque[float], deque[float]] = (deque(maxlen=WINDOW), deque(maxlen=WINDOW))
+        self.poll = False
         self.polled = 0
         self._lone = 0
 
@@ -96,8 +106,7 @@ class Waiter:
             alone = _in_flight[0] == 1
             if alone:
                 self._lone += 1
-                blocked, polled = self.took
-                poll = (polled <= blocked) != (self._lone % EXPLORE_EVERY == 0)
+                poll = self.poll != (self._lone % EXPLORE_EVERY == 0)
         if not alone:
             try:
                 return pgconn.exec_prepared(name, values)  # type: ignore[no-any-return]
@@ -132,11 +141,20 @@ class Waiter:
             ready = False
 
     def _learn(self, way: int, took: float) -> None:
-        """Fold one lone statement's round trip into the average of the way it waited
-        (a sample above four times the average, a stall, counts as four times it)."""
+        """Keep one lone statement's round trip, and choose the way again: a way not
+        measured yet is tried next; then polling while the median of its window is at most
+        :data:`GAIN` of blocking's (medians: a stall now and then moves neither)."""
         self.polled += way
-        mean = self.took[way]
-        self.took[way] = took if not mean else mean + _WEIGHT * (min(took, 4 * mean) - mean)
+        self.took[way].append(took)
+        blocked, polled = self.took
+        if not blocked or not polled:
+            self.poll = bool(blocked)
+        elif way != self.poll or self.polled % 4 == 0:  # (sorting costs: not every time)
+            self.poll = _median(polled) < GAIN * _median(blocked)
+
+
+def _median(values: deque[float]) -> float:
+    return sorted(values)[len(values) // 2]
 
 
 def _poll(fd: int, spin_s: float) -> bool:

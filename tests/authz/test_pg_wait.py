@@ -22,7 +22,7 @@ import pytest
 from psycopg import pq
 
 from handrail.authz import _pg_wait
-from handrail.authz._pg_wait import EXPLORE_EVERY, SPIN_ENV, Waiter, spin_us_from_env
+from handrail.authz._pg_wait import EXPLORE_EVERY, SPIN_ENV, WINDOW, Waiter, spin_us_from_env
 
 
 @pytest.mark.parametrize(("text", "value"), [("", 250), ("0", 0), (" 40 ", 40), ("10000", 10_000)])
@@ -102,6 +102,14 @@ class _Result:
     status = pq.ExecStatus.TUPLES_OK
 
 
+def measured(waiter: Waiter, blocked: float, polled: float) -> Waiter:
+    """``waiter`` after a window of round trips each way, as it learns them."""
+    for _ in range(WINDOW):
+        waiter._learn(0, blocked)
+        waiter._learn(1, polled)
+    return waiter
+
+
 @pytest.fixture
 def scripted() -> Iterator[Callable[[], Scripted]]:
     made: list[Scripted] = []
@@ -115,29 +123,45 @@ def scripted() -> Iterator[Callable[[], Scripted]]:
         one.close()
 
 
-def test_a_lone_statement_is_waited_for_the_way_that_has_been_faster_and_the_other_way_now_and_then(
+def test_a_lone_statement_is_waited_for_the_chosen_way_and_the_other_way_now_and_then(
     scripted: Callable[[], Scripted],
 ) -> None:
     conn, waiter = scripted(), Waiter(250)
-    waiter.took = [30e-6, 280e-6]  # blocking has been faster (the backend shares this core)
-    for _ in range(EXPLORE_EVERY * 4):
-        waiter.exec_prepared(conn, b"s", [])
-    assert conn.ways.count("polled") == 4  # only to keep its measure fresh
-    conn.ways.clear()
-    waiter.took = [120e-6, 60e-6]  # polling has been faster (the backend is on another core)
-    for _ in range(EXPLORE_EVERY * 4):
-        waiter.exec_prepared(conn, b"s", [])
-    assert conn.ways.count("blocked") == 4
+    for chosen, other in ((False, "polled"), (True, "blocked")):
+        conn.ways.clear()
+        for _ in range(EXPLORE_EVERY * 4):
+            waiter.poll = chosen  # (the scripted answers take no time: keep the choice)
+            waiter.exec_prepared(conn, b"s", [])
+        assert conn.ways.count(other) == 4  # only to keep its measure fresh
 
 
-def test_the_averages_follow_what_each_way_took_and_a_stall_counts_for_little() -> None:
-    waiter = Waiter(250)
-    waiter._learn(1, 100e-6)
-    assert waiter.took == [0.0, 100e-6] and waiter.polled == 1
-    waiter._learn(1, 50e-3)  # a 50 ms stall counts as 400 us
-    assert waiter.took[1] == pytest.approx(100e-6 + 0.1 * 300e-6)
-    waiter._learn(0, 40e-6)
-    assert waiter.took[0] == 40e-6
+@pytest.mark.parametrize(
+    ("blocked", "polled", "poll"),
+    [
+        (30e-6, 280e-6, False),  # the backend shares this core: polling holds the core it needs
+        (120e-6, 60e-6, True),  # the backend is on another core: polling saves the wake-up
+        (500e-6, 470e-6, False),  # a database across a network: a tenth or nothing
+    ],
+)
+def test_the_way_is_chosen_by_the_medians_of_each_window(blocked: float, polled: float, poll: bool) -> None:
+    assert measured(Waiter(250), blocked, polled).poll is poll
+
+
+def test_a_stall_now_and_then_does_not_move_the_choice() -> None:
+    waiter = measured(Waiter(250), 120e-6, 60e-6)
+    for _ in range(WINDOW // 2):
+        waiter._learn(1, 50e-3)  # fewer than half the window: 50 ms stalls
+    assert waiter.poll
+    for _ in range(4):  # (the choice is looked at again every fourth poll)
+        waiter._learn(1, 50e-3)
+    assert not waiter.poll  # most of the window stalled: polling is no longer the faster
+
+
+def test_a_new_waiter_measures_both_ways_first(scripted: Callable[[], Scripted]) -> None:
+    conn, waiter = scripted(), Waiter(250)
+    waiter.exec_prepared(conn, b"s", [])
+    waiter.exec_prepared(conn, b"s", [])
+    assert conn.ways == ["blocked", "polled"] and all(waiter.took) and waiter.polled == 1
 
 
 def test_a_statement_sent_while_another_is_in_flight_blocks_and_is_not_measured(
@@ -145,27 +169,25 @@ def test_a_statement_sent_while_another_is_in_flight_blocks_and_is_not_measured(
 ) -> None:
     first, second, waiter = scripted(), scripted(), Waiter(250)
     first.hold = threading.Event()
-    waiter.took = [60e-6, 120e-6]  # the lone one blocks (and is held in flight)
     worker = threading.Thread(target=waiter.exec_prepared, args=(first, b"s", []))
-    worker.start()
+    worker.start()  # a new waiter blocks first: held in flight
     try:
         deadline = time.monotonic() + 5
         while _pg_wait._in_flight[0] == 0 and time.monotonic() < deadline:
             time.sleep(0.001)
-        waiter.took = [120e-6, 60e-6]  # now polling looks faster, but the replica is busy
-        before = list(waiter.took)
+        waiter.poll = True  # a lone one would be polled for now, but the replica is busy
         assert waiter.exec_prepared(second, b"s", []) == "result"
-        assert second.ways == ["blocked"] and waiter.took == before
+        assert second.ways == ["blocked"] and not any(waiter.took)
     finally:
         first.hold.set()
         worker.join(5)
-    assert _pg_wait._in_flight[0] == 0
+    assert _pg_wait._in_flight[0] == 0 and len(waiter.took[0]) == 1  # the first, measured once done
 
 
 def test_a_budget_of_zero_always_blocks(scripted: Callable[[], Scripted]) -> None:
     conn, waiter = scripted(), Waiter(0)
-    waiter.took = [1.0, 1e-6]
     for _ in range(EXPLORE_EVERY * 2):
+        waiter.poll = True
         waiter.exec_prepared(conn, b"s", [])
     assert set(conn.ways) == {"blocked"}
 
@@ -182,8 +204,7 @@ def conn(pg_dsn: Callable[[], str]) -> Iterator[psycopg.Connection[Any]]:
 @pytest.mark.slow
 @pytest.mark.parametrize("way", [0, 1])
 def test_either_way_the_answer_is_libpqs_own(conn: psycopg.Connection[Any], way: int) -> None:
-    pgconn, waiter = conn.pgconn, Waiter(5000)
-    waiter.took = [1.0, 1e-6] if way else [1e-6, 1.0]
+    pgconn, waiter = conn.pgconn, measured(Waiter(5000), 1.0, 1e-6) if way else measured(Waiter(5000), 1e-6, 1.0)
     pgconn.prepare(b"rows", b"SELECT g, $1::text FROM generate_series(1, 3) AS g")
     pgconn.prepare(b"bad", b"SELECT 1 / $1::int")
     for _ in range(3):  # (the third is the first exploration's neighbour: either way counts)
@@ -193,15 +214,14 @@ def test_either_way_the_answer_is_libpqs_own(conn: psycopg.Connection[Any], way:
         failed = waiter.exec_prepared(pgconn, b"bad", [b"0"])
         assert failed.status == pq.ExecStatus.FATAL_ERROR
         assert b"division by zero" in (failed.error_message or b"")
-    assert waiter.polled == (6 if way else 0)
+    assert waiter.polled - WINDOW == (6 if way else 0)
 
 
 @pytest.mark.slow
 def test_a_connection_cut_while_its_answer_is_polled_for_raises_as_libpq_does(
     conn: psycopg.Connection[Any], pg_dsn: Callable[[], str]
 ) -> None:
-    pgconn, waiter = conn.pgconn, Waiter(10_000)
-    waiter.took = [1.0, 1e-6]  # poll
+    pgconn, waiter = conn.pgconn, measured(Waiter(10_000), 1.0, 1e-6)  # poll
     pgconn.prepare(b"slow", b"SELECT pg_sleep($1::float8)")
     pid = pgconn.backend_pid
     killer = threading.Timer(0.2, lambda: _terminate(pg_dsn(), pid))
