@@ -22,35 +22,28 @@ import pytest
 
 from handrail.authz import PgStore
 from handrail.authz._lease_changes import Acquire
-from handrail.authz._models import CheckInput, Decision, DecisionRecord, GrantInfo
+from handrail.authz._models import GrantInfo
 from handrail.authz._pg_grants import Reading
 from tests.authz.conftest import ADMIN, FakeClock
+from tests.authz.test_remembered_snapshots import AGENT, _remembered_record
+from tests.authz.test_replicas import TARGET
 
 pytestmark = pytest.mark.slow
 
-AGENT = "agent-a"
-TARGET = "browser:places"
 HOUR = 3_600_000
+_CLOCK = FakeClock()  # (never moved here)
 
 
 @pytest.fixture
 def store(pg_dsn: Callable[[], str]) -> Iterator[tuple[PgStore, str, str]]:
     dsn = pg_dsn()
-    with PgStore(dsn, clock=FakeClock()) as s:
+    with PgStore(dsn, clock=_CLOCK) as s:
         yield s, s.add_principal("exe", "executor"), dsn
 
 
 def _log_remembered(store: PgStore, token: str) -> bool:
-    """Decide on the remembered snapshot and log it: whether it was logged (it must be in
-    the log exactly then)."""
-    snap = store.check_snapshot(AGENT, TARGET, token, recent=True)
-    assert isinstance(snap.stamp, Reading)
-    decision_id = store.new_decision_id()
-    request = CheckInput(AGENT, TARGET, 1, "submit")
-    record = DecisionRecord(decision_id, snap.now, "exe", request, Decision(True, "ALLOW", "", decision_id))
-    done = store.record_checked(record, snap)
-    assert done == (decision_id in {d.decision_id for d in store.list_decisions(limit=1000)})
-    return done
+    """Decide on the remembered snapshot and log it: whether it was logged."""
+    return _remembered_record(store, token, _CLOCK)
 
 
 def _sql(dsn: str, *statements: str) -> None:
