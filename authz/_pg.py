@@ -32,8 +32,8 @@ because one process writes its file. Here several replicas write, so none of it 
   for the same keys is decided on it, and its decision is inserted by one statement whose
   ``WHERE`` reads those rows again (:func:`~._pg_grants.still_current`): the same row
   versions at the same places (one page each, no index), a row that was missing still
-  missing, and the database's clock on the same side of every time-stamp among them as the clock the decision was
-  judged at (within 50 ms of it). If anything changed, nothing is inserted and the check
+  missing, and the database's clock on the same side of every time-stamp among them as
+  the clock the decision was judged at (within 50 ms of it). If anything changed, nothing is inserted and the check
   is decided again on a fresh read, as a lost race is; a decision that changes state
   (a single-use grant, an approval) and a refusal of the caller or the agent are always
   made on a fresh read. So the common check is one round trip, and it still acts on every

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import select
+import statistics
 import threading
 import time
 from collections import deque
@@ -106,13 +107,7 @@ class Waiter:
             alone = _in_flight[0] == 1
             if alone:
                 self._lone += 1
-                poll = self.poll != (self._lone % EXPLORE_EVERY == 0)
-        if not alone:
-            try:
-                return pgconn.exec_prepared(name, values)  # type: ignore[no-any-return]
-            finally:
-                with _lock:
-                    _in_flight[0] -= 1
+            poll = alone and self.poll != (self._lone % EXPLORE_EVERY == 0)
         took = -1.0
         try:
             t0 = time.perf_counter()
@@ -122,7 +117,7 @@ class Waiter:
         finally:
             with _lock:
                 _in_flight[0] -= 1
-                if took >= 0:
+                if alone and took >= 0:  # (one sent while others were in flight tells nothing)
                     self._learn(int(poll), took)
 
     def _polled(self, pgconn: Any, name: bytes, values: list[bytes]) -> pq.abc.PGresult:
@@ -150,11 +145,7 @@ class Waiter:
         if not blocked or not polled:
             self.poll = bool(blocked)
         elif way != self.poll or self.polled % 4 == 0:  # (sorting costs: not every time)
-            self.poll = _median(polled) < GAIN * _median(blocked)
-
-
-def _median(values: deque[float]) -> float:
-    return sorted(values)[len(values) // 2]
+            self.poll = statistics.median(polled) < GAIN * statistics.median(blocked)
 
 
 def _poll(fd: int, spin_s: float) -> bool:

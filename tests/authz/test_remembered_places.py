@@ -27,6 +27,7 @@ from handrail.authz._pg_grants import Reading
 from tests.authz.conftest import ADMIN, FakeClock
 from tests.authz.test_remembered_snapshots import AGENT, _remembered_record
 from tests.authz.test_replicas import TARGET
+from tests.recorder.test_pg_heads import _sql
 
 pytestmark = pytest.mark.slow
 
@@ -44,12 +45,6 @@ def store(pg_dsn: Callable[[], str]) -> Iterator[tuple[PgStore, str, str]]:
 def _log_remembered(store: PgStore, token: str) -> bool:
     """Decide on the remembered snapshot and log it: whether it was logged."""
     return _remembered_record(store, token, _CLOCK)
-
-
-def _sql(dsn: str, *statements: str) -> None:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        for statement in statements:
-            conn.execute(statement)
 
 
 def _agent_with_lease(store: PgStore) -> None:
