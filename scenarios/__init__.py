@@ -42,7 +42,7 @@ from ._hostile import (
 from ._judge import check_state
 from ._loading import dump_scenario, load_scenario, parse_scenario
 from ._plans import PLAN_IDS, PLANS_INITIAL_STATE, POSING_REF, PlansApp
-from ._procs import ServerProcess, start_authz, start_executor, start_server
+from ._procs import ServerProcess, free_port, start_authz, start_executor, start_server
 from ._record import record_session, scenario_from_session
 from ._replay import RunResult, ScenarioReport, replay, run_once
 from ._scenario import (
@@ -119,6 +119,7 @@ __all__ = [
     "check_state",
     "display_unavailable",
     "dump_scenario",
+    "free_port",
     "hostile_site",
     "load_scenario",
     "parse_scenario",

@@ -12,7 +12,6 @@ import contextlib
 import http.cookiejar
 import json
 import re
-import socket
 import threading
 import urllib.error
 import urllib.parse
@@ -21,16 +20,10 @@ from typing import Any
 
 from ._errors import Divergence
 from ._person_steps import AskForPersonSpec, ConsoleSpec, WaitForPersonSpec
-from ._procs import start_server
+from ._procs import free_port, start_server
 from ._scenario import AskForPersonStep, ConsoleStep, WaitForPersonStep
 
-__all__ = ["ConsoleDriver", "PersonSteps", "free_port"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+__all__ = ["ConsoleDriver", "PersonSteps"]
 
 
 class ConsoleDriver:

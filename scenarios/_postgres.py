@@ -24,12 +24,13 @@ import os
 import pwd
 import secrets
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ._procs import free_port
 
 __all__ = [
     "SERVER_NAME",
@@ -78,12 +79,6 @@ def pg_binaries() -> Path:
         if all((directory / name).is_file() for name in ("initdb", "pg_ctl", "postgres")):
             return directory
     raise PostgresUnavailable("no PostgreSQL server binaries (initdb, pg_ctl, postgres) found")
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -168,7 +163,7 @@ def private_postgres(
         done = subprocess.run(initdb, capture_output=True, cwd=directory, check=False, **_as_user(user))  # type: ignore[call-overload]
         if done.returncode != 0:
             raise PostgresUnavailable(f"initdb failed: {done.stderr.decode(errors='replace')[-2000:]}")
-        port = _free_port()
+        port = free_port()
         tls_options: dict[str, str] = {}
         query = ""
         if tls is not None:

@@ -6,6 +6,8 @@ Used by the scenario replay, ``handrail demo``, the tests and the benchmarks.
 from __future__ import annotations
 
 import os
+import random
+import socket
 import subprocess
 import sys
 import threading
@@ -14,7 +16,49 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["ServerProcess", "start_authz", "start_executor", "start_server"]
+__all__ = ["ServerProcess", "free_port", "start_authz", "start_executor", "start_server"]
+
+
+_given: set[int] = set()
+_given_lock = threading.Lock()
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on now, for a server that must be started (or restarted) at a
+    known address.
+
+    Not one the kernel hands out: a port from ``bind(0)`` is in the ephemeral range, where
+    any process's next outgoing connection may take it before the server binds it (seen in
+    CI: a replica's connection to PostgreSQL sat on the port picked for the next replica).
+    So it is drawn below that range, and never the same one twice in this process.
+    """
+    low, _ = _ephemeral_range()
+    if low < 11_000:  # no room below the range: the kernel's pick, as good as it gets here
+        with socket.socket() as s:
+            s.bind((host, 0))
+            return int(s.getsockname()[1])
+    rng = random.Random()
+    with _given_lock:
+        for _ in range(200):
+            port = rng.randrange(10_000, low)
+            if port in _given:
+                continue
+            with socket.socket() as s:
+                try:
+                    s.bind((host, port))
+                except OSError:
+                    continue
+            _given.add(port)
+            return port
+    raise RuntimeError(f"no free port below {low} on {host}")
 
 
 @dataclass

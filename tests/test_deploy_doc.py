@@ -15,7 +15,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -27,6 +26,7 @@ from typing import Any
 import pytest
 
 from handrail.cli import build_parser
+from handrail.scenarios import free_port
 from tests.test_readme import ROOT
 
 DOC = (ROOT / "docs" / "deploy.md").read_text()
@@ -473,14 +473,6 @@ def test_the_executor_speaks_tls_to_the_sidecar_with_the_ca_its_environment_name
 PRELUDE = f'handrail() {{ {shlex.quote(sys.executable)} -m handrail "$@"; }}\nset -e\n'
 
 
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.create_server(("127.0.0.1", 0)) for _ in range(n)]
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 def bash(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["bash", "-c", PRELUDE + script], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
@@ -504,7 +496,7 @@ def test_the_walk_through_runs_as_written(postgres: Any, tmp_path: Path) -> None
     info = conninfo_to_dict(postgres.dsn)
     db = f"deploy_doc_{os.getpid()}"
     dsn = f"postgresql://{info['user']}@{info['host']}:{info['port']}/{db}"
-    ports = _free_ports(4)
+    ports = [free_port() for _ in range(4)]
     script = walk.replace("postgresql://handrail@db.internal:5432/handrail", dsn)
     script = script.replace(
         "createdb -h db.internal -U handrail handrail",

@@ -24,7 +24,6 @@ import dataclasses
 import os
 import random
 import signal
-import socket
 import threading
 import time
 from collections import defaultdict
@@ -38,7 +37,7 @@ from hypothesis import strategies as st
 
 from handrail.authz import AuthzClient, AuthzError, AuthzUnavailableError, Decision, GrantInfo, LeaseInfo, PgStore
 from handrail.recorder import Ledger, LedgerError, PgLedgerStore
-from handrail.scenarios import ServerProcess, start_server
+from handrail.scenarios import ServerProcess, free_port, start_server
 
 pytestmark = pytest.mark.slow
 
@@ -47,12 +46,6 @@ AGENTS = ("agent-1", "agent-2", "agent-3")
 AGENT_OPS = ("acquire", "check", "check", "renew", "release")
 OPERATOR_OPS = ("takeover", "handback", "grant_single", "grant", "revoke")
 FAULTS = ("kill", "stop", "cut", "none")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclasses.dataclass
@@ -118,7 +111,7 @@ def cluster(pg_dsn: Callable[[], str]) -> Iterator[Cluster]:
         tokens["exe"] = store.add_principal("exe", "executor")
         for agent in AGENTS:  # only a grant holder may take a lease: a standing read grant each
             store.add_grant(GrantInfo("", agent, "*", ("read",), note="standing read grant"), "op")
-    made = Cluster(dsn, [_free_port() for _ in range(3)], [None, None, None], tokens)
+    made = Cluster(dsn, [free_port() for _ in range(3)], [None, None, None], tokens)
     for i in range(3):
         made.start(i)
     try:

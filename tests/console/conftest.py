@@ -7,7 +7,6 @@ console is (``--console-origin``); the console runs in-process on that port.
 from __future__ import annotations
 
 import secrets
-import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +15,7 @@ import pytest
 
 from handrail.authz import Store
 from handrail.console import ConsoleConfig, RunningConsole, start_console
-from handrail.scenarios import ServerProcess, start_authz, start_executor
+from handrail.scenarios import ServerProcess, free_port, start_authz, start_executor
 from tests.conftest import Principal
 
 
@@ -33,12 +32,6 @@ class ConsoleStack:
         name = f"{prefix or role}-{secrets.token_hex(3)}"
         with Store(self.data_dir / "authz.sqlite") as store:
             return Principal(name, store.add_principal(name, role))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="session")

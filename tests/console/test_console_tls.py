@@ -18,9 +18,8 @@ import httpx
 import pytest
 
 from handrail.authz import Store
-from handrail.scenarios import ServerProcess, start_authz, start_server
+from handrail.scenarios import ServerProcess, free_port, start_authz, start_server
 from handrail.scenarios._postgres import SERVER_NAME, Certificates, make_certificates
-from tests.console.conftest import free_port
 
 pytestmark = pytest.mark.slow
 

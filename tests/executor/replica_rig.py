@@ -20,10 +20,10 @@ import psycopg
 
 from handrail.authz import AuthzClient, PgStore
 from handrail.executor import ExecutorClient
-from handrail.scenarios import ServerProcess, SubscriptionApp, start_executor
+from handrail.scenarios import ServerProcess, SubscriptionApp, free_port, start_executor
 from handrail.scenarios._base import Reply
 from handrail.scenarios._postgres import fresh_schema, pg_url
-from tests.authz.test_replica_faults import Cluster, _free_port
+from tests.authz.test_replica_faults import Cluster
 from tests.tcp_proxy import TcpProxy
 
 EXE = "exe-at-the-click"
@@ -116,7 +116,7 @@ def start_rig(server_dsn: str, data: Path) -> Iterator[Rig]:
         tokens = {name: store.add_principal(name, "agent") for name in AGENTS}
         tokens["op"] = store.add_principal("op", "operator")
         tokens["exe"] = store.add_principal("exe", "executor")
-    cluster = Cluster(dsn, [_free_port() for _ in range(3)], [None, None, None], tokens)
+    cluster = Cluster(dsn, [free_port() for _ in range(3)], [None, None, None], tokens)
     upstream = urlsplit(pg_url(dsn))
     proxy = TcpProxy((upstream.hostname or "127.0.0.1", upstream.port or 5432))
     executor = None

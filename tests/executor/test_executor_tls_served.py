@@ -23,9 +23,8 @@ import pytest
 from handrail.authz import AuthzClient, Store
 from handrail.cli import main
 from handrail.executor import ExecutorClient, ExecutorUnavailableError
-from handrail.scenarios import ServerProcess, SubscriptionApp, start_authz, start_executor, start_server
+from handrail.scenarios import ServerProcess, SubscriptionApp, free_port, start_authz, start_executor, start_server
 from handrail.scenarios._postgres import SERVER_NAME, Certificates, make_certificates
-from tests.console.conftest import free_port
 from tests.mcp.client import mcp_args, stdio_session, text
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]

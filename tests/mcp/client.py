@@ -15,6 +15,8 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 
+from handrail.scenarios import free_port
+
 REF = re.compile(r'- (\w+) "([^"]*)" \[ref=(\w+)\]')
 
 
@@ -52,13 +54,6 @@ async def stdio_session(args: list[str], **client_kw: object) -> AsyncIterator[C
             said = errlog.read()[-4000:]
             exc.add_note("handrail mcp's stderr:\n" + (said or "(nothing)"))
             raise
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @contextlib.contextmanager
