@@ -15,11 +15,12 @@ one (the contract tests move time by hand on both stores).
 **Errors.** :meth:`PgDatabase.run` is the edge for psycopg's errors: a lost connection, a
 server that is down or a pool that has no connection in time become
 :class:`StoreUnavailableError` (UNAVAILABLE on the wire, so a client fails over or fails
-closed). A call marked idempotent is tried once more on a fresh connection first (a
-connection the server ended while it sat in the pool fails on first use). A statement the
-server refuses or cannot run (a privilege revoked, a table renamed away, a read-only
-session) is :class:`StoreUnavailableError` too, logged in one line: an integrity or data
-error, which callers handle, stays psycopg's.
+closed). A call marked idempotent is tried again on another connection first (a connection
+the server ended while it sat in the pool fails on first use), up to once per connection the
+pool may hold plus one: every pooled one may have been ended. A statement the server
+refuses or cannot run (a privilege revoked, a table renamed away, a read-only session) is
+:class:`StoreUnavailableError` too, logged in one line: an integrity or data error, which
+callers handle, stays psycopg's.
 
 **The caller's deadline** (:mod:`._deadline`) bounds :meth:`PgDatabase.run`: a wait for a
 pooled connection ends a margin before it (:class:`StoreBusyError`, UNAVAILABLE, naming the
@@ -268,7 +269,8 @@ class PgDatabase:
         Args:
             work: what to do with the connection.
             idempotent: doing it twice is the same as once: after a connection error it is
-                tried once more, on a fresh connection.
+                tried again on another connection (the failed one is thrown away), up to
+                once per connection the pool may hold plus one.
             what: what ``work`` runs, for the message of a refusal.
             refusals: map the server's refusals (False: raise them as psycopg's, for a
                 caller that words them itself).
@@ -287,7 +289,7 @@ class PgDatabase:
                 integrity or data error (``UniqueViolation``, a bad value), which callers
                 handle, and an error psycopg raises itself are raised as they are.
         """
-        attempts = 2 if idempotent else 1
+        attempts = self.pool.max_size + 1 if idempotent else 1
         for attempt in range(attempts):
             # no longer than the caller waits (and not at all once it has given up)
             wait, by_deadline = deadline.wait_s(self.pool.timeout, what)

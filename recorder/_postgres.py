@@ -265,13 +265,13 @@ class PgLedgerStore:
     ) -> _T:
         """Run ``work`` on a pooled connection; psycopg's errors become LedgerError.
 
-        A connection the server ended while it sat in the pool fails on first use: the work
-        is run once more on a fresh one when ``again()`` says nothing can have been written
-        (a read; a transaction whose COMMIT was never sent).
+        A connection the server ended in the pool fails on first use (each failed one is thrown
+        away): while ``again()`` says nothing can have been written (a read; a transaction whose
+        COMMIT was never sent), the work runs again, up to once per pooled connection plus one.
         """
         if self._closed:
             raise LedgerError(f"ledger {self.location} is closed")
-        for attempt in (1, 2):
+        for left in range(self._pool.max_size, -1, -1):  # runs left after this one
             try:
                 with self._pool.connection() as conn:
                     return work(conn)
@@ -283,7 +283,7 @@ class PgLedgerStore:
                     f"cannot {what} ledger {self.location}: {first_line(exc)} ({why or 'a connection opens now'})"
                 ) from exc
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-                if attempt == 1 and again():
+                if left and again():
                     with contextlib.suppress(psycopg_pool.PoolClosed):
                         self._pool.check()
                     continue
@@ -370,7 +370,7 @@ class PgLedgerStore:
 
     def _append_onto(self, seen: tuple[int, str], entries: Sequence[PreparedEntry]) -> list[StoredRow] | None:
         """Append onto the head ``seen`` in one statement; None when the recorded head is
-        another (nothing was written). A lost connection is retried once on a fresh one: the
+        another (nothing was written). A lost connection is retried on another one: the
         statement is all or none, and a head that already is the new one says it committed."""
         stored = _chain(entries, *seen)
         head = _head_of(stored)

@@ -10,12 +10,15 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import psycopg
+import psycopg_pool
 import pytest
 
 from handrail.authz._errors import StoreUnavailableError
 from handrail.authz._pg_db import PgDatabase, Statement
+from handrail.scenarios._postgres import pg_url
 
 INSERT = Statement(
     "test_insert_note",
@@ -134,6 +137,42 @@ def test_a_lost_connection_is_retried_when_idempotent_else_unavailable(
     with pytest.raises(StoreUnavailableError, match="the store's database is unavailable"):
         db.execute(upsert, {"id": "a", "body": "third", "n": 1, "flag": True})
     assert _rows(db) == [("a", "second", 1, True)]
+
+
+@pytest.mark.slow
+def test_a_cut_that_lands_after_the_pools_check_is_retried_again(
+    pg_dsn: Callable[[], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pg_terminate_backend`` only signals, so a backend may go after the pool's check
+    passed its connection: the retry's connection is dead too. Before: one retry, then
+    UNAVAILABLE though the database was up."""
+    db = PgDatabase(pg_url(pg_dsn(), application_name="handrail-authz-under-test"), min_size=2, max_size=2)
+    cut_sql = (
+        "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity"
+        " WHERE application_name = 'handrail-authz-under-test'"
+    )
+    real_check = type(db.pool).check
+    late: list[int] = []
+
+    def check(pool: psycopg_pool.ConnectionPool[Any]) -> None:
+        real_check(pool)
+        if not late:
+            deadline = time.monotonic() + 10
+            while pool.get_stats().get("pool_available", 0) < 1 and time.monotonic() < deadline:
+                time.sleep(0.01)  # a connection the check passed, or the one replacing it
+            with psycopg.connect(pg_dsn(), autocommit=True) as admin:
+                late.append(len(admin.execute(cut_sql).fetchall()))
+
+    try:
+        db.pool.wait(10)
+        with psycopg.connect(pg_dsn(), autocommit=True) as admin:
+            assert len(admin.execute(cut_sql).fetchall()) == 2
+        monkeypatch.setattr(type(db.pool), "check", check)
+        assert db.run(lambda c: c.execute("SELECT 41 + 1").fetchone(), idempotent=True) == (42,)
+        assert late and late[0] >= 1
+    finally:
+        monkeypatch.undo()
+        db.close()
 
 
 @pytest.mark.slow

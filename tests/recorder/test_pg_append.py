@@ -5,11 +5,13 @@ statement committed."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import psycopg
+import psycopg_pool
 import pytest
 
 from handrail.recorder import Ledger, LedgerError, open_ledger
@@ -78,6 +80,40 @@ def test_connections_cut_between_appends_lose_no_append(pg_dsn: Callable[[], str
             assert cut and all(ok for (ok,) in cut)  # the ledger's pooled connection, at least
         assert _seqs(dsn, "exe-1") == [1, 2, 3, 4, 5, 6]
         assert ledger.verify().ok
+
+
+def test_a_cut_that_lands_after_the_pools_check_loses_no_append(
+    pg_dsn: Callable[[], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pg_terminate_backend`` only signals: a backend may go after the pool's check passed
+    its connection (seen in CI on the test above). Here the cut lands right after the check:
+    the connection the retry is given is dead too. Before: one retry, and the append failed."""
+    dsn = pg_dsn()
+    named = pg_url(dsn, application_name="ledger-under-test")
+    cut_sql = (
+        "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE application_name = 'ledger-under-test'"
+    )
+    real_check = psycopg_pool.ConnectionPool.check
+    late: list[int] = []
+
+    def check(pool: psycopg_pool.ConnectionPool[Any]) -> None:
+        real_check(pool)
+        if late:
+            return
+        deadline = time.monotonic() + 10
+        while pool.get_stats().get("pool_available", 0) < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)  # the connection that replaces the thrown-away one
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            late.append(len(admin.execute(cut_sql).fetchall()))
+
+    with open_ledger(named, executor_id="exe-1") as ledger, psycopg.connect(dsn, autocommit=True) as admin:
+        ledger.intent("s1", "a0", "k0", "agent", 1, PARAMS)
+        assert admin.execute(cut_sql).fetchall()
+        monkeypatch.setattr(psycopg_pool.ConnectionPool, "check", check)
+        assert ledger.intent("s1", "a1", "k1", "agent", 1, PARAMS).seq == 2
+        assert late and late[0] >= 1  # a pooled connection was cut after the check passed it
+        monkeypatch.undo()
+        assert _seqs(dsn, "exe-1") == [1, 2] and ledger.verify().ok
 
 
 def test_a_reply_lost_after_the_append_committed_is_not_written_again(
