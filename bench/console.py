@@ -34,10 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import bench_principals, emit
 
 from handrail.authz import AuthzClient
-from handrail.console import ConsoleConfig, bind, start_console
+from handrail.console import ConsoleConfig, start_console
 from handrail.executor import ExecutorClient
 from handrail.executor.browser import CHROMIUM_ARGS, chromium_path
-from handrail.scenarios import start_authz, start_executor
+from handrail.scenarios import free_port, start_authz, start_executor
 
 PAGE = """<!doctype html><title>bench</title><body style="margin:0">
 <div id=box style="position:fixed;left:0;top:0;width:400px;height:300px;background:#000000"></div>
@@ -136,9 +136,7 @@ async def run(n: int) -> None:
     site = f"http://127.0.0.1:{server.server_port}"
     tmp = Path(tempfile.mkdtemp(prefix="bench-console-"))
     tokens = bench_principals(tmp)
-    sock = bind("127.0.0.1:0")
-    port = sock.getsockname()[1]
-    sock.close()
+    port = free_port()  # the console's address, for the sidecar's allowed origin
     authz = start_authz(tmp, extra=["--console-origin", f"http://127.0.0.1:{port}"])
     executor = start_executor(tmp, authz.address, tokens["exec"])
     console = start_console(
