@@ -151,7 +151,7 @@ def test_a_statement_the_database_refuses_is_unavailable_in_one_log_line(
         with psycopg.connect(dsn, autocommit=True) as admin:
             admin.execute(refusal.format(r=name))
             admin.execute(  # the role's setting applies to new sessions
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE usename = %s",
                 (name.strip('"'),),
             )
         attempts = {

@@ -127,7 +127,7 @@ def test_a_lost_connection_is_retried_when_idempotent_else_unavailable(
     def kill_the_connection() -> None:
         pid = db.run(lambda c: c.info.backend_pid)
         with psycopg.connect(pg_dsn(), autocommit=True) as other:
-            other.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            other.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))  # gone when it returns
 
     db.execute(upsert, {"id": "a", "body": "first", "n": 1, "flag": True})
     kill_the_connection()

@@ -324,7 +324,7 @@ def test_a_man_in_the_middle_after_start_is_refused_and_nothing_is_allowed_or_ap
             server.proc.send_signal(signal.SIGHUP)  # PostgreSQL reloads its certificate
             time.sleep(0.3)
             with psycopg.connect(pg_url(server.dsn, sslmode="require", sslrootcert=""), autocommit=True) as conn:
-                conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'app_a'")
+                conn.execute("SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE usename = 'app_a'")
 
         present(*certs.impostor())
         appended: list[BaseException | object] = []

@@ -283,7 +283,7 @@ def test_a_cut_database_connection_is_unavailable_never_internal(replicas: Calla
     op.grant("agent-a", TARGET, ["submit"], [])
     with psycopg.connect(r.dsn, autocommit=True) as conn:
         conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity"
             " WHERE application_name = 'handrail-authz' AND pid <> pg_backend_pid()"
         )
     for _ in range(5):  # the pool's dead connections are replaced; checks go on

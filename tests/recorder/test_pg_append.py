@@ -75,7 +75,7 @@ def test_connections_cut_between_appends_lose_no_append(pg_dsn: Callable[[], str
         for i in range(6):
             ledger.intent("s1", f"a{i}", f"k{i}", "agent", 1, PARAMS)
             cut = admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'ledger-under-test'"
+                "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE application_name = 'ledger-under-test'"
             ).fetchall()
             assert cut and all(ok for (ok,) in cut)  # the ledger's pooled connection, at least
         assert _seqs(dsn, "exe-1") == [1, 2, 3, 4, 5, 6]
