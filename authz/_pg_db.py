@@ -53,7 +53,7 @@ from psycopg import pq
 from psycopg.adapt import Transformer
 from psycopg.conninfo import conninfo_to_dict
 
-from handrail._dsn import first_line, no_prompt, redact, why_no_connection
+from handrail._dsn import connect_options, first_line, redact, why_no_connection
 from handrail.authz import _deadline as deadline
 from handrail.authz import _pg_session as session
 from handrail.authz._errors import DeadlineExceededError, StoreBusyError, StoreUnavailableError
@@ -203,7 +203,7 @@ class PgDatabase:
                 "autocommit": True,
                 "connect_timeout": max(1, int(connect_timeout_s)),
                 "fallback_application_name": session.APPLICATION_NAME,
-                **no_prompt(dsn),
+                **connect_options(dsn),
             },
             min_size=min_size,
             max_size=max_size,

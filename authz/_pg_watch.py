@@ -35,7 +35,7 @@ from typing import Any
 
 import psycopg
 
-from handrail._dsn import first_line, no_prompt
+from handrail._dsn import connect_options, first_line
 from handrail.authz._errors import StoreUnavailableError
 from handrail.authz._models import ApprovalInfo, GrantInfo, LeaseInfo, WatchEventInfo
 from handrail.authz._pg_db import PgDatabase
@@ -243,7 +243,7 @@ class SharedEventHub(EventHub):
                     autocommit=True,
                     connect_timeout=5,
                     fallback_application_name="handrail-authz-listener",
-                    **no_prompt(self._db.dsn),
+                    **connect_options(self._db.dsn),
                 ) as conn:
                     conn.execute(f'LISTEN "{self._channel}"')
                     delay = 0.05

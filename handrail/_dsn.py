@@ -13,10 +13,11 @@ from typing import Any
 
 __all__ = [
     "NO_PROMPT",
+    "TCP_DEFAULTS",
     "connect_error",
+    "connect_options",
     "first_line",
     "is_pg_dsn",
-    "no_prompt",
     "redact",
     "tls_hint",
     "why_no_connection",
@@ -44,7 +45,7 @@ def why_no_connection(dsn: str, timeout_s: float, where: str) -> str:
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            conn = psycopg.connect(dsn, connect_timeout=max(2, int(timeout_s)), autocommit=True, **no_prompt(dsn))
+            conn = psycopg.connect(dsn, connect_timeout=max(2, int(timeout_s)), autocommit=True, **connect_options(dsn))
             try:
                 _warn_unverified(conn, dsn, where)
             finally:
@@ -70,16 +71,34 @@ def why_no_connection(dsn: str, timeout_s: float, where: str) -> str:
 NO_PROMPT = "handrail-never-prompts"
 
 
-def no_prompt(dsn: str) -> dict[str, Any]:
-    """The keyword arguments for a connection to ``dsn`` that keep OpenSSL from asking on
-    the terminal: ``sslpassword`` (:data:`NO_PROMPT`) unless ``dsn`` gives one."""
+#: libpq's TCP settings for a connection whose DSN sets none of its own. A peer gone without
+#: a word (a host that froze, a network that drops packets: no reset, no refusal) would
+#: otherwise hold a statement, or a pooled or listening connection, until the network came
+#: back, and with the system's keepalive (two hours) an idle one for as long: bytes left
+#: unacknowledged for 10 s, or an idle connection's probes unanswered from 5 s on (3, 2 s
+#: apart), end the connection, and the caller gets a lost connection (retried elsewhere,
+#: or UNAVAILABLE). A slow statement on a live server is not cut: its kernel acknowledges.
+TCP_DEFAULTS = {
+    "keepalives": "1",
+    "keepalives_idle": "5",
+    "keepalives_interval": "2",
+    "keepalives_count": "3",
+    "tcp_user_timeout": "10000",
+}
+
+
+def connect_options(dsn: str) -> dict[str, Any]:
+    """The keyword arguments every connection to ``dsn`` is opened with, each only where
+    ``dsn`` gives none: ``sslpassword`` (:data:`NO_PROMPT`), which keeps OpenSSL from
+    asking on the terminal, and :data:`TCP_DEFAULTS`."""
     from psycopg.conninfo import conninfo_to_dict
 
     try:
-        given = conninfo_to_dict(dsn).get("sslpassword")
+        given = conninfo_to_dict(dsn)
     except Exception:  # (a string that does not parse is said by the connection itself)
         return {}
-    return {} if given else {"sslpassword": NO_PROMPT}
+    options = {"sslpassword": NO_PROMPT, **TCP_DEFAULTS}
+    return {name: value for name, value in options.items() if not given.get(name)}
 
 
 def connect_error(dsn: str) -> str:
@@ -89,7 +108,7 @@ def connect_error(dsn: str) -> str:
     import psycopg
 
     try:
-        psycopg.connect(dsn, connect_timeout=2, autocommit=True, **no_prompt(dsn)).close()
+        psycopg.connect(dsn, connect_timeout=2, autocommit=True, **connect_options(dsn)).close()
         return ""
     except psycopg.Error as exc:
         reason = first_line(exc, dsn)

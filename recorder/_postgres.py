@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 import psycopg
 import psycopg_pool
 
-from handrail._dsn import connect_error, first_line, no_prompt, redact, tls_hint, why_no_connection
+from handrail._dsn import connect_error, connect_options, first_line, redact, tls_hint, why_no_connection
 
 from ._chain import GENESIS_HASH, hash_columns, now_ms
 from ._entry import Entry, PreparedEntry, entry_from_row
@@ -231,7 +231,7 @@ class PgLedgerStore:
             raise LedgerError(why)
         self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = psycopg_pool.ConnectionPool(
             dsn,
-            kwargs={"autocommit": True, "connect_timeout": 5, **no_prompt(dsn)},
+            kwargs={"autocommit": True, "connect_timeout": 5, **connect_options(dsn)},
             configure=configure,
             min_size=1,
             max_size=pool_size,
@@ -502,7 +502,7 @@ class PgLedgerStore:
     @contextmanager
     def _snapshot(self, batch_size: int) -> Iterator[ChainSnapshot]:
         try:
-            conn = psycopg.connect(self.dsn, connect_timeout=10, **no_prompt(self.dsn))
+            conn = psycopg.connect(self.dsn, connect_timeout=10, **connect_options(self.dsn))
         except psycopg.Error as exc:
             raise LedgerError(f"cannot read ledger {self.location}: {first_line(exc, self.dsn)}") from exc
         try:
@@ -550,7 +550,7 @@ def ledger_executors(dsn: str) -> list[str]:
         LedgerError: the database cannot be read, or holds no ledger.
     """
     try:
-        with psycopg.connect(dsn, connect_timeout=10, **no_prompt(dsn)) as conn:
+        with psycopg.connect(dsn, connect_timeout=10, **connect_options(dsn)) as conn:
             rows = conn.execute(_EXECUTORS).fetchall()
     except psycopg.errors.UndefinedTable:
         raise LedgerError(f"no ledger in {_describe(dsn)}", reason="NOT_FOUND") from None
