@@ -17,7 +17,8 @@ server that is down or a pool that has no connection in time become
 :class:`StoreUnavailableError` (UNAVAILABLE on the wire, so a client fails over or fails
 closed). A call marked idempotent is tried again on another connection first (a connection
 the server ended while it sat in the pool fails on first use), up to once per connection the
-pool may hold plus one: every pooled one may have been ended. A statement the server
+pool may hold plus one (every pooled one may have been ended), while the call is younger
+than :data:`~handrail._dsn.RETRY_WITHIN_S`. A statement the server
 refuses or cannot run (a privilege revoked, a table renamed away, a read-only session) is
 :class:`StoreUnavailableError` too, logged in one line: an integrity or data error, which
 callers handle, stays psycopg's.
@@ -53,7 +54,7 @@ from psycopg import pq
 from psycopg.adapt import Transformer
 from psycopg.conninfo import conninfo_to_dict
 
-from handrail._dsn import connect_options, first_line, redact, why_no_connection
+from handrail._dsn import RETRY_WITHIN_S, connect_options, first_line, redact, why_no_connection
 from handrail.authz import _deadline as deadline
 from handrail.authz import _pg_session as session
 from handrail.authz._errors import DeadlineExceededError, StoreBusyError, StoreUnavailableError
@@ -270,7 +271,8 @@ class PgDatabase:
             work: what to do with the connection.
             idempotent: doing it twice is the same as once: after a connection error it is
                 tried again on another connection (the failed one is thrown away), up to
-                once per connection the pool may hold plus one.
+                once per connection the pool may hold plus one, while the call is younger
+                than :data:`~handrail._dsn.RETRY_WITHIN_S`.
             what: what ``work`` runs, for the message of a refusal.
             refusals: map the server's refusals (False: raise them as psycopg's, for a
                 caller that words them itself).
@@ -290,6 +292,7 @@ class PgDatabase:
                 handle, and an error psycopg raises itself are raised as they are.
         """
         attempts = self.pool.max_size + 1 if idempotent else 1
+        began = time.monotonic()
         for attempt in range(attempts):
             # no longer than the caller waits (and not at all once it has given up)
             wait, by_deadline = deadline.wait_s(self.pool.timeout, what)
@@ -313,7 +316,7 @@ class PgDatabase:
                     raise DeadlineExceededError(
                         f"the caller's deadline passed while {what} ran: cancelled, nothing of it committed"
                     ) from None
-                if attempt + 1 < attempts and not self._closed:
+                if attempt + 1 < attempts and not self._closed and time.monotonic() - began < RETRY_WITHIN_S:
                     self._check()
                     continue
                 raise StoreUnavailableError(f"the store's database is unavailable: {first_line(exc)}") from None

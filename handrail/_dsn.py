@@ -13,6 +13,7 @@ from typing import Any
 
 __all__ = [
     "NO_PROMPT",
+    "RETRY_WITHIN_S",
     "TCP_DEFAULTS",
     "connect_error",
     "connect_options",
@@ -85,6 +86,13 @@ TCP_DEFAULTS = {
     "keepalives_count": "3",
     "tcp_user_timeout": "10000",
 }
+
+
+#: How young a call must be to be tried again after a lost connection (where trying again is
+#: safe). One the server ended fails at once on first use, so trying every pooled one takes
+#: no time; one gone silent takes :data:`TCP_DEFAULTS`' 10 s to fail, and trying each pooled
+#: connection that way would hold the call for minutes.
+RETRY_WITHIN_S = 5.0
 
 
 def connect_options(dsn: str) -> dict[str, Any]:

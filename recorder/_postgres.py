@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar
@@ -34,11 +35,20 @@ from typing import Any, TypeVar
 import psycopg
 import psycopg_pool
 
-from handrail._dsn import connect_error, connect_options, first_line, redact, tls_hint, why_no_connection
+from handrail._dsn import (
+    RETRY_WITHIN_S,
+    connect_error,
+    connect_options,
+    first_line,
+    redact,
+    tls_hint,
+    why_no_connection,
+)
 
 from ._chain import GENESIS_HASH, hash_columns, now_ms
 from ._entry import Entry, PreparedEntry, entry_from_row
 from ._errors import LedgerError, LedgerTamperedError
+from ._postgres_schema import MIGRATIONS
 from ._recovery import RecoveredAction, UnresolvedAction, intent_params
 from ._store import BulkRow, ChainSnapshot, EntryQuery, RecoveryWrite, StoredRow
 
@@ -93,64 +103,6 @@ SELECT head.executor_id, e.* FROM head, unnest(
 ) AS e
 """
 _ARRAYS = tuple(c.strip() for c in _COLUMNS.split(","))
-
-_MIGRATIONS: tuple[tuple[str, str], ...] = (
-    (
-        "create ledger entries and heads",
-        """
-        CREATE TABLE ledger_entries (
-            executor_id TEXT NOT NULL,
-            seq BIGINT NOT NULL,
-            ts_ms BIGINT NOT NULL,
-            kind TEXT NOT NULL,
-            session_id TEXT NOT NULL DEFAULT '',
-            action_id TEXT NOT NULL DEFAULT '',
-            idempotency_key TEXT NOT NULL DEFAULT '',
-            principal TEXT NOT NULL DEFAULT '',
-            principal_kind TEXT NOT NULL CHECK (principal_kind IN ('agent', 'human', 'system')),
-            epoch BIGINT NOT NULL DEFAULT 0,
-            body TEXT NOT NULL,
-            prev_hash TEXT NOT NULL,
-            entry_hash TEXT NOT NULL,
-            PRIMARY KEY (executor_id, seq)
-        );
-        CREATE INDEX ledger_by_key ON ledger_entries (executor_id, session_id, idempotency_key, kind);
-        CREATE INDEX ledger_by_action ON ledger_entries (executor_id, action_id);
-        CREATE INDEX ledger_by_kind ON ledger_entries (executor_id, kind, session_id, action_id);
-        CREATE INDEX ledger_by_time ON ledger_entries (ts_ms);
-        CREATE TABLE ledger_heads (
-            executor_id TEXT PRIMARY KEY,
-            head_seq BIGINT NOT NULL,
-            head_hash TEXT NOT NULL
-        );
-        CREATE FUNCTION ledger_entries_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-            RAISE EXCEPTION 'ledger entries are append-only: % refused', TG_OP;
-        END $$;
-        CREATE TRIGGER ledger_entries_no_change BEFORE UPDATE OR DELETE ON ledger_entries
-            FOR EACH ROW EXECUTE FUNCTION ledger_entries_append_only();
-        CREATE TRIGGER ledger_entries_no_truncate BEFORE TRUNCATE ON ledger_entries
-            FOR EACH STATEMENT EXECUTE FUNCTION ledger_entries_append_only();
-        """,
-    ),
-    (
-        "ledger heads only move forward",
-        """
-        CREATE FUNCTION ledger_heads_forward_only() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-            IF TG_OP = 'UPDATE' AND NEW.executor_id = OLD.executor_id AND (NEW.head_seq > OLD.head_seq
-                    OR (NEW.head_seq = OLD.head_seq AND NEW.head_hash = OLD.head_hash)) THEN
-                RETURN NEW;
-            END IF;
-            RAISE EXCEPTION 'ledger heads only move forward: % refused', TG_OP;
-        END $$;
-        CREATE TRIGGER ledger_heads_forward BEFORE UPDATE OR DELETE ON ledger_heads
-            FOR EACH ROW EXECUTE FUNCTION ledger_heads_forward_only();
-        CREATE TRIGGER ledger_heads_no_truncate BEFORE TRUNCATE ON ledger_heads
-            FOR EACH STATEMENT EXECUTE FUNCTION ledger_heads_forward_only();
-        """,
-    ),
-)
 
 
 def _jsonb(column: str) -> str:
@@ -267,10 +219,11 @@ class PgLedgerStore:
 
         A connection the server ended in the pool fails on first use (each failed one is thrown
         away): while ``again()`` says nothing can have been written (a read; a transaction whose
-        COMMIT was never sent), the work runs again, up to once per pooled connection plus one.
-        """
+        COMMIT was never sent), the work runs again, up to once per pooled connection plus one,
+        within :data:`~handrail._dsn.RETRY_WITHIN_S` of the first run."""
         if self._closed:
             raise LedgerError(f"ledger {self.location} is closed")
+        began = time.monotonic()
         for left in range(self._pool.max_size, -1, -1):  # runs left after this one
             try:
                 with self._pool.connection() as conn:
@@ -283,7 +236,7 @@ class PgLedgerStore:
                     f"cannot {what} ledger {self.location}: {first_line(exc)} ({why or 'a connection opens now'})"
                 ) from exc
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-                if left and again():
+                if left and again() and time.monotonic() - began < RETRY_WITHIN_S:
                     with contextlib.suppress(psycopg_pool.PoolClosed):
                         self._pool.check()
                     continue
@@ -327,7 +280,7 @@ class PgLedgerStore:
         if row is None or not row[0]:
             return False
         done = {int(r[0]) for r in conn.execute("SELECT version FROM ledger_migrations")}
-        return done >= set(range(1, len(_MIGRATIONS) + 1))
+        return done >= set(range(1, len(MIGRATIONS) + 1))
 
     def _apply_migrations(self, conn: psycopg.Connection[Any]) -> None:
         with conn.transaction():
@@ -337,7 +290,7 @@ class PgLedgerStore:
                 " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_ms BIGINT NOT NULL)"
             )
             done = {int(r[0]) for r in conn.execute("SELECT version FROM ledger_migrations")}
-            for version, (name, sql) in enumerate(_MIGRATIONS, start=1):
+            for version, (name, sql) in enumerate(MIGRATIONS, start=1):
                 if version not in done:
                     conn.execute(sql.encode())
                     conn.execute(
