@@ -27,8 +27,10 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ._procs import free_port
 
@@ -345,6 +347,25 @@ def fresh_schema(dsn: str, prefix: str = "t") -> tuple[str, str]:
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(f'CREATE SCHEMA "{name}"')
     return name, pg_url(dsn, options=f"-c search_path={name}")
+
+
+def terminate(conn: Any, where: str, params: Sequence[object] = ()) -> int:
+    """End the other sessions whose ``pg_stat_activity`` rows ``where`` picks, through
+    ``conn`` (in autocommit), and wait until they are gone; how many. ``pg_terminate_backend``
+    only signals: a test whose next step needs them gone must wait (its own wait argument
+    needs PostgreSQL 14, and the tests run on 13 too)."""
+    found = conn.execute(
+        f"SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND ({where})", params
+    ).fetchall()
+    pids = [int(row[0]) for row in found]
+    for pid in pids:
+        conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    deadline = time.monotonic() + 10
+    while pids and conn.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)", (pids,)).fetchone()[0]:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"sessions {pids} still there 10 s after pg_terminate_backend")
+        time.sleep(0.01)
+    return len(pids)
 
 
 def pg_url(dsn: str, **changes: str) -> str:

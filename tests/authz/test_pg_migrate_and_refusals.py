@@ -24,6 +24,7 @@ from handrail.authz import AuthzClient, AuthzUnavailableError, GrantInfo, PgStor
 from handrail.authz._errors import StoreUnavailableError
 from handrail.authz._pg_db import PgDatabase
 from handrail.authz._pg_schema import MIGRATIONS
+from handrail.scenarios._postgres import terminate
 from tests.authz.conftest import ADMIN
 
 pytestmark = pytest.mark.slow
@@ -150,10 +151,7 @@ def test_a_statement_the_database_refuses_is_unavailable_in_one_log_line(
         assert exe.check("agent-a", TARGET, epoch, "read").allow  # remembered from now on
         with psycopg.connect(dsn, autocommit=True) as admin:
             admin.execute(refusal.format(r=name))
-            admin.execute(  # the role's setting applies to new sessions
-                "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE usename = %s",
-                (name.strip('"'),),
-            )
+            terminate(admin, "usename = %s", (name.strip('"'),))  # the role's setting applies to new sessions
         attempts = {
             "check": lambda: exe.check("agent-a", TARGET, epoch, "read"),
             "decisions": lambda: op.list_decisions(),

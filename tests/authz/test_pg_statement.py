@@ -18,7 +18,7 @@ import pytest
 
 from handrail.authz._errors import StoreUnavailableError
 from handrail.authz._pg_db import PgDatabase, Statement
-from handrail.scenarios._postgres import pg_url
+from handrail.scenarios._postgres import pg_url, terminate
 
 INSERT = Statement(
     "test_insert_note",
@@ -127,7 +127,7 @@ def test_a_lost_connection_is_retried_when_idempotent_else_unavailable(
     def kill_the_connection() -> None:
         pid = db.run(lambda c: c.info.backend_pid)
         with psycopg.connect(pg_dsn(), autocommit=True) as other:
-            other.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))  # gone when it returns
+            terminate(other, "pid = %s", (pid,))
 
     db.execute(upsert, {"id": "a", "body": "first", "n": 1, "flag": True})
     kill_the_connection()
@@ -147,10 +147,7 @@ def test_a_cut_that_lands_after_the_pools_check_is_retried_again(
     passed its connection: the retry's connection is dead too. Before: one retry, then
     UNAVAILABLE though the database was up."""
     db = PgDatabase(pg_url(pg_dsn(), application_name="handrail-authz-under-test"), min_size=2, max_size=2)
-    cut_sql = (
-        "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity"
-        " WHERE application_name = 'handrail-authz-under-test'"
-    )
+    cut = "application_name = 'handrail-authz-under-test'"
     real_check = type(db.pool).check
     late: list[int] = []
 
@@ -161,12 +158,12 @@ def test_a_cut_that_lands_after_the_pools_check_is_retried_again(
             while pool.get_stats().get("pool_available", 0) < 1 and time.monotonic() < deadline:
                 time.sleep(0.01)  # a connection the check passed, or the one replacing it
             with psycopg.connect(pg_dsn(), autocommit=True) as admin:
-                late.append(len(admin.execute(cut_sql).fetchall()))
+                late.append(terminate(admin, cut))
 
     try:
         db.pool.wait(10)
         with psycopg.connect(pg_dsn(), autocommit=True) as admin:
-            assert len(admin.execute(cut_sql).fetchall()) == 2
+            assert terminate(admin, cut) == 2
         monkeypatch.setattr(type(db.pool), "check", check)
         assert db.run(lambda c: c.execute("SELECT 41 + 1").fetchone(), idempotent=True) == (42,)
         assert late and late[0] >= 1

@@ -41,6 +41,7 @@ from handrail.scenarios._postgres import (
     make_certificates,
     pg_url,
     private_postgres,
+    terminate,
 )
 from tests.authz.pg_tls_rig import (
     AT_ONCE_S,
@@ -324,7 +325,7 @@ def test_a_man_in_the_middle_after_start_is_refused_and_nothing_is_allowed_or_ap
             server.proc.send_signal(signal.SIGHUP)  # PostgreSQL reloads its certificate
             time.sleep(0.3)
             with psycopg.connect(pg_url(server.dsn, sslmode="require", sslrootcert=""), autocommit=True) as conn:
-                conn.execute("SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE usename = 'app_a'")
+                terminate(conn, "usename = 'app_a'")
 
         present(*certs.impostor())
         appended: list[BaseException | object] = []

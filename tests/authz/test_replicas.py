@@ -37,6 +37,7 @@ from handrail.authz import (
 )
 from handrail.authz._lease_changes import Acquire, Expire, HandBack, Release, Renew, ReportActivity, TakeOver
 from handrail.authz._models import GrantInfo
+from handrail.scenarios._postgres import terminate
 from tests.authz.conftest import ADMIN, LEASE_GRANT_NOTE, FakeClock
 
 pytestmark = pytest.mark.slow
@@ -282,10 +283,7 @@ def test_a_cut_database_connection_is_unavailable_never_internal(replicas: Calla
     epoch = exe.acquire(TARGET, holder="agent-a", ttl_ms=60_000).epoch
     op.grant("agent-a", TARGET, ["submit"], [])
     with psycopg.connect(r.dsn, autocommit=True) as conn:
-        conn.execute(
-            "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity"
-            " WHERE application_name = 'handrail-authz' AND pid <> pg_backend_pid()"
-        )
+        terminate(conn, "application_name = 'handrail-authz'")
     for _ in range(5):  # the pool's dead connections are replaced; checks go on
         with contextlib.suppress(AuthzUnavailableError):  # refused as UNAVAILABLE: fail-closed
             assert exe.check("agent-a", TARGET, epoch, "submit").allow

@@ -16,12 +16,13 @@ import pytest
 
 from handrail.recorder import Ledger, LedgerError, open_ledger
 from handrail.recorder import _postgres as pg_store
-from handrail.scenarios._postgres import pg_url
+from handrail.scenarios._postgres import pg_url, terminate
 from tests.recorder.test_ledger_cli import run_cli
 
 pytestmark = pytest.mark.slow
 
 PARAMS = {"action": "click", "ref": "e1"}
+CUT = "application_name = 'ledger-under-test'"  # the ledger's sessions
 
 
 def _seqs(dsn: str, exe: str) -> list[int]:
@@ -74,10 +75,7 @@ def test_connections_cut_between_appends_lose_no_append(pg_dsn: Callable[[], str
     with open_ledger(named, executor_id="exe-1") as ledger, psycopg.connect(dsn, autocommit=True) as admin:
         for i in range(6):
             ledger.intent("s1", f"a{i}", f"k{i}", "agent", 1, PARAMS)
-            cut = admin.execute(
-                "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE application_name = 'ledger-under-test'"
-            ).fetchall()
-            assert cut and all(ok for (ok,) in cut)  # the ledger's pooled connection, at least
+            assert terminate(admin, CUT) >= 1  # the ledger's pooled connection, at least
         assert _seqs(dsn, "exe-1") == [1, 2, 3, 4, 5, 6]
         assert ledger.verify().ok
 
@@ -90,9 +88,6 @@ def test_a_cut_that_lands_after_the_pools_check_loses_no_append(
     the connection the retry is given is dead too. Before: one retry, and the append failed."""
     dsn = pg_dsn()
     named = pg_url(dsn, application_name="ledger-under-test")
-    cut_sql = (
-        "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE application_name = 'ledger-under-test'"
-    )
     real_check = psycopg_pool.ConnectionPool.check
     late: list[int] = []
 
@@ -104,11 +99,11 @@ def test_a_cut_that_lands_after_the_pools_check_loses_no_append(
         while pool.get_stats().get("pool_available", 0) < 1 and time.monotonic() < deadline:
             time.sleep(0.01)  # the connection that replaces the thrown-away one
         with psycopg.connect(dsn, autocommit=True) as admin:
-            late.append(len(admin.execute(cut_sql).fetchall()))
+            late.append(terminate(admin, CUT))
 
     with open_ledger(named, executor_id="exe-1") as ledger, psycopg.connect(dsn, autocommit=True) as admin:
         ledger.intent("s1", "a0", "k0", "agent", 1, PARAMS)
-        assert admin.execute(cut_sql).fetchall()
+        assert terminate(admin, CUT)
         monkeypatch.setattr(psycopg_pool.ConnectionPool, "check", check)
         assert ledger.intent("s1", "a1", "k1", "agent", 1, PARAMS).seq == 2
         assert late and late[0] >= 1  # a pooled connection was cut after the check passed it
