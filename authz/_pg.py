@@ -33,11 +33,11 @@ because one process writes its file. Here several replicas write, so none of it 
   ``WHERE`` reads those rows again (:func:`~._pg_grants.still_current`): the same row
   versions at the same places (one page each, no index), a row that was missing still
   missing, and the database's clock on the same side of every time-stamp among them as
-  the clock the decision was judged at (within 50 ms of it). If anything changed, nothing is inserted and the check
-  is decided again on a fresh read, as a lost race is; a decision that changes state
-  (a single-use grant, an approval) and a refusal of the caller or the agent are always
-  made on a fresh read. So the common check is one round trip, and it still acts on every
-  change committed before its statement;
+  the clock the decision was judged at (within 50 ms of it). If anything changed, nothing
+  is inserted and the check is decided again on a fresh read, as a lost race is; a
+  decision that changes state (a single-use grant, an approval) and a refusal of the
+  caller or the agent are always made on a fresh read. So the common check is one round
+  trip, and it still acts on every change committed before its statement;
 * known tokens and principals: dropped. SQLite forgets them when a stamp file beside its
   database moves, which only processes on its host share; here a revocation, a rotation
   or an expiry made through any replica must act on the next call to every other, so

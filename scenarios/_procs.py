@@ -23,12 +23,12 @@ _given: set[int] = set()
 _given_lock = threading.Lock()
 
 
-def _ephemeral_range() -> tuple[int, int]:
+def _ephemeral_low() -> int:
+    """Where the kernel's range of ports for outgoing connections begins."""
     try:
-        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
-        return int(low), int(high)
-    except (OSError, ValueError):
-        return 32768, 60999  # Linux's default
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -40,7 +40,7 @@ def free_port(host: str = "127.0.0.1") -> int:
     CI: a replica's connection to PostgreSQL sat on the port picked for the next replica).
     So it is drawn below that range, and never the same one twice in this process.
     """
-    low, _ = _ephemeral_range()
+    low = _ephemeral_low()
     if low < 11_000:  # no room below the range: the kernel's pick, as good as it gets here
         with socket.socket() as s:
             s.bind((host, 0))

@@ -10,15 +10,14 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import psycopg
-import psycopg_pool
 import pytest
 
 from handrail.authz._errors import StoreUnavailableError
 from handrail.authz._pg_db import PgDatabase, Statement
 from handrail.scenarios._postgres import pg_url, terminate
+from tests.recorder.test_pg_append import cut_after_the_pools_check
 
 INSERT = Statement(
     "test_insert_note",
@@ -146,25 +145,14 @@ def test_a_cut_that_lands_after_the_pools_check_is_retried_again(
     """``pg_terminate_backend`` only signals, so a backend may go after the pool's check
     passed its connection: the retry's connection is dead too. Before: one retry, then
     UNAVAILABLE though the database was up."""
-    db = PgDatabase(pg_url(pg_dsn(), application_name="handrail-authz-under-test"), min_size=2, max_size=2)
+    dsn = pg_dsn()
+    db = PgDatabase(pg_url(dsn, application_name="handrail-authz-under-test"), min_size=2, max_size=2)
     cut = "application_name = 'handrail-authz-under-test'"
-    real_check = type(db.pool).check
-    late: list[int] = []
-
-    def check(pool: psycopg_pool.ConnectionPool[Any]) -> None:
-        real_check(pool)
-        if not late:
-            deadline = time.monotonic() + 10
-            while pool.get_stats().get("pool_available", 0) < 1 and time.monotonic() < deadline:
-                time.sleep(0.01)  # a connection the check passed, or the one replacing it
-            with psycopg.connect(pg_dsn(), autocommit=True) as admin:
-                late.append(terminate(admin, cut))
-
     try:
         db.pool.wait(10)
-        with psycopg.connect(pg_dsn(), autocommit=True) as admin:
+        with psycopg.connect(dsn, autocommit=True) as admin:
             assert terminate(admin, cut) == 2
-        monkeypatch.setattr(type(db.pool), "check", check)
+        late = cut_after_the_pools_check(monkeypatch, dsn, cut)  # (the store's pool is a ConnectionPool)
         assert db.run(lambda c: c.execute("SELECT 41 + 1").fetchone(), idempotent=True) == (42,)
         assert late and late[0] >= 1
     finally:

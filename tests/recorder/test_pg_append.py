@@ -80,14 +80,11 @@ def test_connections_cut_between_appends_lose_no_append(pg_dsn: Callable[[], str
         assert ledger.verify().ok
 
 
-def test_a_cut_that_lands_after_the_pools_check_loses_no_append(
-    pg_dsn: Callable[[], str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """``pg_terminate_backend`` only signals: a backend may go after the pool's check passed
-    its connection (seen in CI on the test above). Here the cut lands right after the check:
-    the connection the retry is given is dead too. Before: one retry, and the append failed."""
-    dsn = pg_dsn()
-    named = pg_url(dsn, application_name="ledger-under-test")
+def cut_after_the_pools_check(monkeypatch: pytest.MonkeyPatch, dsn: str, where: str) -> list[int]:
+    """Make psycopg_pool's check, the first time it runs, end the sessions ``where`` picks
+    right after it (once a pooled connection is there: one it passed, or the one replacing
+    one it threw away): a backend that goes after the check passed its connection, as one
+    signalled by ``pg_terminate_backend`` may. The list returned gets how many were ended."""
     real_check = psycopg_pool.ConnectionPool.check
     late: list[int] = []
 
@@ -97,14 +94,26 @@ def test_a_cut_that_lands_after_the_pools_check_loses_no_append(
             return
         deadline = time.monotonic() + 10
         while pool.get_stats().get("pool_available", 0) < 1 and time.monotonic() < deadline:
-            time.sleep(0.01)  # the connection that replaces the thrown-away one
+            time.sleep(0.01)
         with psycopg.connect(dsn, autocommit=True) as admin:
-            late.append(terminate(admin, CUT))
+            late.append(terminate(admin, where))
 
+    monkeypatch.setattr(psycopg_pool.ConnectionPool, "check", check)
+    return late
+
+
+def test_a_cut_that_lands_after_the_pools_check_loses_no_append(
+    pg_dsn: Callable[[], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pg_terminate_backend`` only signals: a backend may go after the pool's check passed
+    its connection (seen in CI on the test above). Here the cut lands right after the check:
+    the connection the retry is given is dead too. Before: one retry, and the append failed."""
+    dsn = pg_dsn()
+    named = pg_url(dsn, application_name="ledger-under-test")
     with open_ledger(named, executor_id="exe-1") as ledger, psycopg.connect(dsn, autocommit=True) as admin:
         ledger.intent("s1", "a0", "k0", "agent", 1, PARAMS)
         assert terminate(admin, CUT)
-        monkeypatch.setattr(psycopg_pool.ConnectionPool, "check", check)
+        late = cut_after_the_pools_check(monkeypatch, dsn, CUT)
         assert ledger.intent("s1", "a1", "k1", "agent", 1, PARAMS).seq == 2
         assert late and late[0] >= 1  # a pooled connection was cut after the check passed it
         monkeypatch.undo()

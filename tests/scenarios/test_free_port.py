@@ -13,7 +13,7 @@ from handrail.scenarios import _procs, free_port
 
 
 def test_ports_are_below_the_kernels_range_distinct_and_free() -> None:
-    low, _ = _procs._ephemeral_range()
+    low = _procs._ephemeral_low()
     ports = [free_port() for _ in range(50)]
     assert len(set(ports)) == len(ports)
     assert all(10_000 <= p < low for p in ports), ports
@@ -38,7 +38,7 @@ def test_outgoing_connections_never_land_on_a_picked_port() -> None:
 
 
 def test_a_port_something_listens_on_is_passed_over(monkeypatch: pytest.MonkeyPatch) -> None:
-    low, _ = _procs._ephemeral_range()
+    low = _procs._ephemeral_low()
     first, second = (lambda r: (r.randrange(10_000, low), r.randrange(10_000, low)))(random.Random(7))
     monkeypatch.setattr(_procs, "random", types.SimpleNamespace(Random=lambda: random.Random(7)))
     monkeypatch.setattr(_procs, "_given", set())
