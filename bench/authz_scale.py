@@ -30,6 +30,9 @@ hits both:
   compare-and-set statement), through the sidecar;
 * how long a takeover made through one replica takes to reach the Watch streams of all
   three (p50/p99).
+* not judged: WhoAmI/s of an agent's token through one replica, and the CPU each takes
+  (client, replica, PostgreSQL): the check of its caller's token that an executor makes
+  on every agent call, beside the checks (``pg1_whoami_per_s``, ``pg1_cpu_*_per_whoami``).
 
 Targets: the SQLite sidecar's Check adds <= 150 us at p50 over the echo; the PostgreSQL
 sidecar's p50 <= 2x the echo's; three replicas serve >= 1.5x the checks/s of one "or say
@@ -95,7 +98,8 @@ def seed_pg(dsn: str) -> dict[str, str]:
         tokens["exe"] = store.add_principal("bench-exe", "executor")
         tokens["op"] = store.add_principal("bench-op", "operator")
         for a in range(N_AGENTS):  # a check acts only for an agent that exists and is live
-            store.add_principal(f"agent-{a}", "agent")
+            token = store.add_principal(f"agent-{a}", "agent")
+            tokens.setdefault("agent", token)
         grants = [
             GrantInfo(
                 "",
@@ -194,6 +198,22 @@ def client_rate(addresses: str, token: str, threads: int, seconds: float) -> flo
         return call
 
     return sustained(make, [bytes([i]) for i in range(ACTIVE_AGENTS)], threads, seconds)
+
+
+def token_rate(address: str, exe_token: str, agent_token: str, threads: int, seconds: float) -> float:
+    """WhoAmI/s of an agent's token through the balancing client: the check an executor
+    makes of its caller's token on every call (``GuardedExecutor.session_for``)."""
+
+    def make() -> Callable[[bytes], bytes]:
+        client = AuthzClient(address, exe_token, timeout_s=5.0)
+
+        def call(payload: bytes) -> bytes:
+            client.who_am_i(token=agent_token)
+            return payload
+
+        return call
+
+    return sustained(make, [b"."], threads, seconds)
 
 
 def lease_rate(address: str, exe_token: str, op_token: str, threads: int, seconds: float) -> float:
@@ -368,6 +388,10 @@ def main() -> int:
             lambda: raw_call(echo_address, "/bench.Echo/Echo", tokens["exe"]), payloads, args.threads, seconds
         )
         leases = lease_rate(one, tokens["exe"], tokens["op"], 4, seconds)
+        meter = CpuMeter([replicas[0].proc.pid], pg.proc.pid)
+        whoami_rate, whoami_cpu = meter.measure(
+            lambda: token_rate(one, tokens["exe"], tokens["agent"], args.threads, seconds)
+        )
         reach = takeover_reach([r.address for r in replicas], tokens["op"], tokens["exe"], rounds)
         for replica in replicas:
             replica.stop()
@@ -434,6 +458,9 @@ def main() -> int:
         figures["pg_select1_same_cpu_us"] = round(hops["same"], 1)
         figures["pg_select1_other_cpu_us"] = round(hops["other"], 1)
     figures["pg_lease_ops_per_s"] = round(leases)
+    figures["pg1_whoami_per_s"] = round(whoami_rate)
+    for key in ("client_us", "sidecars_us", "postgres_us", "total_us"):
+        figures[f"pg1_cpu_{key}_per_whoami"] = round(whoami_cpu[key], 1)
     figures["takeover_to_all_watches_p50_ms"] = round(statistics.median(reach) * 1000, 2)
     figures["takeover_to_all_watches_p99_ms"] = round(pct(reach, 99) * 1000, 2)
     figures["client_threads"] = args.threads
@@ -496,6 +523,12 @@ def main() -> int:
             " to one on another CPU (this machine's cost of waking another CPU, paid twice per check)"
         )
     print(f"lease operations/s on PostgreSQL (4 threads, one replica): {leases:.0f}")
+    print(
+        f"not judged: an executor's check of its caller's token (WhoAmI, one per agent call), {args.threads} threads,"
+        f" one replica: {whoami_rate:.0f}/s, {whoami_cpu['total_us']:.0f} us of CPU each (client"
+        f" {whoami_cpu['client_us']:.0f}, replica {whoami_cpu['sidecars_us']:.0f}, PostgreSQL"
+        f" {whoami_cpu['postgres_us']:.0f})"
+    )
     print(
         f"a takeover reaches all three replicas' Watch: p50 {figures['takeover_to_all_watches_p50_ms']:.1f} ms,"
         f" p99 {figures['takeover_to_all_watches_p99_ms']:.1f} ms ({len(reach)} takeovers)"
