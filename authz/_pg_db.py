@@ -125,6 +125,8 @@ def _text(value: object) -> bytes | None:
     if value is None:
         return None
     if isinstance(value, str):
+        if "\0" in value:  # libpq would end the text at it: refused, as psycopg's cursor does
+            raise psycopg.DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes")
         return value.encode()
     if isinstance(value, bool):
         return b"t" if value else b"f"

@@ -15,6 +15,7 @@ import psycopg
 import pytest
 
 from handrail.authz._errors import StoreUnavailableError
+from handrail.authz._pg import PgStore
 from handrail.authz._pg_db import PgDatabase, Statement
 from handrail.scenarios._postgres import pg_url, terminate
 from tests.recorder.test_pg_append import cut_after_the_pools_check
@@ -63,6 +64,15 @@ def test_parameters_are_text_of_none_bool_int_or_str_only() -> None:
         s.args({})
 
 
+def test_a_text_parameter_holding_nul_is_refused_not_cut_short() -> None:
+    """libpq ends a text parameter at its first NUL: "agent-1\\0evil" would be sent as
+    "agent-1". Refused as psycopg's own cursor refuses it."""
+    s = Statement("t", "SELECT %(v)s")
+    for value in ("agent-1\0evil", "\0", "x\0"):
+        with pytest.raises(psycopg.DataError, match="cannot contain NUL"):
+            s.args({"v": value})
+
+
 # --- against the session's PostgreSQL ------------------------------------------------------------
 
 
@@ -89,6 +99,18 @@ def test_parameters_stay_data_whatever_they_hold(db: PgDatabase) -> None:
         ("null", None, -1, None),
         *((f"note-{i}", body, 2**62 + i, i % 2 == 0) for i, body in enumerate(HOSTILE)),
     ]
+
+
+@pytest.mark.slow
+def test_a_name_with_nul_never_reads_the_principal_before_it(pg_dsn: Callable[[], str]) -> None:
+    """The store's one-statement reads go through :class:`Statement`: the name a NUL ends
+    early must not be the one looked up."""
+    with PgStore(pg_dsn(), pool_size=1) as store:
+        store.add_principal("nul-agent", "agent")
+        assert store.principal_now("nul-agent")[0] is not None
+        for read in (store.principal_now, store.principal):
+            with pytest.raises(psycopg.DataError, match="cannot contain NUL"):
+                read("nul-agent\0evil")
 
 
 @pytest.mark.slow
