@@ -38,6 +38,11 @@ _IDENTIFY = Statement(
     f"SELECT c.now, {PRINCIPAL_COLS_P}, p.token_sha256"
     f" FROM (SELECT {NOW} AS now) AS c LEFT JOIN principals AS p ON p.token_sha256 = %(digest)s",
 )
+# The same for a principal's name (an agent acted for, a lease's holder).
+_BY_NAME_NOW = Statement(
+    "handrail_principal_now",
+    f"SELECT c.now, {PRINCIPAL_COLS_P} FROM (SELECT {NOW} AS now) AS c LEFT JOIN principals AS p ON p.name = %(name)s",
+)
 
 
 def principal_info(row: tuple[Any, ...]) -> PrincipalInfo:
@@ -151,12 +156,7 @@ class PgPrincipals:
 
     def by_name_now(self, name: str) -> tuple[PrincipalInfo | None, int]:
         """The principal called ``name`` (or None) and the database's clock, in one statement."""
-        sql = (
-            f"SELECT c.now, {PRINCIPAL_COLS_P} FROM (SELECT {NOW} AS now) AS c"
-            " LEFT JOIN principals AS p ON p.name = %(name)s"
-        )
-        row = self._db.run(lambda c: c.execute(sql, {"name": name, "now": self._db.now()}).fetchone(), idempotent=True)
-        assert row is not None
+        row = self._db.fetch(_BY_NAME_NOW, {"name": name, "now": self._db.now()}, idempotent=True)[0]
         return (principal_info(row[1:6]) if row[1] is not None else None), int(row[0])
 
     def identify(self, token: str) -> tuple[PrincipalInfo | None, int]:
