@@ -90,6 +90,9 @@ from handrail.scenarios._postgres import private_postgres
 
 READY = "handrail-authz listening on "
 
+#: What ``CpuMeter.measure`` reports per operation, as printed in the figures.
+CPU_KEYS = ("client_us", "sidecars_us", "postgres_us", "total_us")
+
 
 def seed_pg(dsn: str) -> dict[str, str]:
     """The same principals, grants and leases as ``authz_check.seed``, in PostgreSQL."""
@@ -180,40 +183,46 @@ def latency(
     return echo_s, check_s
 
 
-def client_rate(addresses: str, token: str, threads: int, seconds: float) -> float:
-    """Checks/s through the balancing client (``AuthzClient``), ``threads`` at a time."""
+def through_client(
+    address: str,
+    token: str,
+    ask: Callable[[AuthzClient, bytes], object],
+    payloads: list[bytes],
+    threads: int,
+    seconds: float,
+) -> float:
+    """Calls/s of ``ask`` through the balancing client (``AuthzClient``, one per thread),
+    ``threads`` at a time."""
 
     def make() -> Callable[[bytes], bytes]:
-        client = AuthzClient(addresses, token, timeout_s=5.0)
+        client = AuthzClient(address, token, timeout_s=5.0)
 
         def call(payload: bytes) -> bytes:
-            i = payload[0]
-            a = i % ACTIVE_AGENTS
-            client.check(
-                f"agent-{a}", f"browser:{a}-0", 1, "submit", url=f"{ORIGIN}/account", element_role="button",
-                element_name="Button 1",
-            )  # fmt: skip
+            ask(client, payload)
             return payload
 
         return call
 
-    return sustained(make, [bytes([i]) for i in range(ACTIVE_AGENTS)], threads, seconds)
+    return sustained(make, payloads, threads, seconds)
+
+
+def client_rate(addresses: str, token: str, threads: int, seconds: float) -> float:
+    """Checks/s through the balancing client, ``threads`` at a time."""
+
+    def check(client: AuthzClient, payload: bytes) -> object:
+        a = payload[0] % ACTIVE_AGENTS
+        return client.check(
+            f"agent-{a}", f"browser:{a}-0", 1, "submit", url=f"{ORIGIN}/account", element_role="button",
+            element_name="Button 1",
+        )  # fmt: skip
+
+    return through_client(addresses, token, check, [bytes([i]) for i in range(ACTIVE_AGENTS)], threads, seconds)
 
 
 def token_rate(address: str, exe_token: str, agent_token: str, threads: int, seconds: float) -> float:
     """WhoAmI/s of an agent's token through the balancing client: the check an executor
     makes of its caller's token on every call (``GuardedExecutor.session_for``)."""
-
-    def make() -> Callable[[bytes], bytes]:
-        client = AuthzClient(address, exe_token, timeout_s=5.0)
-
-        def call(payload: bytes) -> bytes:
-            client.who_am_i(token=agent_token)
-            return payload
-
-        return call
-
-    return sustained(make, [b"."], threads, seconds)
+    return through_client(address, exe_token, lambda c, _: c.who_am_i(token=agent_token), [b"."], threads, seconds)
 
 
 def lease_rate(address: str, exe_token: str, op_token: str, threads: int, seconds: float) -> float:
@@ -438,7 +447,7 @@ def main() -> int:
     figures["pg3_checks_per_s"] = round(pg3_rate)
     figures["pg3_over_pg1"] = round(pg3_rate / pg1_rate, 3)
     for name, cpu in (("pg1", pg1_cpu), ("pg3", pg3_cpu)):
-        for key in ("client_us", "sidecars_us", "postgres_us", "total_us"):
+        for key in CPU_KEYS:
             figures[f"{name}_cpu_{key}_per_check"] = round(cpu[key], 1)
         figures[f"{name}_own_cpu_share"] = round(cpu["own_share"], 3)
         figures[f"{name}_machine_busy"] = round(cpu["machine_busy"], 3)
@@ -459,7 +468,7 @@ def main() -> int:
         figures["pg_select1_other_cpu_us"] = round(hops["other"], 1)
     figures["pg_lease_ops_per_s"] = round(leases)
     figures["pg1_whoami_per_s"] = round(whoami_rate)
-    for key in ("client_us", "sidecars_us", "postgres_us", "total_us"):
+    for key in CPU_KEYS:
         figures[f"pg1_cpu_{key}_per_whoami"] = round(whoami_cpu[key], 1)
     figures["takeover_to_all_watches_p50_ms"] = round(statistics.median(reach) * 1000, 2)
     figures["takeover_to_all_watches_p99_ms"] = round(pct(reach, 99) * 1000, 2)
