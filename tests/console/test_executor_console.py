@@ -261,3 +261,42 @@ def test_a_revoked_operator_is_refused_on_the_next_call(stack: Stack, agent: Age
 
     assert _run(go()) == (1, "UNAUTHENTICATED TOKEN_REVOKED", "UNAUTHENTICATED TOKEN_REVOKED")
     session.close()
+
+
+def test_a_persons_click_on_a_submit_control_answers_once_the_form_has_gone(
+    stack: Stack, agent: AgentSetup, fa: SecondFactorApp
+) -> None:
+    """A click on a form's submit button posts the form in a task after the input: the
+    result waits for it (the page is asked first whether the point may take it somewhere),
+    so the person's next input, and the console's view of the outcome, come after the
+    form has gone. A click at a superseded epoch is refused."""
+    session = _pending_verify(stack, agent, fa)
+    op = stack.operator
+
+    async def go() -> tuple[tuple[Outcome, str], tuple[Outcome, str], bool]:
+        client = ConsoleClient(stack.executor.address)
+        sid = session.session_id
+        try:
+            with stack.operator_client() as ops:
+                lease = ops.take_over(agent.target, note="I will type the code")
+            stale = await client.human_input(op.token, sid, HumanInput(ActionKind.CLICK, lease.epoch - 1, 5, 5))
+            box = await client.locate(op.token, sid, "textbox", "Code")
+            at = (box.x + box.width / 2, box.y + box.height / 2)
+            typed = [
+                await client.human_input(op.token, sid, HumanInput(ActionKind.CLICK, lease.epoch, *at)),
+                await client.human_input(op.token, sid, HumanInput(ActionKind.TYPE, lease.epoch, text="493817")),
+            ]
+            assert [t.outcome for t in typed] == [Outcome.DONE, Outcome.DONE]
+            verify = await client.locate(op.token, sid, "button", "Verify")
+            at = (verify.x + verify.width / 2, verify.y + verify.height / 2)
+            r = await client.human_input(op.token, sid, HumanInput(ActionKind.CLICK, lease.epoch, *at))
+            verified_on_answer = bool(fa.state()["verified"])  # read at once: no waiting here
+            return (stale.outcome, stale.reason), (r.outcome, r.reason), verified_on_answer
+        finally:
+            await client.close()
+
+    stale, clicked, verified_on_answer = _run(go())
+    assert stale == (Outcome.REFUSED, "STALE_EPOCH")
+    assert clicked == (Outcome.DONE, "")
+    assert verified_on_answer  # the form's POST reached the app before the click's answer
+    session.close()
