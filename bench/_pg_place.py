@@ -1,12 +1,13 @@
-"""Where the bench's PostgreSQL runs and what CPU its processes spend (``/proc`` and
-``sched_setaffinity``), for ``authz_scale.py``."""
+"""Where the bench's PostgreSQL and its timing thread run and what CPU its processes spend
+(``/proc`` and ``sched_setaffinity``), for ``authz_scale.py``."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psycopg
@@ -113,3 +114,23 @@ class CpuMeter:
             "own_share": (client + sidecars + postgres) / (wall * (os.cpu_count() or 1)),
             "machine_busy": busy,
         }
+
+
+def client_cpus(server_cpu: int) -> set[int] | None:
+    """The CPUs a timing thread is kept on while it times servers kept on ``server_cpu``:
+    the others this process may use (None: there are none, it runs anywhere)."""
+    rest = os.sched_getaffinity(0) - {server_cpu}
+    return rest or None
+
+
+@contextlib.contextmanager
+def timing_thread_on(cpus: set[int] | None) -> Iterator[None]:
+    """Keep the calling thread (only it: ``sched_setaffinity(0)`` is the thread on Linux)
+    on ``cpus`` meanwhile; None leaves it where it was."""
+    before = os.sched_getaffinity(0)
+    if cpus is not None:
+        os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)

@@ -55,7 +55,6 @@ Run: ``flock /tmp/handrail-bench.lock python bench/authz_scale.py [--quick]``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import queue
 import shutil
@@ -65,7 +64,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +72,7 @@ import grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import emit, pct
-from _pg_place import CpuMeter, place_postgres, round_trip_us
+from _pg_place import CpuMeter, client_cpus, place_postgres, round_trip_us, timing_thread_on
 from authz_check import (
     ACTIVE_AGENTS,
     N_AGENTS,
@@ -161,26 +160,6 @@ def round_robin(calls: list[Callable[[bytes], bytes]]) -> Callable[[bytes], byte
         return calls[turn[0] % len(calls)](payload)
 
     return call
-
-
-def client_cpus(server_cpu: int) -> set[int] | None:
-    """The CPUs a timing thread is kept on while it times servers kept on ``server_cpu``:
-    the others this process may use (None: there are none, it runs anywhere)."""
-    rest = os.sched_getaffinity(0) - {server_cpu}
-    return rest or None
-
-
-@contextlib.contextmanager
-def timing_thread_on(cpus: set[int] | None) -> Iterator[None]:
-    """Keep the calling thread (only it: ``sched_setaffinity(0)`` is the thread on Linux)
-    on ``cpus`` meanwhile; None leaves it where it was."""
-    before = os.sched_getaffinity(0)
-    if cpus is not None:
-        os.sched_setaffinity(0, cpus)
-    try:
-        yield
-    finally:
-        os.sched_setaffinity(0, before)
 
 
 def latency(
