@@ -14,10 +14,10 @@ CPUs in turn. While it times a pair kept on that CPU, the timing thread is kept 
 others (``client_cpus``), so that the scheduler never runs the client on the server's CPU:
 where it ran it was left to chance, and between blocks of one run it moved the echo's p50
 from ~100 to ~200 us on a host whose CPUs wake fast. The three replicas, on every CPU, are
-timed from anywhere, and so is the checks/s client. So that the setting's effect is on record, the
-SQLite sidecar and one PostgreSQL sidecar are measured again left to the scheduler,
-against a second echo left there too (``*_unpinned_*``); the targets are judged on the
-kept pair, each check against the echo served the same way. Not judged either: the floor,
+timed from anywhere, and so is the checks/s client. So that the setting's effect is on
+record, the SQLite sidecar and one PostgreSQL sidecar are measured again left to the
+scheduler, against a second echo left there too (``*_unpinned_*``); the targets are judged
+on the kept pair, each check against the echo served the same way. Not judged either: the floor,
 the echo kept on the sidecar's CPU and writing one row per call to the same PostgreSQL (one
 prepared INSERT, ``pg_floor_*``: what one database round trip costs any service served
 so); that check with PostgreSQL kept on the sidecar's CPU too; and a bare ``SELECT 1`` to a
