@@ -43,22 +43,38 @@ def place_postgres(postmaster: int, cpus: set[int]) -> bool:
     return True
 
 
+def client_cpus(server_cpu: int) -> set[int] | None:
+    """The CPUs a timing thread is kept on while it times servers kept on ``server_cpu``:
+    the others this process may use (None: there are none, it runs anywhere)."""
+    rest = os.sched_getaffinity(0) - {server_cpu}
+    return rest or None
+
+
+@contextlib.contextmanager
+def timing_thread_on(cpus: set[int] | None) -> Iterator[None]:
+    """Keep the calling thread (only it: ``sched_setaffinity(0)`` is the thread on Linux)
+    on ``cpus`` meanwhile; None leaves it where it was."""
+    before = os.sched_getaffinity(0)
+    if cpus is not None:
+        os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
 def round_trip_us(dsn: str, own: int, backend: int) -> float:
-    """p50 of a bare ``SELECT 1`` from this process on CPU ``own`` to a backend on CPU ``backend``."""
-    mine = os.sched_getaffinity(0)
+    """p50 of a bare ``SELECT 1`` from this thread on CPU ``own`` to a backend on CPU ``backend``."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         row = conn.execute("SELECT pg_backend_pid()").fetchone()
         assert row is not None
         os.sched_setaffinity(int(row[0]), {backend})
-        os.sched_setaffinity(0, {own})
-        try:
-            times = []
+        times = []
+        with timing_thread_on({own}):
             for _ in range(2000):
                 t0 = time.perf_counter()
                 conn.pgconn.exec_(b"SELECT 1")
                 times.append(time.perf_counter() - t0)
-        finally:
-            os.sched_setaffinity(0, mine)
     return statistics.median(times[200:]) * 1e6
 
 
@@ -114,23 +130,3 @@ class CpuMeter:
             "own_share": (client + sidecars + postgres) / (wall * (os.cpu_count() or 1)),
             "machine_busy": busy,
         }
-
-
-def client_cpus(server_cpu: int) -> set[int] | None:
-    """The CPUs a timing thread is kept on while it times servers kept on ``server_cpu``:
-    the others this process may use (None: there are none, it runs anywhere)."""
-    rest = os.sched_getaffinity(0) - {server_cpu}
-    return rest or None
-
-
-@contextlib.contextmanager
-def timing_thread_on(cpus: set[int] | None) -> Iterator[None]:
-    """Keep the calling thread (only it: ``sched_setaffinity(0)`` is the thread on Linux)
-    on ``cpus`` meanwhile; None leaves it where it was."""
-    before = os.sched_getaffinity(0)
-    if cpus is not None:
-        os.sched_setaffinity(0, cpus)
-    try:
-        yield
-    finally:
-        os.sched_setaffinity(0, before)

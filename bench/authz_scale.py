@@ -173,32 +173,21 @@ def latency(
 ) -> tuple[list[float], list[float]]:
     """Alternating blocks of echo and Check (``checks`` False: another echo), timed from a
     thread kept on ``client`` (None: anywhere); both sample lists."""
-    with timing_thread_on(client):
-        return _latency(echo, check, payloads, samples, checks=checks)
-
-
-def _latency(
-    echo: Callable[[bytes], bytes],
-    check: Callable[[bytes], bytes],
-    payloads: list[bytes],
-    samples: int,
-    *,
-    checks: bool,
-) -> tuple[list[float], list[float]]:
     for p in payloads[:200]:
         answer = check(p)
         if checks and not (reply := pb.CheckResponse.FromString(answer)).allow:
             raise SystemExit(f"the bench check is refused: {reply}")
         if not checks and answer != p:
             raise SystemExit("the floor does not echo its request")
-    _timed(echo, payloads, 300, 0)
-    _timed(check, payloads, 300, 0)
     echo_s: list[float] = []
     check_s: list[float] = []
     block = 500
-    for start in range(0, samples, block):
-        echo_s += _timed(echo, payloads, block, start)
-        check_s += _timed(check, payloads, block, start)
+    with timing_thread_on(client):
+        _timed(echo, payloads, 300, 0)
+        _timed(check, payloads, 300, 0)
+        for start in range(0, samples, block):
+            echo_s += _timed(echo, payloads, block, start)
+            check_s += _timed(check, payloads, block, start)
     return echo_s, check_s
 
 
